@@ -1,0 +1,741 @@
+//! Configuration: one TOML file plus an `ARGOS_*` environment overlay, parsed once, before
+//! any socket is bound, by a pure function over an injected source.
+//!
+//! Every setting is declared once in [`Config::read`] with its default and a one-line doc;
+//! that same declaration drives parsing, `--print-config` and `docs/configuration.md`.
+//! Parsing never stops at the first problem: every unknown key and every bad value is
+//! collected and reported together.
+//!
+//! Environment keys map to dotted keys by stripping `ARGOS_`, lower-casing and turning `__`
+//! into `.`: `ARGOS_PEERS__GATEWAY_UIDS=argos-gw` sets `peers.gateway_uids`. Lists in the
+//! environment are comma-separated. `ARGOS_CONFIG` names the file and is not a setting.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Environment variable that names the config file when `--config` is not given.
+pub const CONFIG_ENV: &str = "ARGOS_CONFIG";
+/// Prefix of environment variables that overlay settings.
+pub const ENV_PREFIX: &str = "ARGOS_";
+
+/// The effective configuration shared by every Argos daemon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Directory holding each daemon's `<daemon>.sock`.
+    pub runtime_dir: PathBuf,
+    /// Parent of each daemon's private state directory `<state_dir>/<daemon>`.
+    pub state_dir: PathBuf,
+    pub log: LogConfig,
+    pub socket: SocketConfig,
+    pub peers: PeersConfig,
+    pub shutdown: ShutdownConfig,
+    pub gateway: GatewayConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogConfig {
+    pub format: LogFormat,
+    /// A tracing `EnvFilter` directive, e.g. `info` or `info,argos_common=debug`.
+    pub level: String,
+}
+
+/// How log lines are written to stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// One plain line per event, no colour: fit for journald.
+    Plain,
+    /// One JSON object per line.
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SocketConfig {
+    /// Permission bits of each daemon's socket file.
+    pub mode: u32,
+    /// Group owning each socket file; `None` keeps the daemon's primary group.
+    pub group: Option<IdSpec>,
+}
+
+/// Which uids/gids the daemons recognise, and as what. See [`crate::peer`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeersConfig {
+    pub gateway_uids: Vec<IdSpec>,
+    pub mcp_uids: Vec<IdSpec>,
+    pub job_uids: Vec<IdSpec>,
+    pub operator_uids: Vec<IdSpec>,
+    pub operator_gids: Vec<IdSpec>,
+    /// Allow several peer roles to share one uid (a one-user development run).
+    pub insecure_shared_uid: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShutdownConfig {
+    /// How long a daemon waits for open calls to finish after SIGTERM before it closes them.
+    pub grace_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GatewayConfig {
+    /// Address of the gateway's HTTP listener.
+    pub listen: SocketAddr,
+}
+
+/// A user or group given by number or by name; names are resolved after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdSpec {
+    Id(u32),
+    Name(String),
+}
+
+impl fmt::Display for IdSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdSpec::Id(n) => write!(f, "{n}"),
+            IdSpec::Name(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Where the settings come from: an optional TOML document and the process environment.
+#[derive(Debug, Clone, Default)]
+pub struct Source {
+    /// `(name for messages, TOML text)` of the config file, if any.
+    pub file: Option<(String, String)>,
+    /// Environment variables; only those starting with `ARGOS_` are read.
+    pub env: BTreeMap<String, String>,
+}
+
+/// Every problem found in a configuration, in key order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration:\n{}", .problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+/// One setting as `--print-config` shows it.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    pub key: &'static str,
+    pub value: toml::Value,
+    pub default: toml::Value,
+    pub origin: String,
+    pub doc: &'static str,
+}
+
+impl Config {
+    /// Parses a source into a config, reporting every bad or unknown key at once.
+    pub fn parse(source: &Source) -> Result<Config, ConfigError> {
+        Self::parse_with_effective(source).map(|(c, _)| c)
+    }
+
+    /// Like [`Config::parse`], also returning each setting's effective value and origin.
+    pub fn parse_with_effective(source: &Source) -> Result<(Config, Vec<Effective>), ConfigError> {
+        let mut r = Reader::new(source);
+        let config = Self::read(&mut r);
+        r.finish().map(|eff| (config, eff))
+    }
+
+    /// The one place every setting is declared: key, default, doc.
+    fn read(r: &mut Reader) -> Config {
+        Config {
+            runtime_dir: r.get(
+                "runtime_dir",
+                PathBuf::from("/run/argos"),
+                "Directory holding each daemon's gRPC socket, `<runtime_dir>/<daemon>.sock`.",
+            ),
+            state_dir: r.get(
+                "state_dir",
+                PathBuf::from("/var/lib/argos"),
+                "Parent of each daemon's private state directory `<state_dir>/<daemon>` (mode 0700).",
+            ),
+            log: LogConfig {
+                format: r.get(
+                    "log.format",
+                    LogFormat::Plain,
+                    "`plain` (one uncoloured line per event, fit for journald) or `json`.",
+                ),
+                level: r.get(
+                    "log.level",
+                    "info".to_string(),
+                    "tracing filter directive, e.g. `info` or `info,argos_common=debug`.",
+                ),
+            },
+            socket: SocketConfig {
+                mode: r.get_with(
+                    "socket.mode",
+                    0o660,
+                    "Permission bits of each socket file, as an octal string.",
+                    Mode,
+                ),
+                group: r.get(
+                    "socket.group",
+                    None,
+                    "Group (name or gid) that owns each socket file; empty keeps the daemon's own group.",
+                ),
+            },
+            peers: PeersConfig {
+                gateway_uids: r.get(
+                    "peers.gateway_uids",
+                    Vec::new(),
+                    "Users (names or uids) recognised as argos-gatewayd.",
+                ),
+                mcp_uids: r.get(
+                    "peers.mcp_uids",
+                    Vec::new(),
+                    "Users (names or uids) recognised as argos-mcpd.",
+                ),
+                job_uids: r.get(
+                    "peers.job_uids",
+                    Vec::new(),
+                    "Users (names or uids) recognised as argos-jobd.",
+                ),
+                operator_uids: r.get(
+                    "peers.operator_uids",
+                    vec![IdSpec::Id(0)],
+                    "Users recognised as operators (health, reflection, read-only RPCs).",
+                ),
+                operator_gids: r.get(
+                    "peers.operator_gids",
+                    Vec::new(),
+                    "Groups whose members (by the connection's primary gid) are operators, e.g. `argos-operators`.",
+                ),
+                insecure_shared_uid: r.get(
+                    "peers.insecure_shared_uid",
+                    false,
+                    "Allow several roles to share one uid (one-user development run). Privilege separation is then not real.",
+                ),
+            },
+            shutdown: ShutdownConfig {
+                grace_ms: r.get(
+                    "shutdown.grace_ms",
+                    1500u64,
+                    "After SIGTERM, how long open calls may finish before they are cut (milliseconds).",
+                ),
+            },
+            gateway: GatewayConfig {
+                listen: r.get(
+                    "gateway.listen",
+                    SocketAddr::from(([127, 0, 0, 1], 7000)),
+                    "Address of the gateway's HTTP listener.",
+                ),
+            },
+        }
+    }
+
+    /// The defaults, as if nothing was configured.
+    pub fn defaults() -> Config {
+        Self::parse(&Source::default()).expect("defaults are valid")
+    }
+
+    /// The socket path of a daemon.
+    pub fn socket_path(&self, daemon: &str) -> PathBuf {
+        self.runtime_dir.join(format!("{daemon}.sock"))
+    }
+
+    /// The private state directory of a daemon.
+    pub fn daemon_state_dir(&self, daemon: &str) -> PathBuf {
+        self.state_dir.join(daemon)
+    }
+}
+
+/// Renders effective settings as commented TOML (what `--print-config` prints).
+pub fn render_effective(effective: &[Effective]) -> String {
+    let mut out = String::new();
+    let mut section = "";
+    for e in effective {
+        let (sec, name) = e.key.rsplit_once('.').unwrap_or(("", e.key));
+        if sec != section {
+            out.push_str(&format!("\n[{sec}]\n"));
+            section = sec;
+        }
+        out.push_str(&format!("# {}\n", e.doc));
+        out.push_str(&format!("# default: {}; from: {}\n", e.default, e.origin));
+        out.push_str(&format!("{name} = {}\n", e.value));
+    }
+    out.trim_start().to_string()
+}
+
+/// Renders the settings reference (`docs/configuration.md`) from the declarations.
+pub fn render_reference() -> String {
+    let (_, effective) = Config::parse_with_effective(&Source::default()).expect("defaults");
+    let mut out = String::from(
+        "# Configuration reference\n\n\
+         Generated from `common/src/config.rs` (a test keeps it in step). Every daemon reads the\n\
+         same file (`--config PATH` or `ARGOS_CONFIG`), then the environment: a key `a.b` is\n\
+         overridden by `ARGOS_A__B` (lists comma-separated). Unknown keys are errors. Run any\n\
+         daemon with `--print-config` to see the effective values and where each came from.\n\n\
+         | key | environment | default | meaning |\n|---|---|---|---|\n",
+    );
+    for e in effective {
+        out.push_str(&format!(
+            "| `{}` | `{}` | `{}` | {} |\n",
+            e.key,
+            env_name(e.key),
+            e.default,
+            e.doc.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
+/// The environment variable that overrides a dotted key.
+pub fn env_name(key: &str) -> String {
+    format!("{ENV_PREFIX}{}", key.replace('.', "__").to_uppercase())
+}
+
+enum Raw {
+    Toml(toml::Value),
+    Env(String),
+}
+
+struct Reader {
+    values: BTreeMap<String, (Raw, String)>,
+    problems: Vec<String>,
+    effective: Vec<Effective>,
+}
+
+impl Reader {
+    fn new(source: &Source) -> Reader {
+        let mut r = Reader {
+            values: BTreeMap::new(),
+            problems: Vec::new(),
+            effective: Vec::new(),
+        };
+        if let Some((name, text)) = &source.file {
+            match text.parse::<toml::Table>() {
+                Ok(table) => r.flatten("", table, name),
+                Err(e) => r
+                    .problems
+                    .push(format!("{name}: not valid TOML: {}", e.message())),
+            }
+        }
+        for (k, v) in &source.env {
+            let Some(rest) = k.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            if k == CONFIG_ENV {
+                continue;
+            }
+            let key = rest.to_lowercase().replace("__", ".");
+            r.values
+                .insert(key, (Raw::Env(v.clone()), format!("env {k}")));
+        }
+        r
+    }
+
+    fn flatten(&mut self, prefix: &str, table: toml::Table, file: &str) {
+        for (k, v) in table {
+            let key = if prefix.is_empty() {
+                k
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v {
+                toml::Value::Table(t) => self.flatten(&key, t, file),
+                v => {
+                    self.values
+                        .insert(key, (Raw::Toml(v), format!("file {file}")));
+                }
+            }
+        }
+    }
+
+    fn get<T: Setting>(&mut self, key: &'static str, default: T, doc: &'static str) -> T {
+        self.get_with(key, default, doc, Plain)
+    }
+
+    fn get_with<T, C: Codec<T>>(
+        &mut self,
+        key: &'static str,
+        default: T,
+        doc: &'static str,
+        codec: C,
+    ) -> T {
+        let default_toml = codec.show(&default);
+        let (value, origin) = match self.values.remove(key) {
+            None => (default, "default".to_string()),
+            Some((raw, origin)) => {
+                let parsed = match &raw {
+                    Raw::Toml(v) => codec.read_toml(v),
+                    Raw::Env(s) => codec.read_env(s),
+                };
+                match parsed {
+                    Ok(v) => (v, origin),
+                    Err(e) => {
+                        self.problems.push(format!("{key} ({origin}): {e}"));
+                        (default, "default".to_string())
+                    }
+                }
+            }
+        };
+        self.effective.push(Effective {
+            key,
+            value: codec.show(&value),
+            default: default_toml,
+            origin,
+            doc,
+        });
+        value
+    }
+
+    fn finish(mut self) -> Result<Vec<Effective>, ConfigError> {
+        for (key, (_, origin)) in std::mem::take(&mut self.values) {
+            self.problems
+                .push(format!("{key} ({origin}): unknown setting"));
+        }
+        if self.problems.is_empty() {
+            Ok(self.effective)
+        } else {
+            self.problems.sort();
+            Err(ConfigError {
+                problems: self.problems,
+            })
+        }
+    }
+}
+
+/// How one type is read from TOML or an environment string, and shown again.
+trait Codec<T> {
+    fn read_toml(&self, v: &toml::Value) -> Result<T, String>;
+    fn read_env(&self, s: &str) -> Result<T, String>;
+    fn show(&self, v: &T) -> toml::Value;
+}
+
+/// A type with one natural codec.
+trait Setting: Sized {
+    fn from_toml(v: &toml::Value) -> Result<Self, String>;
+    fn from_env(s: &str) -> Result<Self, String>;
+    fn to_toml(&self) -> toml::Value;
+}
+
+struct Plain;
+
+impl<T: Setting> Codec<T> for Plain {
+    fn read_toml(&self, v: &toml::Value) -> Result<T, String> {
+        T::from_toml(v)
+    }
+    fn read_env(&self, s: &str) -> Result<T, String> {
+        T::from_env(s)
+    }
+    fn show(&self, v: &T) -> toml::Value {
+        v.to_toml()
+    }
+}
+
+/// Octal permission bits written as a string, e.g. `"0660"`.
+struct Mode;
+
+impl Codec<u32> for Mode {
+    fn read_toml(&self, v: &toml::Value) -> Result<u32, String> {
+        match v {
+            toml::Value::String(s) => self.read_env(s),
+            other => Err(format!(
+                "expected an octal string like \"0660\", found {}",
+                other.type_str()
+            )),
+        }
+    }
+    fn read_env(&self, s: &str) -> Result<u32, String> {
+        let m = u32::from_str_radix(s.trim(), 8)
+            .map_err(|_| format!("expected an octal mode like \"0660\", found {s:?}"))?;
+        if m > 0o777 {
+            return Err(format!("mode {s:?} has bits beyond 0777"));
+        }
+        Ok(m)
+    }
+    fn show(&self, v: &u32) -> toml::Value {
+        toml::Value::String(format!("{v:04o}"))
+    }
+}
+
+fn type_err<T>(expected: &str, v: &toml::Value) -> Result<T, String> {
+    Err(format!("expected {expected}, found {}", v.type_str()))
+}
+
+impl Setting for String {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::String(s) => Ok(s.clone()),
+            v => type_err("a string", v),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        Ok(s.to_string())
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::String(self.clone())
+    }
+}
+
+impl Setting for PathBuf {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        Self::from_env(&String::from_toml(v)?)
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        let p = PathBuf::from(s);
+        if s.is_empty() || !p.is_absolute() {
+            return Err(format!("expected an absolute path, found {s:?}"));
+        }
+        Ok(p)
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::String(self.display().to_string())
+    }
+}
+
+impl Setting for bool {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::Boolean(b) => Ok(*b),
+            v => type_err("true or false", v),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        match s {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            s => Err(format!("expected true or false, found {s:?}")),
+        }
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::Boolean(*self)
+    }
+}
+
+impl Setting for u64 {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::Integer(i) => {
+                u64::try_from(*i).map_err(|_| format!("expected a non-negative integer, found {i}"))
+            }
+            v => type_err("an integer", v),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        s.trim()
+            .parse()
+            .map_err(|_| format!("expected a non-negative integer, found {s:?}"))
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::Integer(i64::try_from(*self).unwrap_or(i64::MAX))
+    }
+}
+
+impl Setting for SocketAddr {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        Self::from_env(&String::from_toml(v)?)
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        s.parse()
+            .map_err(|_| format!("expected an address like \"127.0.0.1:7000\", found {s:?}"))
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::String(self.to_string())
+    }
+}
+
+impl Setting for LogFormat {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        Self::from_env(&String::from_toml(v)?)
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        match s {
+            "plain" => Ok(LogFormat::Plain),
+            "json" => Ok(LogFormat::Json),
+            s => Err(format!("expected \"plain\" or \"json\", found {s:?}")),
+        }
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::String(match self {
+            LogFormat::Plain => "plain".into(),
+            LogFormat::Json => "json".into(),
+        })
+    }
+}
+
+impl Setting for IdSpec {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::Integer(i) => u32::try_from(*i)
+                .map(IdSpec::Id)
+                .map_err(|_| format!("expected a uid/gid between 0 and {}, found {i}", u32::MAX)),
+            toml::Value::String(s) => Self::from_env(s),
+            v => type_err("a name or a number", v),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if let Ok(n) = s.parse::<u32>() {
+            return Ok(IdSpec::Id(n));
+        }
+        let valid = !s.is_empty()
+            && s.len() <= 32
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && !s.starts_with('-');
+        if valid {
+            Ok(IdSpec::Name(s.to_string()))
+        } else {
+            Err(format!("expected a user/group name or number, found {s:?}"))
+        }
+    }
+    fn to_toml(&self) -> toml::Value {
+        match self {
+            IdSpec::Id(n) => toml::Value::Integer(i64::from(*n)),
+            IdSpec::Name(s) => toml::Value::String(s.clone()),
+        }
+    }
+}
+
+impl Setting for Option<IdSpec> {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::String(s) if s.is_empty() => Ok(None),
+            v => IdSpec::from_toml(v).map(Some),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        if s.trim().is_empty() {
+            Ok(None)
+        } else {
+            IdSpec::from_env(s).map(Some)
+        }
+    }
+    fn to_toml(&self) -> toml::Value {
+        match self {
+            None => toml::Value::String(String::new()),
+            Some(id) => id.to_toml(),
+        }
+    }
+}
+
+impl Setting for Vec<IdSpec> {
+    fn from_toml(v: &toml::Value) -> Result<Self, String> {
+        match v {
+            toml::Value::Array(items) => {
+                let mut out = Vec::new();
+                let mut bad = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    match IdSpec::from_toml(item) {
+                        Ok(id) => out.push(id),
+                        Err(e) => bad.push(format!("item {i}: {e}")),
+                    }
+                }
+                if bad.is_empty() {
+                    Ok(out)
+                } else {
+                    Err(bad.join("; "))
+                }
+            }
+            v => type_err("a list", v),
+        }
+    }
+    fn from_env(s: &str) -> Result<Self, String> {
+        s.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(IdSpec::from_env)
+            .collect()
+    }
+    fn to_toml(&self) -> toml::Value {
+        toml::Value::Array(self.iter().map(Setting::to_toml).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn src(file: &str, env: &[(&str, &str)]) -> Source {
+        Source {
+            file: Some(("test.toml".into(), file.into())),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn defaults_are_documented_and_valid() {
+        let c = Config::defaults();
+        assert_eq!(c.runtime_dir, PathBuf::from("/run/argos"));
+        assert_eq!(c.socket.mode, 0o660);
+        assert_eq!(c.peers.operator_uids, vec![IdSpec::Id(0)]);
+        assert!(!c.peers.insecure_shared_uid);
+        assert_eq!(c.gateway.listen.to_string(), "127.0.0.1:7000");
+    }
+
+    #[test]
+    fn file_then_env_overlay() {
+        let s = src(
+            "runtime_dir = \"/tmp/r\"\n[peers]\ngateway_uids = [\"argos-gw\", 1001]\n[socket]\nmode = \"0600\"\n",
+            &[
+                ("ARGOS_RUNTIME_DIR", "/tmp/env"),
+                ("ARGOS_PEERS__MCP_UIDS", "1002, argos-mcp"),
+                ("PATH", "/bin"),
+            ],
+        );
+        let (c, eff) = Config::parse_with_effective(&s).unwrap();
+        assert_eq!(c.runtime_dir, PathBuf::from("/tmp/env"));
+        assert_eq!(
+            c.peers.gateway_uids,
+            vec![IdSpec::Name("argos-gw".into()), IdSpec::Id(1001)]
+        );
+        assert_eq!(
+            c.peers.mcp_uids,
+            vec![IdSpec::Id(1002), IdSpec::Name("argos-mcp".into())]
+        );
+        assert_eq!(c.socket.mode, 0o600);
+        let rt = eff.iter().find(|e| e.key == "runtime_dir").unwrap();
+        assert_eq!(rt.origin, "env ARGOS_RUNTIME_DIR");
+        let rendered = render_effective(&eff);
+        assert!(rendered.contains("mode = \"0600\""), "{rendered}");
+    }
+
+    #[test]
+    fn every_bad_key_is_reported() {
+        let s = src(
+            "runtime_dir = \"relative\"\nbogus = 1\n[socket]\nmode = \"999\"\n[peers]\ngateway_uids = [\"ok\", -4]\n",
+            &[("ARGOS_LOG__FORMAT", "xml"), ("ARGOS_NOPE", "x")],
+        );
+        let err = Config::parse(&s).unwrap_err();
+        let keys: Vec<&str> = err
+            .problems
+            .iter()
+            .map(|p| p.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "bogus",
+                "log.format",
+                "nope",
+                "peers.gateway_uids",
+                "runtime_dir",
+                "socket.mode"
+            ],
+            "{err}"
+        );
+        assert!(err.to_string().contains("env ARGOS_LOG__FORMAT"));
+    }
+
+    #[test]
+    fn invalid_toml_is_an_error_not_a_default() {
+        let err = Config::parse(&src("runtime_dir = ", &[])).unwrap_err();
+        assert!(err.problems[0].contains("not valid TOML"), "{err}");
+    }
+
+    #[test]
+    fn reference_doc_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/configuration.md");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert_eq!(
+            committed,
+            render_reference(),
+            "docs/configuration.md is stale: regenerate with `argosctl config-reference > docs/configuration.md`"
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! Serving and calling gRPC over Unix sockets.
+//!
+//! Argos routes gRPC paths itself ([`Routes`]) instead of enabling tonic's `router`
+//! feature, which would pull axum into every daemon, execd included. In front of the routes
+//! sits [`PeerAuth`], the one place a call's caller is decided: kernel credentials →
+//! [`crate::peer::authorize`] → a [`Caller`] in the request's extensions, or
+//! `PERMISSION_DENIED` and a log line.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::transport::server::UdsConnectInfo;
+use tower::util::BoxCloneSyncService;
+use tower_service::Service;
+
+use crate::peer::{MethodPolicy, PeerIdentity, PeerTable, authorize};
+use crate::principal::{self, Caller, PRINCIPAL_HEADER, PrincipalDecision, REQUEST_ID_HEADER};
+
+type HttpRequest = http::Request<Body>;
+type HttpResponse = http::Response<Body>;
+type RouteService = BoxCloneSyncService<HttpRequest, HttpResponse, Infallible>;
+
+/// A set of gRPC services dispatched by the service name in the request path.
+#[derive(Clone, Default)]
+pub struct Routes {
+    routes: Arc<Vec<(&'static str, RouteService)>>,
+}
+
+impl Routes {
+    pub fn new() -> Routes {
+        Routes::default()
+    }
+
+    /// Adds a tonic-generated service under its `NamedService::NAME`.
+    pub fn route<S>(mut self, svc: S) -> Routes
+    where
+        S: Service<HttpRequest, Response = HttpResponse, Error = Infallible>
+            + NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        Arc::make_mut(&mut self.routes).push((S::NAME, BoxCloneSyncService::new(svc)));
+        self
+    }
+
+    /// The names of the services served, in the order added.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.routes.iter().map(|(n, _)| *n).collect()
+    }
+}
+
+impl Service<HttpRequest> for Routes {
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: HttpRequest) -> Self::Future {
+        let service = req
+            .uri()
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("");
+        match self.routes.iter().find(|(n, _)| *n == service) {
+            Some((_, svc)) => {
+                let mut svc = svc.clone();
+                Box::pin(async move { svc.call(req).await })
+            }
+            None => {
+                let resp =
+                    tonic::Status::unimplemented(format!("unknown service {service}")).into_http();
+                Box::pin(async move { Ok(resp) })
+            }
+        }
+    }
+}
+
+/// Authorizes every call by its connection's peer credentials (see module docs).
+#[derive(Clone)]
+pub struct PeerAuth<S> {
+    inner: S,
+    table: Arc<PeerTable>,
+    policy: Arc<MethodPolicy>,
+}
+
+impl<S> PeerAuth<S> {
+    pub fn new(inner: S, table: Arc<PeerTable>, policy: Arc<MethodPolicy>) -> Self {
+        PeerAuth {
+            inner,
+            table,
+            policy,
+        }
+    }
+}
+
+impl<S> Service<HttpRequest> for PeerAuth<S>
+where
+    S: Service<HttpRequest, Response = HttpResponse, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = HttpResponse;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<HttpResponse, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: HttpRequest) -> Self::Future {
+        let peer = peer_identity(&req);
+        let method = req.uri().path().to_string();
+        let roles = match authorize(&self.table, &self.policy, peer.as_ref(), &method) {
+            Ok(roles) => roles,
+            Err(denied) => {
+                let who = peer
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "uid=? gid=? pid=?".into());
+                tracing::warn!(target: "argos::peer", %method, peer = %who, reason = %denied, "peer denied");
+                let resp = tonic::Status::permission_denied("peer not authorized for this method")
+                    .into_http();
+                return Box::pin(async move { Ok(resp) });
+            }
+        };
+        let peer = peer.expect("authorized peers have credentials");
+        let headers = req.headers();
+        let request_id =
+            principal::request_id(headers.get(REQUEST_ID_HEADER).map(|v| v.as_bytes()));
+        let decision =
+            principal::decide(roles, headers.get(PRINCIPAL_HEADER).map(|v| v.as_bytes()));
+        match &decision {
+            PrincipalDecision::IgnoredNotAllowed => tracing::warn!(
+                target: "argos::peer", %method, %peer, %roles, %request_id,
+                "principal metadata from a peer that may not assert one: ignored"
+            ),
+            PrincipalDecision::IgnoredInvalid(why) => tracing::warn!(
+                target: "argos::peer", %method, %peer, %request_id, why, "malformed principal metadata: ignored"
+            ),
+            _ => {}
+        }
+        tracing::debug!(target: "argos::peer", %method, %peer, %roles, %request_id, "call admitted");
+        req.extensions_mut().insert(Caller {
+            peer,
+            roles,
+            principal: decision.principal().cloned(),
+            request_id,
+        });
+        let mut inner = self.inner.clone();
+        std::mem::swap(&mut inner, &mut self.inner);
+        Box::pin(async move { inner.call(req).await })
+    }
+}
+
+fn peer_identity(req: &HttpRequest) -> Option<PeerIdentity> {
+    let cred = req.extensions().get::<UdsConnectInfo>()?.peer_cred?;
+    Some(PeerIdentity {
+        uid: cred.uid(),
+        gid: cred.gid(),
+        pid: cred.pid(),
+    })
+}
+
+/// Errors preparing or serving a daemon socket.
+#[derive(Debug, thiserror::Error)]
+pub enum SocketError {
+    #[error("creating runtime dir {path}")]
+    RuntimeDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} exists and is not a socket; refusing to remove it")]
+    NotASocket { path: PathBuf },
+    #[error("{path} is in use by a running process (is the daemon already running?)")]
+    InUse { path: PathBuf },
+    #[error("{op} {path}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("serving {path}")]
+    Serve {
+        path: PathBuf,
+        source: tonic::transport::Error,
+    },
+}
+
+/// Binds a daemon socket: removes a stale socket file (never a live one, never a non-socket),
+/// binds, then sets mode and group explicitly (binding follows the umask).
+pub fn bind_unix(
+    path: &Path,
+    mode: u32,
+    group: Option<u32>,
+) -> Result<tokio::net::UnixListener, SocketError> {
+    let io = |op, source| SocketError::Io {
+        op,
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| SocketError::RuntimeDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(SocketError::NotASocket {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(_) => {
+            if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                return Err(SocketError::InUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            std::fs::remove_file(path).map_err(|e| io("removing stale socket", e))?;
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("inspecting", e)),
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| io("binding", e))?;
+    if let Some(gid) = group {
+        nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
+            .map_err(|e| io("setting group of", std::io::Error::from(e)))?;
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| io("setting mode of", e))?;
+    Ok(listener)
+}
+
+/// Serves `routes` behind [`PeerAuth`] on `listener` until `shutdown` resolves, then gives
+/// open calls `grace` to finish, cuts the rest and removes the socket file.
+pub async fn serve_unix(
+    listener: tokio::net::UnixListener,
+    path: &Path,
+    routes: Routes,
+    table: Arc<PeerTable>,
+    policy: Arc<MethodPolicy>,
+    shutdown: impl Future<Output = ()> + Send,
+    grace: Duration,
+) -> Result<(), SocketError> {
+    let svc = PeerAuth::new(routes, table, policy);
+    let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tonic::transport::Server::builder().serve_with_incoming_shutdown(
+        svc,
+        incoming,
+        async move {
+            let _ = stop_rx.await;
+        },
+    );
+    tokio::pin!(server);
+    let result = tokio::select! {
+        r = &mut server => Some(r),
+        () = shutdown => None,
+    };
+    let result = match result {
+        Some(r) => r,
+        None => {
+            let _ = stop_tx.send(());
+            match tokio::time::timeout(grace, &mut server).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!(
+                        grace_ms = grace.as_millis() as u64,
+                        "open calls outlived the grace period; closing them"
+                    );
+                    Ok(())
+                }
+            }
+        }
+    };
+    let _ = std::fs::remove_file(path);
+    result.map_err(|source| SocketError::Serve {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Resolves when the process receives SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("installing SIGINT handler");
+    let name = tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    };
+    tracing::info!(signal = name, "shutting down");
+}
+
+/// A gRPC channel to a daemon's Unix socket. Connects lazily on first call.
+pub fn unix_channel(path: &Path) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+    // The authority is not sent anywhere; h2 needs a valid one, not the socket path.
+    let endpoint = tonic::transport::Endpoint::from_shared(format!("unix://{}", path.display()))?
+        .origin("http://localhost".parse().expect("static uri"))
+        .connect_timeout(Duration::from_secs(2));
+    Ok(endpoint.connect_lazy())
+}
+
+/// Adds principal and request-id metadata to an outgoing request.
+pub fn with_principal<T>(
+    mut req: tonic::Request<T>,
+    principal: Option<&str>,
+    request_id: Option<&str>,
+) -> tonic::Request<T> {
+    if let Some(p) = principal.and_then(|p| p.parse().ok()) {
+        req.metadata_mut().insert(PRINCIPAL_HEADER, p);
+    }
+    if let Some(r) = request_id.and_then(|r| r.parse().ok()) {
+        req.metadata_mut().insert(REQUEST_ID_HEADER, r);
+    }
+    req
+}

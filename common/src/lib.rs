@@ -1,0 +1,13 @@
+//! Plumbing every Argos daemon shares: configuration, logging, peer authorization,
+//! principal metadata, and gRPC over Unix sockets. No daemon logic lives here.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod daemon;
+pub mod grpc;
+pub mod peer;
+pub mod principal;
+pub mod telemetry;
+
+/// The Argos version every daemon reports.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,221 @@
+//! argosctl: starts the development stack and inspects a running one.
+#![forbid(unsafe_code)]
+
+mod up;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use argos_proto::common::v1::{DaemonStatus, PeerRole, StatusRequest};
+
+const USAGE: &str = "usage: argosctl <command> [options]
+
+commands:
+  up        start the four daemons (dev tree under --root), wait until all are SERVING,
+            print where to go; Ctrl-C or SIGTERM stops them all
+              --root DIR      dev tree (default ./.argos)
+              --listen ADDR   gateway HTTP address (default 127.0.0.1:7000)
+              --bin-dir DIR   where the argos-* binaries are (default: next to argosctl)
+              --id-base N     as root: socket group N, daemon uids N+1..N+3 (default 64200)
+  status    call Status on every daemon socket under --root (or --runtime-dir DIR)
+  config-reference
+            print the configuration reference (docs/configuration.md)";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(args) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("argosctl: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Vec<String>) -> anyhow::Result<i32> {
+    let Some((cmd, rest)) = args.split_first() else {
+        println!("{USAGE}");
+        return Ok(2);
+    };
+    let mut flags = Flags::parse(rest)?;
+    match cmd.as_str() {
+        "up" => {
+            let root = absolute(flags.take("--root").unwrap_or_else(|| ".argos".into()))?;
+            let listen = flags
+                .take("--listen")
+                .unwrap_or_else(|| "127.0.0.1:7000".into());
+            listen
+                .parse::<std::net::SocketAddr>()
+                .with_context(|| format!("--listen: not an address: {listen:?}"))?;
+            let bin_dir = match flags.take("--bin-dir") {
+                Some(d) => absolute(d)?,
+                None => std::env::current_exe()?
+                    .parent()
+                    .context("argosctl has no parent dir")?
+                    .to_path_buf(),
+            };
+            let id_base = match flags.take("--id-base") {
+                Some(n) => n
+                    .parse()
+                    .with_context(|| format!("--id-base: not a number: {n:?}"))?,
+                None => 64200,
+            };
+            flags.finish()?;
+            let opts = up::UpOptions {
+                root,
+                listen,
+                bin_dir,
+                id_base,
+                ready_timeout: Duration::from_secs(30),
+            };
+            // One thread: PR_SET_PDEATHSIG fires when the *thread* that forked a daemon
+            // exits, so every daemon is spawned from the thread that lives longest.
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(up::up(opts))
+        }
+        "status" => {
+            let runtime_dir = match (flags.take("--runtime-dir"), flags.take("--root")) {
+                (Some(d), _) => absolute(d)?,
+                (None, Some(r)) => absolute(r)?.join("run"),
+                (None, None) => absolute(".argos".into())?.join("run"),
+            };
+            flags.finish()?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(status(runtime_dir))
+        }
+        "config-reference" => {
+            flags.finish()?;
+            print!("{}", argos_common::config::render_reference());
+            Ok(0)
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(0)
+        }
+        other => bail!("unknown command {other:?}\n{USAGE}"),
+    }
+}
+
+async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
+    let mut code = 0;
+    println!(
+        "{:<9} {:<8} {:>8} {:>6}  {:<10} you are",
+        "daemon", "version", "pid", "uid", "state"
+    );
+    for d in up::DAEMONS {
+        let ch = argos_common::grpc::unix_channel(&runtime_dir.join(format!("{d}.sock")))?;
+        let req = tonic::Request::new(StatusRequest {});
+        let fut = async {
+            match d {
+                "execd" => {
+                    argos_proto::exec::v1::exec_client::ExecClient::new(ch)
+                        .status(req)
+                        .await
+                }
+                "mcpd" => {
+                    argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
+                        .status(req)
+                        .await
+                }
+                "jobd" => {
+                    argos_proto::job::v1::job_client::JobClient::new(ch)
+                        .status(req)
+                        .await
+                }
+                _ => {
+                    argos_proto::gateway::v1::gateway_client::GatewayClient::new(ch)
+                        .status(req)
+                        .await
+                }
+            }
+        };
+        match tokio::time::timeout(Duration::from_secs(3), fut).await {
+            Ok(Ok(r)) => print_status(d, &r.into_inner()),
+            Ok(Err(s)) => {
+                code = 1;
+                println!(
+                    "{d:<9} {:<8} {:>8} {:>6}  {:<10} ({})",
+                    "-",
+                    "-",
+                    "-",
+                    "error",
+                    s.message()
+                );
+            }
+            Err(_) => {
+                code = 1;
+                println!("{d:<9} {:<8} {:>8} {:>6}  {:<10}", "-", "-", "-", "timeout");
+            }
+        }
+    }
+    Ok(code)
+}
+
+fn print_status(d: &str, s: &DaemonStatus) {
+    let roles: Vec<&str> = s
+        .peer_roles
+        .iter()
+        .map(|r| match PeerRole::try_from(*r) {
+            Ok(PeerRole::Gateway) => "gateway",
+            Ok(PeerRole::Mcp) => "mcp",
+            Ok(PeerRole::Job) => "job",
+            Ok(PeerRole::Operator) => "operator",
+            _ => "?",
+        })
+        .collect();
+    let state = if s.insecure_shared_uid {
+        "INSECURE"
+    } else {
+        "serving"
+    };
+    println!(
+        "{d:<9} {:<8} {:>8} {:>6}  {state:<10} {}",
+        s.version,
+        s.pid,
+        s.uid,
+        roles.join("+")
+    );
+}
+
+fn absolute(p: String) -> anyhow::Result<PathBuf> {
+    let p = PathBuf::from(p);
+    Ok(if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir()?.join(p)
+    })
+}
+
+/// `--flag value` pairs; every flag takes a value.
+struct Flags(Vec<(String, String)>);
+
+impl Flags {
+    fn parse(args: &[String]) -> anyhow::Result<Flags> {
+        let mut out = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if !a.starts_with("--") {
+                bail!("unexpected argument {a:?}");
+            }
+            let v = it.next().with_context(|| format!("{a} needs a value"))?;
+            out.push((a.clone(), v.clone()));
+        }
+        Ok(Flags(out))
+    }
+    fn take(&mut self, name: &str) -> Option<String> {
+        let i = self.0.iter().position(|(k, _)| k == name)?;
+        Some(self.0.remove(i).1)
+    }
+    fn finish(self) -> anyhow::Result<()> {
+        match self.0.first() {
+            None => Ok(()),
+            Some((k, _)) => bail!("unknown option {k}"),
+        }
+    }
+}

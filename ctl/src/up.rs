@@ -1,0 +1,462 @@
+//! `argosctl up`: the development stack, for real.
+//!
+//! As root, gatewayd, mcpd and jobd run under their own unprivileged uids and execd as
+//! root, exactly as the systemd units arrange it; as a normal user every daemon shares that
+//! user's uid and the config says so (`peers.insecure_shared_uid`), which every daemon then
+//! repeats loudly. The launcher owns its children: they die with it (PR_SET_PDEATHSIG),
+//! a daemon that dies is reported and takes the rest down, and nothing outlives `up`.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// Daemons in start order; they stop in the reverse order.
+pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
+
+/// Options of `argosctl up`.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Root of the dev tree: `<root>/run` (sockets), `<root>/state`, `<root>/argos.toml`.
+    pub root: PathBuf,
+    pub listen: String,
+    /// Directory holding the `argos-*` binaries.
+    pub bin_dir: PathBuf,
+    /// First of four ids used when root: group `base`, uids `base+1..=base+3`.
+    pub id_base: u32,
+    pub ready_timeout: Duration,
+}
+
+/// The uids the stack runs under.
+#[derive(Debug, Clone, Copy)]
+enum Identities {
+    /// Root launcher: distinct uids, one shared socket group that is no role's group.
+    Separated {
+        group: u32,
+        gateway: u32,
+        mcp: u32,
+        job: u32,
+    },
+    /// Unprivileged launcher: everything under one uid, declared insecure.
+    Shared { uid: u32 },
+}
+
+impl Identities {
+    fn detect(base: u32) -> Identities {
+        if nix::unistd::geteuid().is_root() {
+            Identities::Separated {
+                group: base,
+                gateway: base + 1,
+                mcp: base + 2,
+                job: base + 3,
+            }
+        } else {
+            Identities::Shared {
+                uid: nix::unistd::geteuid().as_raw(),
+            }
+        }
+    }
+
+    /// `(uid, gid)` a daemon runs as; `None` means "as the launcher".
+    fn for_daemon(self, daemon: &str) -> Option<(u32, u32)> {
+        match self {
+            Identities::Shared { .. } => None,
+            Identities::Separated {
+                group,
+                gateway,
+                mcp,
+                job,
+            } => match daemon {
+                "gatewayd" => Some((gateway, group)),
+                "mcpd" => Some((mcp, group)),
+                "jobd" => Some((job, group)),
+                _ => None, // execd stays root
+            },
+        }
+    }
+
+    fn uid_of(self, daemon: &str) -> u32 {
+        match self.for_daemon(daemon) {
+            Some((uid, _)) => uid,
+            None => nix::unistd::geteuid().as_raw(),
+        }
+    }
+}
+
+fn config_toml(opts: &UpOptions, ids: Identities) -> String {
+    let root = opts.root.display();
+    let mut s = format!(
+        "# Written by `argosctl up` at every start; edit the flags, not this file.\n\
+         runtime_dir = \"{root}/run\"\n\
+         state_dir = \"{root}/state\"\n\n\
+         [gateway]\nlisten = \"{}\"\n\n",
+        opts.listen
+    );
+    match ids {
+        Identities::Separated {
+            group,
+            gateway,
+            mcp,
+            job,
+        } => {
+            let _ = write!(
+                s,
+                "[socket]\nmode = \"0660\"\ngroup = {group}\n\n\
+                 [peers]\ngateway_uids = [{gateway}]\nmcp_uids = [{mcp}]\njob_uids = [{job}]\n\
+                 operator_uids = [0]\ninsecure_shared_uid = false\n"
+            );
+        }
+        Identities::Shared { uid, .. } => {
+            let _ = write!(
+                s,
+                "[socket]\nmode = \"0600\"\n\n\
+                 # One user plays every role: privilege separation is NOT in force.\n\
+                 [peers]\ngateway_uids = [{uid}]\nmcp_uids = [{uid}]\njob_uids = [{uid}]\n\
+                 operator_uids = [0, {uid}]\ninsecure_shared_uid = true\n"
+            );
+        }
+    }
+    s
+}
+
+/// Creates the dev tree with the ownership the daemons insist on.
+fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
+    let root = &opts.root;
+    for dir in [root.clone(), root.join("run"), root.join("state")] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        // Unprivileged daemons must be able to traverse to their sockets and state.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("setting mode of {}", dir.display()))?;
+    }
+    if let Identities::Separated { group, .. } = ids {
+        // Every daemon creates its own socket here; the sticky bit stops one daemon from
+        // removing or replacing another's socket (as tmpfiles.d sets up /run/argos).
+        let run = root.join("run");
+        chown(&run, Some(0), Some(group)).with_context(|| format!("chown {}", run.display()))?;
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o1775))
+            .with_context(|| format!("setting mode of {}", run.display()))?;
+    }
+    for d in DAEMONS {
+        let dir = root.join("state").join(d);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        if let Some((uid, gid)) = ids.for_daemon(d) {
+            chown(&dir, Some(uid), Some(gid))
+                .with_context(|| format!("chown {}", dir.display()))?;
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("setting mode of {}", dir.display()))?;
+    }
+    let cfg = root.join("argos.toml");
+    std::fs::write(&cfg, config_toml(opts, ids))
+        .with_context(|| format!("writing {}", cfg.display()))?;
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644))?;
+    Ok(())
+}
+
+struct Running {
+    name: &'static str,
+    child: Child,
+    exited: Option<ExitStatus>,
+}
+
+fn spawn(opts: &UpOptions, ids: Identities, name: &'static str) -> anyhow::Result<Running> {
+    let bin = opts.bin_dir.join(format!("argos-{name}"));
+    if !bin.exists() {
+        bail!(
+            "{} not found: build the workspace first (`cargo build --workspace`)",
+            bin.display()
+        );
+    }
+    let mut cmd = Command::new(&bin);
+    cmd.arg("--config")
+        .arg(opts.root.join("argos.toml"))
+        .arg("--parent-pid")
+        .arg(std::process::id().to_string())
+        .env_remove(argos_common::config::CONFIG_ENV)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own process group: a terminal's Ctrl-C reaches only the launcher, which then
+        // stops the daemons in order.
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some((uid, gid)) = ids.for_daemon(name) {
+        // std drops supplementary groups when a root parent sets a uid.
+        cmd.uid(uid).gid(gid);
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    for stream in [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stream).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("[{name:>8}] {line}");
+            }
+        });
+    }
+    Ok(Running {
+        name,
+        child,
+        exited: None,
+    })
+}
+
+async fn health_serving(socket: &Path) -> bool {
+    let Ok(ch) = argos_common::grpc::unix_channel(socket) else {
+        return false;
+    };
+    let mut client = tonic_health::pb::health_client::HealthClient::new(ch);
+    let req = tonic_health::pb::HealthCheckRequest {
+        service: String::new(),
+    };
+    matches!(
+        tokio::time::timeout(Duration::from_millis(500), client.check(req)).await,
+        Ok(Ok(resp)) if resp.get_ref().status == tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    )
+}
+
+/// Checks whether any daemon has exited; returns the first that did.
+fn reap(running: &mut [Running]) -> Option<(&'static str, ExitStatus)> {
+    for r in running.iter_mut() {
+        if r.exited.is_none()
+            && let Ok(Some(status)) = r.child.try_wait()
+        {
+            r.exited = Some(status);
+            return Some((r.name, status));
+        }
+    }
+    None
+}
+
+/// Stops every running daemon, newest first: SIGTERM, up to `grace`, then SIGKILL.
+async fn stop_all(running: &mut [Running], grace: Duration) {
+    for r in running.iter_mut().rev() {
+        if r.exited.is_some() {
+            continue;
+        }
+        if let Some(pid) = r.child.id() {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+        }
+        let status = match tokio::time::timeout(grace, r.child.wait()).await {
+            Ok(Ok(s)) => s,
+            _ => {
+                eprintln!(
+                    "argosctl: argos-{} did not stop within {grace:?}; killing it",
+                    r.name
+                );
+                let _ = r.child.start_kill();
+                match r.child.wait().await {
+                    Ok(s) => s,
+                    Err(e) => {
+                        eprintln!("argosctl: waiting for argos-{}: {e}", r.name);
+                        continue;
+                    }
+                }
+            }
+        };
+        r.exited = Some(status);
+    }
+}
+
+fn shown(path: &Path) -> String {
+    match std::env::current_dir()
+        .ok()
+        .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
+    {
+        Some(rel) => rel.display().to_string(),
+        None => path.display().to_string(),
+    }
+}
+
+/// Runs the stack until a signal or a daemon's death. Exit 0 on a clean stop.
+pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let ids = Identities::detect(opts.id_base);
+    let started = Instant::now();
+    prepare_tree(&opts, ids)?;
+    let run = opts.root.join("run");
+    let mut running: Vec<Running> = Vec::new();
+    let mut failure: Option<String> = None;
+
+    // Start in order, each SERVING before the next (the gateway's page calls the others).
+    'start: for name in DAEMONS {
+        match spawn(&opts, ids, name) {
+            Ok(r) => running.push(r),
+            Err(e) => {
+                failure = Some(format!("{e:#}"));
+                break;
+            }
+        }
+        let socket = run.join(format!("{name}.sock"));
+        let deadline = Instant::now() + opts.ready_timeout;
+        loop {
+            if health_serving(&socket).await {
+                break;
+            }
+            if let Some((who, status)) = reap(&mut running) {
+                failure = Some(format!("argos-{who} exited during start-up ({status})"));
+                break 'start;
+            }
+            if Instant::now() > deadline {
+                failure = Some(format!(
+                    "argos-{name} was not SERVING within {:?}",
+                    opts.ready_timeout
+                ));
+                break 'start;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                _ = sigterm.recv() => { failure = Some("interrupted during start-up".into()); break 'start; }
+                _ = sigint.recv() => { failure = Some("interrupted during start-up".into()); break 'start; }
+            }
+        }
+    }
+
+    let mut code = 0;
+    if let Some(why) = failure {
+        eprintln!("argosctl: {why}; stopping the stack");
+        code = 1;
+    } else {
+        let ms = started.elapsed().as_millis();
+        let mut out = format!("\nArgos is up: all four daemons SERVING in {ms} ms.\n");
+        match ids {
+            Identities::Separated { .. } => {
+                let _ = writeln!(
+                    out,
+                    "Privilege separation: execd uid 0; gatewayd uid {}, mcpd uid {}, jobd uid {} (no capabilities).",
+                    ids.uid_of("gatewayd"),
+                    ids.uid_of("mcpd"),
+                    ids.uid_of("jobd")
+                );
+            }
+            Identities::Shared { uid, .. } => {
+                let _ = writeln!(
+                    out,
+                    "INSECURE development run: every daemon shares uid {uid}; privilege separation is NOT in force.\n\
+                     Run `argosctl up` as root for separate uids."
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n  Web UI:   http://{}/\n\n  Inspect each daemon:",
+            opts.listen
+        );
+        for d in DAEMONS {
+            let _ = writeln!(
+                out,
+                "    grpcurl -plaintext -unix -authority localhost {} list",
+                shown(&run.join(format!("{d}.sock")))
+            );
+        }
+        let _ = writeln!(out, "\nCtrl-C stops the stack.");
+        println!("{out}");
+
+        loop {
+            tokio::select! {
+                _ = sigterm.recv() => { eprintln!("argosctl: SIGTERM; stopping the stack"); break; }
+                _ = sigint.recv() => { eprintln!("argosctl: interrupted; stopping the stack"); break; }
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                    if let Some((who, status)) = reap(&mut running) {
+                        eprintln!("argosctl: argos-{who} exited unexpectedly ({status}); stopping the rest");
+                        code = 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    stop_all(&mut running, Duration::from_secs(5)).await;
+    for r in &running {
+        if let Some(status) = r.exited
+            && !status.success()
+            && code == 0
+        {
+            eprintln!("argosctl: argos-{} stopped with {status}", r.name);
+            code = 1;
+        }
+    }
+    for d in DAEMONS {
+        let _ = std::fs::remove_file(run.join(format!("{d}.sock")));
+    }
+    eprintln!("argosctl: stack stopped");
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argos_common::config::{Config, Source};
+
+    fn opts() -> UpOptions {
+        UpOptions {
+            root: PathBuf::from("/srv/dev/.argos"),
+            listen: "127.0.0.1:7000".into(),
+            bin_dir: PathBuf::from("/nowhere"),
+            id_base: 64200,
+            ready_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn parse(text: String) -> Config {
+        Config::parse(&Source {
+            file: Some(("argos.toml".into(), text)),
+            env: Default::default(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn separated_config_is_valid_and_secure() {
+        let ids = Identities::Separated {
+            group: 64200,
+            gateway: 64201,
+            mcp: 64202,
+            job: 64203,
+        };
+        let c = parse(config_toml(&opts(), ids));
+        assert!(!c.peers.insecure_shared_uid);
+        assert_eq!(
+            c.socket_path("execd"),
+            PathBuf::from("/srv/dev/.argos/run/execd.sock")
+        );
+        let t =
+            argos_common::peer::PeerTable::from_config(&c.peers, &argos_common::peer::SystemNames)
+                .unwrap();
+        assert!(!t.is_insecure());
+        assert_eq!(ids.for_daemon("execd"), None);
+        assert_eq!(ids.for_daemon("mcpd"), Some((64202, 64200)));
+    }
+
+    #[test]
+    fn shared_config_declares_itself_insecure() {
+        let c = parse(config_toml(&opts(), Identities::Shared { uid: 1000 }));
+        assert!(c.peers.insecure_shared_uid);
+        let t =
+            argos_common::peer::PeerTable::from_config(&c.peers, &argos_common::peer::SystemNames)
+                .unwrap();
+        assert!(t.is_insecure());
+    }
+}

@@ -1,0 +1,215 @@
+//! The HTTP edge: a status page and `/api/status`. Errors reaching a client are stable
+//! JSON; detail goes to the log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use argos_common::daemon::{Context, DaemonIdentity};
+use argos_common::peer::PeerRole;
+use argos_proto::common::v1::{DaemonStatus, PeerRole as PbRole, StatusRequest};
+use axum::Json;
+use axum::extract::State as AxState;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use serde::Serialize;
+use tonic::transport::Channel;
+
+/// What the HTTP handlers share.
+#[derive(Clone)]
+pub struct State {
+    identity: Arc<DaemonIdentity>,
+    exec: Channel,
+    mcp: Channel,
+    job: Channel,
+}
+
+impl State {
+    pub fn new(ctx: &Context) -> anyhow::Result<State> {
+        let ch = |d: &str| argos_common::grpc::unix_channel(&ctx.config.socket_path(d));
+        Ok(State {
+            identity: ctx.identity.clone(),
+            exec: ch("execd")?,
+            mcp: ch("mcpd")?,
+            job: ch("jobd")?,
+        })
+    }
+}
+
+pub fn router(state: State) -> axum::Router {
+    axum::Router::new()
+        .route("/", get(index))
+        .route("/api/status", get(status))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .fallback(|| async {
+            (
+                axum::http::StatusCode::NOT_FOUND,
+                Json(
+                    serde_json::json!({"error": {"code": "not_found", "message": "no such route"}}),
+                ),
+            )
+        })
+        .with_state(state)
+}
+
+/// One daemon's status as the gateway presents it.
+#[derive(Debug, Serialize)]
+pub struct DaemonView {
+    daemon: String,
+    healthy: bool,
+    version: String,
+    pid: u32,
+    uid: u32,
+    started_at_unix_ms: i64,
+    /// The role that daemon resolved for the gateway (proof of the peer table in force).
+    sees_gateway_as: Vec<&'static str>,
+    insecure_shared_uid: bool,
+    error: Option<&'static str>,
+}
+
+impl DaemonView {
+    fn from_status(s: DaemonStatus) -> DaemonView {
+        let roles = s
+            .peer_roles
+            .iter()
+            .filter_map(|r| match PbRole::try_from(*r).ok()? {
+                PbRole::Gateway => Some(PeerRole::Gateway.as_str()),
+                PbRole::Mcp => Some(PeerRole::Mcp.as_str()),
+                PbRole::Job => Some(PeerRole::Job.as_str()),
+                PbRole::Operator => Some(PeerRole::Operator.as_str()),
+                PbRole::Unspecified => None,
+            })
+            .collect();
+        DaemonView {
+            daemon: s.daemon,
+            healthy: true,
+            version: s.version,
+            pid: s.pid,
+            uid: s.uid,
+            started_at_unix_ms: s.started_at_unix_ms,
+            sees_gateway_as: roles,
+            insecure_shared_uid: s.insecure_shared_uid,
+            error: None,
+        }
+    }
+
+    fn unreachable(daemon: &str, error: &'static str) -> DaemonView {
+        DaemonView {
+            daemon: daemon.to_string(),
+            healthy: false,
+            version: String::new(),
+            pid: 0,
+            uid: 0,
+            started_at_unix_ms: 0,
+            sees_gateway_as: Vec::new(),
+            insecure_shared_uid: false,
+            error: Some(error),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct StackView {
+    insecure_shared_uid: bool,
+    daemons: Vec<DaemonView>,
+}
+
+async fn call_status(daemon: &'static str, ch: Channel, which: Which) -> DaemonView {
+    let req = tonic::Request::new(StatusRequest {});
+    let fut = async move {
+        match which {
+            Which::Exec => {
+                argos_proto::exec::v1::exec_client::ExecClient::new(ch)
+                    .status(req)
+                    .await
+            }
+            Which::Mcp => {
+                argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
+                    .status(req)
+                    .await
+            }
+            Which::Job => {
+                argos_proto::job::v1::job_client::JobClient::new(ch)
+                    .status(req)
+                    .await
+            }
+        }
+    };
+    match tokio::time::timeout(Duration::from_secs(2), fut).await {
+        Ok(Ok(resp)) => DaemonView::from_status(resp.into_inner()),
+        Ok(Err(status)) => {
+            tracing::warn!(daemon, code = ?status.code(), message = status.message(), "Status call failed");
+            let code = match status.code() {
+                tonic::Code::PermissionDenied => "permission_denied",
+                tonic::Code::Unavailable => "unavailable",
+                _ => "error",
+            };
+            DaemonView::unreachable(daemon, code)
+        }
+        Err(_) => DaemonView::unreachable(daemon, "timeout"),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    Exec,
+    Mcp,
+    Job,
+}
+
+async fn stack(state: &State) -> StackView {
+    let (exec, mcp, job) = tokio::join!(
+        call_status("execd", state.exec.clone(), Which::Exec),
+        call_status("mcpd", state.mcp.clone(), Which::Mcp),
+        call_status("jobd", state.job.clone(), Which::Job),
+    );
+    let mut own = DaemonView::from_status(state.identity.status(None));
+    own.sees_gateway_as = vec![PeerRole::Gateway.as_str()];
+    let daemons = vec![own, exec, mcp, job];
+    StackView {
+        insecure_shared_uid: daemons.iter().any(|d| d.insecure_shared_uid),
+        daemons,
+    }
+}
+
+async fn status(AxState(state): AxState<State>) -> impl IntoResponse {
+    Json(stack(&state).await)
+}
+
+async fn index(AxState(state): AxState<State>) -> Html<String> {
+    let view = stack(&state).await;
+    let mut rows = String::new();
+    for d in &view.daemons {
+        rows.push_str(&format!(
+            "<tr><td>argos-{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&d.daemon),
+            if d.healthy { "ok" } else { "bad" },
+            if d.healthy { "serving" } else { d.error.unwrap_or("error") },
+            escape(&d.version),
+            d.pid,
+            d.uid,
+            d.sees_gateway_as.join(", "),
+        ));
+    }
+    let banner = if view.insecure_shared_uid {
+        "<p class=\"insecure\">INSECURE RUN: several daemons share one uid; privilege separation is not in force.</p>"
+    } else {
+        ""
+    };
+    Html(format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Argos</title>\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <style>body{{font:15px system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse}}\
+         td,th{{padding:.3rem .8rem;border-bottom:1px solid #ddd;text-align:left}}.ok{{color:#17702a}}\
+         .bad{{color:#b00020}}.insecure{{background:#b00020;color:#fff;padding:.6rem}}</style></head>\
+         <body><h1>Argos</h1>{banner}<table><thead><tr><th>daemon</th><th>state</th><th>version</th>\
+         <th>pid</th><th>uid</th><th>sees the gateway as</th></tr></thead><tbody>\n{rows}</tbody></table>\
+         <p><a href=\"/api/status\">/api/status</a></p></body></html>\n"
+    ))
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
