@@ -5,6 +5,7 @@
 pub mod config;
 pub mod daemon;
 pub mod grpc;
+pub mod paths;
 pub mod peer;
 pub mod principal;
 pub mod telemetry;

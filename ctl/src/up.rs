@@ -166,14 +166,52 @@ struct Running {
     exited: Option<ExitStatus>,
 }
 
-fn spawn(opts: &UpOptions, ids: Identities, name: &'static str) -> anyhow::Result<Running> {
-    let bin = opts.bin_dir.join(format!("argos-{name}"));
-    if !bin.exists() {
-        bail!(
-            "{} not found: build the workspace first (`cargo build --workspace`)",
-            bin.display()
-        );
+/// Where the daemons are started from. Unprivileged daemons must be able to reach their
+/// binaries; when the build dir is closed to them (a checkout under /root, say), the
+/// binaries are copied into `<root>/bin`.
+fn daemon_bin_dir(opts: &UpOptions, ids: Identities) -> anyhow::Result<PathBuf> {
+    for d in DAEMONS {
+        let bin = opts.bin_dir.join(format!("argos-{d}"));
+        if !bin.exists() {
+            bail!(
+                "{} not found: build the workspace first (`cargo build --workspace`)",
+                bin.display()
+            );
+        }
     }
+    let probe = opts.bin_dir.join("argos-gatewayd");
+    if matches!(ids, Identities::Shared { .. }) || argos_common::paths::reachable_by_others(&probe)
+    {
+        return Ok(opts.bin_dir.clone());
+    }
+    let dir = opts.root.join("bin");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    for d in DAEMONS {
+        let name = format!("argos-{d}");
+        let (from, to) = (opts.bin_dir.join(&name), dir.join(&name));
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::copy(&from, &tmp)
+            .with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::rename(&tmp, &to)?;
+    }
+    anyhow::ensure!(
+        argos_common::paths::reachable_by_others(&dir.join("argos-gatewayd")),
+        "{} is not reachable by the daemons' uids: pick a --root whose parent directories are \
+         searchable by others (e.g. under /var/tmp)",
+        dir.display()
+    );
+    Ok(dir)
+}
+
+fn spawn(
+    bin_dir: &Path,
+    opts: &UpOptions,
+    ids: Identities,
+    name: &'static str,
+) -> anyhow::Result<Running> {
+    let bin = bin_dir.join(format!("argos-{name}"));
     let mut cmd = Command::new(&bin);
     cmd.arg("--config")
         .arg(opts.root.join("argos.toml"))
@@ -296,13 +334,22 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let ids = Identities::detect(opts.id_base);
     let started = Instant::now();
     prepare_tree(&opts, ids)?;
+    if matches!(ids, Identities::Separated { .. }) {
+        anyhow::ensure!(
+            argos_common::paths::reachable_by_others(&opts.root.join("run/x")),
+            "the daemons' uids cannot reach {}: a parent directory is not searchable by others. \
+             Pick another --root (e.g. --root /var/tmp/argos-dev)",
+            opts.root.display()
+        );
+    }
+    let bin_dir = daemon_bin_dir(&opts, ids)?;
     let run = opts.root.join("run");
     let mut running: Vec<Running> = Vec::new();
     let mut failure: Option<String> = None;
 
     // Start in order, each SERVING before the next (the gateway's page calls the others).
     'start: for name in DAEMONS {
-        match spawn(&opts, ids, name) {
+        match spawn(&bin_dir, &opts, ids, name) {
             Ok(r) => running.push(r),
             Err(e) => {
                 failure = Some(format!("{e:#}"));

@@ -1,1 +1,372 @@
+//! Test harness: starts the real Argos stack (`argosctl up`, the real daemons) in a
+//! temporary root, with distinct uids when the tests run as root, and always tears it down.
+//!
+//! ```no_run
+//! let stack = argos_tests::StackBuilder::new().start();
+//! let sock = stack.socket("execd");
+//! // ... talk to it ...
+//! stack.stop(); // asserts a clean stop: exit 0, no process and no socket left behind
+//! ```
+#![forbid(unsafe_code)]
 
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// The daemons, in start order.
+pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
+
+/// Ids `argosctl up` uses when root (its default `--id-base`).
+pub const ID_BASE: u32 = 64200;
+pub const SOCKET_GID: u32 = ID_BASE;
+pub const GATEWAY_UID: u32 = ID_BASE + 1;
+pub const MCP_UID: u32 = ID_BASE + 2;
+pub const JOB_UID: u32 = ID_BASE + 3;
+
+/// Directory holding the workspace's built binaries (`target/<profile>`).
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test-binary>
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .to_path_buf();
+    let ctl = dir.join("argosctl");
+    assert!(
+        ctl.exists(),
+        "{} is missing: build the workspace before the tests (`cargo build --workspace`)",
+        ctl.display()
+    );
+    dir
+}
+
+/// Path of one workspace binary, checked to exist.
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace` first",
+        p.display()
+    );
+    p
+}
+
+/// True when the tests run as root (CI does): privilege separation is then real.
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Panics with a clear message unless running as root.
+pub fn require_root(what: &str) {
+    assert!(
+        is_root(),
+        "{what} needs root (distinct uids, setuid clients); CI runs as root. Run the suite as root."
+    );
+}
+
+/// A free loopback port (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A temp dir every uid can traverse (tempfile makes them 0700).
+pub fn open_tempdir() -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("argos-test-")
+        .tempdir()
+        .expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Configures a stack before starting it.
+#[derive(Debug, Default)]
+pub struct StackBuilder {
+    listen_port: Option<u16>,
+}
+
+impl StackBuilder {
+    pub fn new() -> StackBuilder {
+        StackBuilder::default()
+    }
+
+    pub fn listen_port(mut self, port: u16) -> Self {
+        self.listen_port = Some(port);
+        self
+    }
+
+    /// Starts `argosctl up` and waits until it reports all four daemons SERVING.
+    pub fn start(self) -> Stack {
+        let root = open_tempdir();
+        let listen = SocketAddr::from(([127, 0, 0, 1], self.listen_port.unwrap_or_else(free_port)));
+        let mut child = Command::new(bin("argosctl"))
+            .arg("up")
+            .arg("--root")
+            .arg(root.path())
+            .arg("--listen")
+            .arg(listen.to_string())
+            .arg("--bin-dir")
+            .arg(bin_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning argosctl up");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let err_log = log.clone();
+        std::thread::spawn(move || drain(stderr, err_log));
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let out_log = log.clone();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.starts_with("Argos is up")
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(line.clone());
+                }
+                out_log.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        let mut stack = Stack {
+            root,
+            child: Some(child),
+            listen,
+            log,
+            ready_line: String::new(),
+        };
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) => stack.ready_line = line,
+            Err(_) => {
+                let status = stack.child.as_mut().unwrap().try_wait();
+                panic!(
+                    "argosctl up did not become ready (status {status:?}); its output:\n{}",
+                    stack.log()
+                );
+            }
+        }
+        stack
+    }
+}
+
+fn drain(mut r: impl Read, log: Arc<Mutex<String>>) {
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        log.lock()
+            .unwrap()
+            .push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+}
+
+/// A running stack. Call [`Stack::stop`] to assert a clean stop; dropping kills it.
+pub struct Stack {
+    root: tempfile::TempDir,
+    child: Option<Child>,
+    pub listen: SocketAddr,
+    log: Arc<Mutex<String>>,
+    /// The "Argos is up ..." line `argosctl up` printed.
+    pub ready_line: String,
+}
+
+impl Stack {
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn socket(&self, daemon: &str) -> PathBuf {
+        self.root.path().join("run").join(format!("{daemon}.sock"))
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.root.path().join("argos.toml")
+    }
+
+    /// Everything `argosctl up` and the daemons have printed so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Pid of the `argosctl up` process.
+    pub fn launcher_pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+
+    /// Pids of the processes still running from this stack (launcher excluded).
+    pub fn daemon_pids(&self) -> Vec<(i32, String)> {
+        processes_mentioning(self.root.path())
+            .into_iter()
+            .filter(|(pid, _)| *pid != self.launcher_pid())
+            .collect()
+    }
+
+    /// Sends SIGTERM to `argosctl up` and waits for it to exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let pid = self.launcher_pid();
+        let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+        self.wait_exit(Duration::from_secs(20))
+    }
+
+    /// Waits for `argosctl up` to exit on its own.
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let child = self.child.as_mut().unwrap();
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!(
+                    "argosctl up did not exit within {limit:?}; output:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asserts nothing of this stack is left: no process mentioning its root, no socket.
+    pub fn assert_nothing_left(&self) {
+        let left = processes_mentioning(self.root.path());
+        assert!(
+            left.is_empty(),
+            "processes left behind: {left:?}\noutput:\n{}",
+            self.log()
+        );
+        for d in DAEMONS {
+            let s = self.socket(d);
+            assert!(!s.exists(), "socket left behind: {}", s.display());
+        }
+    }
+
+    /// Stops the stack with SIGTERM and asserts a clean stop.
+    pub fn stop(mut self) {
+        let status = self.terminate();
+        assert!(
+            status.success(),
+            "argosctl up exited with {status}; output:\n{}",
+            self.log()
+        );
+        self.assert_nothing_left();
+        self.child = None;
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            // The daemons die with the launcher (PR_SET_PDEATHSIG); kill stragglers anyway.
+            for (pid, _) in processes_mentioning(self.root.path()) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Processes whose command line mentions `needle` (each daemon's `--config` lies under
+/// its stack's root, so this finds every process a stack started).
+pub fn processes_mentioning(needle: &Path) -> Vec<(i32, String)> {
+    let needle = needle.to_string_lossy().to_string();
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(raw) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if cmd.contains(&needle) {
+            // A zombie has an empty cmdline, so anything here is alive.
+            out.push((pid, cmd.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// Result of running the probe client.
+#[derive(Debug)]
+pub struct ProbeResult {
+    pub status: ExitStatus,
+    pub json: serde_json::Value,
+    pub stderr: String,
+}
+
+/// Runs `argos-probe` (a minimal gRPC client) against a socket, optionally as another
+/// uid/gid (std drops supplementary groups when root sets a uid).
+pub fn probe(socket: &Path, as_ids: Option<(u32, u32)>, principal: Option<&str>) -> ProbeResult {
+    let mut cmd = Command::new(reachable_probe());
+    cmd.arg(socket);
+    if let Some(p) = principal {
+        cmd.arg("--principal").arg(p);
+    }
+    if let Some((uid, gid)) = as_ids {
+        cmd.uid(uid).gid(gid);
+    }
+    let out = cmd.output().expect("running argos-probe");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let json = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "probe printed non-JSON ({e}): {stdout:?}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    ProbeResult {
+        status: out.status,
+        json,
+        stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+    }
+}
+
+use std::os::unix::process::CommandExt as _;
+
+/// The probe binary, copied somewhere every uid can exec it when the build dir is closed.
+fn reachable_probe() -> PathBuf {
+    static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    COPY.get_or_init(|| {
+        let built = bin("argos-probe");
+        if argos_common::paths::reachable_by_others(&built) {
+            return built;
+        }
+        let dir = std::env::temp_dir().join(format!("argos-probe-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let to = dir.join("argos-probe");
+        std::fs::copy(&built, &to).unwrap();
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        to
+    })
+    .clone()
+}

@@ -1,0 +1,31 @@
+//! Path checks shared by the launcher and the tests.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// Whether a process with no matching uid or group can reach `path`: every ancestor
+/// directory grants search (x) permission to others. An unprivileged daemon needs this
+/// to exec its binary and reach its socket and state dir.
+pub fn reachable_by_others(path: &Path) -> bool {
+    path.ancestors().skip(1).all(|dir| {
+        dir.as_os_str().is_empty()
+            || std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_ancestor_blocks() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inner = tmp.path().join("a/b");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(reachable_by_others(&inner.join("file")));
+        std::fs::set_permissions(tmp.path().join("a"), std::fs::Permissions::from_mode(0o700))
+            .unwrap();
+        assert!(!reachable_by_others(&inner.join("file")));
+    }
+}

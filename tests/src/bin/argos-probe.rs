@@ -1,0 +1,90 @@
+//! argos-probe: a minimal gRPC client for the tests. Calls `Status` on one daemon socket
+//! (the service is chosen by the socket's file name) and prints the answer as one JSON
+//! object. Exit 0 on an answer, 3 on a gRPC error status.
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use argos_proto::common::v1::{PeerRole, StatusRequest};
+use serde_json::json;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let Some(socket) = args.next().map(PathBuf::from) else {
+        eprintln!("usage: argos-probe SOCKET [--principal NAME]");
+        return ExitCode::from(2);
+    };
+    let principal = match (args.next().as_deref(), args.next()) {
+        (Some("--principal"), Some(p)) => Some(p),
+        (None, _) => None,
+        _ => {
+            eprintln!("usage: argos-probe SOCKET [--principal NAME]");
+            return ExitCode::from(2);
+        }
+    };
+    let ch = argos_common::grpc::unix_channel(&socket).expect("channel");
+    let req = argos_common::grpc::with_principal(
+        tonic::Request::new(StatusRequest {}),
+        principal.as_deref(),
+        Some("probe-1"),
+    );
+    let daemon = socket
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let result = match daemon {
+        "execd" => {
+            argos_proto::exec::v1::exec_client::ExecClient::new(ch)
+                .status(req)
+                .await
+        }
+        "mcpd" => {
+            argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
+                .status(req)
+                .await
+        }
+        "jobd" => {
+            argos_proto::job::v1::job_client::JobClient::new(ch)
+                .status(req)
+                .await
+        }
+        _ => {
+            argos_proto::gateway::v1::gateway_client::GatewayClient::new(ch)
+                .status(req)
+                .await
+        }
+    };
+    match result {
+        Ok(resp) => {
+            let s = resp.into_inner();
+            let roles: Vec<&str> = s
+                .peer_roles
+                .iter()
+                .map(|r| {
+                    PeerRole::try_from(*r)
+                        .map(|r| r.as_str_name())
+                        .unwrap_or("?")
+                })
+                .collect();
+            println!(
+                "{}",
+                json!({
+                    "ok": true, "daemon": s.daemon, "version": s.version, "pid": s.pid, "uid": s.uid,
+                    "started_at_unix_ms": s.started_at_unix_ms, "peer_roles": roles, "peer_uid": s.peer_uid,
+                    "peer_gid": s.peer_gid, "peer_pid": s.peer_pid, "principal": s.principal,
+                    "request_id": s.request_id, "insecure_shared_uid": s.insecure_shared_uid,
+                })
+            );
+            ExitCode::SUCCESS
+        }
+        Err(status) => {
+            println!(
+                "{}",
+                json!({"ok": false, "code": format!("{:?}", status.code()), "message": status.message()})
+            );
+            ExitCode::from(3)
+        }
+    }
+}

@@ -1,0 +1,287 @@
+//! One daemon at a time: configuration errors, refusal of root, the insecure shared-uid
+//! mode, socket hygiene and SIGTERM.
+
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use argos_tests::{JOB_UID, SOCKET_GID, bin, open_tempdir, probe, require_root};
+
+fn run_daemon(name: &str, config: &Path, env: &[(&str, &str)], extra: &[&str]) -> Output {
+    let mut cmd = Command::new(bin(&format!("argos-{name}")));
+    cmd.arg("--config").arg(config).args(extra);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn base_config(root: &Path) -> String {
+    format!(
+        "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n",
+        root.display()
+    )
+}
+
+#[test]
+fn a_bad_config_exits_non_zero_naming_every_bad_key() {
+    let root = open_tempdir();
+    let cfg = root.path().join("bad.toml");
+    std::fs::write(
+        &cfg,
+        "runtime_dir = \"relative/dir\"\ncolour = \"blue\"\n[socket]\nmode = \"0999\"\n[peers]\ngateway_uids = [\"x\", -1]\ninsecure_shared_uid = \"yes\"\n",
+    )
+    .unwrap();
+    for d in ["execd", "mcpd", "jobd", "gatewayd"] {
+        let out = run_daemon(d, &cfg, &[("ARGOS_LOG__FORMAT", "xml")], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{d}: {err}");
+        for key in [
+            "runtime_dir",
+            "colour (file",
+            "socket.mode",
+            "peers.gateway_uids",
+            "peers.insecure_shared_uid",
+            "log.format (env ARGOS_LOG__FORMAT)",
+        ] {
+            assert!(err.contains(key), "{d} does not name {key}:\n{err}");
+        }
+        assert!(
+            !root.path().join("run").exists(),
+            "nothing may be bound on a bad config"
+        );
+    }
+    let missing = run_daemon("execd", &root.path().join("nope.toml"), &[], &[]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.toml"));
+}
+
+#[test]
+fn print_config_shows_effective_values_and_origins() {
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(&cfg, base_config(root.path())).unwrap();
+    let out = run_daemon(
+        "execd",
+        &cfg,
+        &[("ARGOS_SHUTDOWN__GRACE_MS", "900")],
+        &["--print-config"],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("grace_ms = 900") && text.contains("from: env ARGOS_SHUTDOWN__GRACE_MS"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("runtime_dir = \"{}/run\"", root.path().display())),
+        "{text}"
+    );
+    assert!(text.contains("from: default"), "{text}");
+    // The printed config is itself a valid config.
+    let again = root.path().join("printed.toml");
+    std::fs::write(&again, text.as_bytes()).unwrap();
+    let check = run_daemon("execd", &again, &[], &["--check-config"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}
+
+#[test]
+fn unprivileged_daemons_refuse_to_run_as_root() {
+    require_root("the refuse-root test");
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(&cfg, base_config(root.path())).unwrap();
+    for d in ["mcpd", "jobd", "gatewayd"] {
+        let out = run_daemon(d, &cfg, &[], &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{d}: {err}");
+        assert!(err.contains("refusing to run as root"), "{d}: {err}");
+    }
+    assert!(!root.path().join("run").exists());
+}
+
+#[test]
+fn a_shared_uid_is_refused_unless_declared_insecure() {
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[peers]\ngateway_uids = [5000]\nmcp_uids = [5000]\n",
+            base_config(root.path())
+        ),
+    )
+    .unwrap();
+    let out = run_daemon("execd", &cfg, &[], &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("uid 5000 is configured as several peer roles (gateway+mcp)"),
+        "{err}"
+    );
+    assert!(err.contains("insecure_shared_uid"), "{err}");
+}
+
+#[test]
+fn an_insecure_run_says_so_on_start_and_in_status() {
+    require_root("the insecure-run test (it runs jobd as another uid)");
+    let root = open_tempdir();
+    let state = root.path().join("state");
+    let run = root.path().join("run");
+    for dir in [&state, &run] {
+        std::fs::create_dir(dir).unwrap();
+        chown(dir, Some(JOB_UID), Some(SOCKET_GID)).unwrap();
+    }
+    let cfg = root.path().join("argos.toml");
+    let u = JOB_UID;
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[peers]\ngateway_uids = [{u}]\nmcp_uids = [{u}]\njob_uids = [{u}]\ninsecure_shared_uid = true\n",
+            base_config(root.path())
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut child = Command::new(bin("argos-jobd"))
+        .arg("--config")
+        .arg(&cfg)
+        .uid(u)
+        .gid(SOCKET_GID)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let socket = run.join("jobd.sock");
+    wait_for(&socket);
+    let st = probe(&socket, Some((u, SOCKET_GID)), Some("alice"));
+    assert_eq!(st.json["insecure_shared_uid"], true, "{:?}", st.json);
+    assert_eq!(
+        st.json["peer_roles"],
+        serde_json::json!(["PEER_ROLE_GATEWAY", "PEER_ROLE_MCP", "PEER_ROLE_JOB"])
+    );
+    terminate(&mut child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("INSECURE RUN"), "{err}");
+}
+
+fn wait_for(socket: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            socket.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn terminate(child: &mut std::process::Child) -> Duration {
+    let t = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "clean exit on SIGTERM, got {status}");
+    t.elapsed()
+}
+
+#[test]
+fn sigterm_stops_a_daemon_within_two_seconds_even_with_a_client_connected() {
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(&cfg, base_config(root.path())).unwrap();
+    let mut child = Command::new(bin("argos-execd"))
+        .arg("--config")
+        .arg(&cfg)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = root.path().join("run/execd.sock");
+    wait_for(&socket);
+    // A client holding a health Watch stream open must not keep the daemon alive.
+    let watcher = {
+        let socket = socket.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut h = tonic_health::pb::health_client::HealthClient::new(
+                    argos_common::grpc::unix_channel(&socket).unwrap(),
+                );
+                let mut s = h
+                    .watch(tonic_health::pb::HealthCheckRequest {
+                        service: String::new(),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                while let Ok(Some(_)) = s.message().await {}
+            })
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let took = terminate(&mut child);
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert!(!socket.exists(), "socket removed on exit");
+    watcher.join().unwrap();
+}
+
+#[test]
+fn socket_hygiene_stale_removed_live_and_foreign_refused() {
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(&cfg, base_config(root.path())).unwrap();
+    let run = root.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    let socket = run.join("execd.sock");
+    // A regular file where the socket goes is not ours to delete.
+    std::fs::write(&socket, "precious").unwrap();
+    let out = run_daemon("execd", &cfg, &[], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a socket"));
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "precious");
+    std::fs::remove_file(&socket).unwrap();
+    // A stale socket (nobody listening) is replaced.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    let mut first = Command::new(bin("argos-execd"))
+        .arg("--config")
+        .arg(&cfg)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while probe(&socket, None, None).json["ok"] != true {
+        assert!(
+            Instant::now() < deadline,
+            "execd did not replace the stale socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777,
+        0o660
+    );
+    // A live socket is refused: a second execd does not steal it.
+    let second = run_daemon("execd", &cfg, &[], &[]);
+    assert_eq!(second.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&second.stderr).contains("in use by a running process"));
+    assert_eq!(
+        probe(&socket, None, None).json["ok"],
+        true,
+        "the first execd still serves"
+    );
+    terminate(&mut first);
+}

@@ -1,0 +1,358 @@
+//! The real stack, started by `argosctl up`: sockets, peer authorization, principals,
+//! the gateway's page, and a clean stop.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use argos_tests::{
+    DAEMONS, GATEWAY_UID, JOB_UID, MCP_UID, SOCKET_GID, StackBuilder, is_root, probe, require_root,
+};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
+
+fn service_of(daemon: &str) -> &'static str {
+    match daemon {
+        "execd" => "argos.exec.v1.Exec",
+        "mcpd" => "argos.mcp.v1.Mcp",
+        "jobd" => "argos.job.v1.Job",
+        "gatewayd" => "argos.gateway.v1.Gateway",
+        _ => unreachable!(),
+    }
+}
+
+async fn list_v1(socket: &Path) -> Vec<String> {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
+    let mut client = ServerReflectionClient::new(argos_common::grpc::unix_channel(socket).unwrap());
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = client
+        .server_reflection_info(tokio_stream::iter([req]))
+        .await
+        .expect("reflection v1 call")
+        .into_inner();
+    let resp: ServerReflectionResponse = stream.message().await.unwrap().expect("one response");
+    match resp.message_response {
+        Some(MessageResponse::ListServicesResponse(l)) => {
+            l.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
+async fn list_v1alpha(socket: &Path) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    let mut client = ServerReflectionClient::new(argos_common::grpc::unix_channel(socket).unwrap());
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut stream = client
+        .server_reflection_info(tokio_stream::iter([req]))
+        .await
+        .expect("reflection v1alpha call")
+        .into_inner();
+    let resp = stream.message().await.unwrap().expect("one response");
+    match resp.message_response {
+        Some(MessageResponse::ListServicesResponse(l)) => {
+            l.service.into_iter().map(|s| s.name).collect()
+        }
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_socket_lists_services_by_reflection_and_reports_serving() {
+    let stack = StackBuilder::new().start();
+    for d in DAEMONS {
+        let socket = stack.socket(d);
+        for names in [list_v1(&socket).await, list_v1alpha(&socket).await] {
+            assert!(names.contains(&service_of(d).to_string()), "{d}: {names:?}");
+            assert!(
+                names.contains(&"grpc.health.v1.Health".to_string()),
+                "{d}: {names:?}"
+            );
+            // Each daemon advertises its own service only.
+            for other in DAEMONS.iter().filter(|o| **o != d) {
+                assert!(
+                    !names.contains(&service_of(other).to_string()),
+                    "{d} lists {other}: {names:?}"
+                );
+            }
+        }
+        let mut health = HealthClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
+        for service in ["", service_of(d)] {
+            let r = health
+                .check(HealthCheckRequest {
+                    service: service.into(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(r.status, ServingStatus::Serving as i32, "{d} {service:?}");
+        }
+    }
+    stack.stop();
+}
+
+#[test]
+fn unknown_uid_is_denied_and_known_peers_succeed() {
+    require_root("the peer-denial test");
+    let stack = StackBuilder::new().start();
+    for d in DAEMONS {
+        let socket = stack.socket(d);
+        // nobody, even inside the socket group, is not in the peer table.
+        let denied = probe(&socket, Some((65534, SOCKET_GID)), None);
+        assert_eq!(denied.json["ok"], false, "{d}: {:?}", denied.json);
+        assert_eq!(
+            denied.json["code"], "PermissionDenied",
+            "{d}: {:?}",
+            denied.json
+        );
+        // nobody outside the socket group cannot even connect (mode 0660).
+        let closed = probe(&socket, Some((65534, 65534)), None);
+        assert_eq!(closed.json["code"], "Unavailable", "{d}: {:?}", closed.json);
+        // Known peers succeed, and each is told the role it was resolved to.
+        for (uid, role) in [
+            (GATEWAY_UID, "PEER_ROLE_GATEWAY"),
+            (MCP_UID, "PEER_ROLE_MCP"),
+            (JOB_UID, "PEER_ROLE_JOB"),
+        ] {
+            let ok = probe(&socket, Some((uid, SOCKET_GID)), None);
+            assert_eq!(
+                ok.json["ok"], true,
+                "{d} as {uid}: {:?} {}",
+                ok.json, ok.stderr
+            );
+            assert_eq!(ok.json["peer_roles"], serde_json::json!([role]), "{d}");
+            assert_eq!(ok.json["peer_uid"], uid, "{d}");
+            assert_eq!(ok.json["daemon"], d);
+        }
+        let root = probe(&socket, None, None);
+        assert_eq!(
+            root.json["peer_roles"],
+            serde_json::json!(["PEER_ROLE_OPERATOR"]),
+            "{d}"
+        );
+        assert_eq!(root.json["insecure_shared_uid"], false);
+    }
+    let log = stack.log();
+    assert!(
+        log.contains("peer denied")
+            && log.contains("uid=65534")
+            && log.contains("method=/argos.exec.v1.Exec/Status"),
+        "denials must be logged with uid, pid and method:\n{log}"
+    );
+    stack.stop();
+}
+
+#[test]
+fn principal_is_believed_only_from_peers_allowed_to_assert_it() {
+    require_root("the principal test");
+    let stack = StackBuilder::new().start();
+    let socket = stack.socket("execd");
+    let gw = probe(&socket, Some((GATEWAY_UID, SOCKET_GID)), Some("alice"));
+    assert_eq!(gw.json["principal"], "alice", "{:?}", gw.json);
+    assert_eq!(gw.json["request_id"], "probe-1");
+    let job = probe(&socket, Some((JOB_UID, SOCKET_GID)), Some("bob"));
+    assert_eq!(job.json["principal"], "bob", "{:?}", job.json);
+    let mcp = probe(&socket, Some((MCP_UID, SOCKET_GID)), Some("alice"));
+    assert_eq!(mcp.json["ok"], true);
+    assert_eq!(
+        mcp.json["principal"], "",
+        "mcp may not assert a principal: {:?}",
+        mcp.json
+    );
+    let op = probe(&socket, None, Some("alice"));
+    assert_eq!(
+        op.json["principal"], "",
+        "an operator may not assert a principal: {:?}",
+        op.json
+    );
+    let bad = probe(&socket, Some((GATEWAY_UID, SOCKET_GID)), Some("al ice"));
+    assert_eq!(
+        bad.json["principal"], "",
+        "a malformed principal is ignored: {:?}",
+        bad.json
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        stack
+            .log()
+            .contains("principal metadata from a peer that may not assert one: ignored")
+    );
+    stack.stop();
+}
+
+#[test]
+fn unprivileged_daemons_run_without_root_or_capabilities() {
+    require_root("the privilege-separation test");
+    let stack = StackBuilder::new().start();
+    for (d, uid) in [
+        ("gatewayd", GATEWAY_UID),
+        ("mcpd", MCP_UID),
+        ("jobd", JOB_UID),
+        ("execd", 0),
+    ] {
+        let st = probe(&stack.socket(d), None, None);
+        let pid = st.json["pid"].as_u64().unwrap();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .unwrap()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            field("Uid:").iter().all(|u| u == &uid.to_string()),
+            "{d}: {:?}",
+            field("Uid:")
+        );
+        if uid != 0 {
+            for caps in ["CapEff:", "CapPrm:", "CapAmb:"] {
+                assert_eq!(field(caps), ["0000000000000000"], "{d} {caps}");
+            }
+            assert_eq!(
+                field("Groups:"),
+                Vec::<String>::new(),
+                "{d} keeps no supplementary groups"
+            );
+        }
+    }
+    stack.stop();
+}
+
+#[test]
+fn sigterm_to_argosctl_up_leaves_nothing_behind() {
+    let mut stack = StackBuilder::new().start();
+    let pids = stack.daemon_pids();
+    assert_eq!(pids.len(), 4, "four daemons: {pids:?}");
+    let status = stack.terminate();
+    assert!(status.success(), "{status}\n{}", stack.log());
+    stack.assert_nothing_left();
+    for (pid, cmd) in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "{pid} {cmd} survived"
+        );
+    }
+    assert!(stack.log().contains("stack stopped"));
+}
+
+#[test]
+fn a_dead_daemon_is_reported_and_the_rest_are_stopped() {
+    let mut stack = StackBuilder::new().start();
+    let mcpd = probe(&stack.socket("mcpd"), None, None).json["pid"]
+        .as_i64()
+        .unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(mcpd),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let status = stack.wait_exit(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(1), "{}", stack.log());
+    let log = stack.log();
+    assert!(
+        log.contains("argos-mcpd exited unexpectedly (signal: 9 (SIGKILL))"),
+        "the launcher names the daemon and its status:\n{log}"
+    );
+    stack.assert_nothing_left();
+}
+
+#[test]
+fn killing_the_launcher_takes_the_daemons_with_it() {
+    let mut stack = StackBuilder::new().start();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(stack.launcher_pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    stack.wait_exit(Duration::from_secs(5));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !stack.daemon_pids().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        stack.daemon_pids(),
+        Vec::<(i32, String)>::new(),
+        "orphans after the launcher was killed"
+    );
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let code = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (code, body)
+}
+
+#[test]
+fn gateway_reports_every_daemon_over_grpc() {
+    let stack = StackBuilder::new().start();
+    let (code, body) = http_get(stack.listen, "/api/status");
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let daemons = v["daemons"].as_array().unwrap();
+    assert_eq!(daemons.len(), 4, "{v}");
+    for d in daemons {
+        assert_eq!(d["healthy"], true, "{d}");
+        // Every daemon resolved the gateway's connection to the gateway role.
+        assert_eq!(d["sees_gateway_as"], serde_json::json!(["gateway"]), "{d}");
+    }
+    assert_eq!(v["insecure_shared_uid"], !is_root());
+    let (code, page) = http_get(stack.listen, "/");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("argos-execd") && page.contains("serving"),
+        "{page}"
+    );
+    let (code, body) = http_get(stack.listen, "/nope");
+    assert_eq!(code, 404);
+    assert!(body.contains("\"code\":\"not_found\""), "{body}");
+    stack.stop();
+}
+
+#[test]
+fn a_port_in_use_fails_the_start_with_the_reason() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let root = argos_tests::open_tempdir();
+    let out = std::process::Command::new(argos_tests::bin("argosctl"))
+        .args(["up", "--root"])
+        .arg(root.path())
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
+        .arg(argos_tests::bin_dir())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("binding HTTP listener")
+            && err.contains("argos-gatewayd exited during start-up"),
+        "{err}"
+    );
+    assert!(argos_tests::processes_mentioning(root.path()).is_empty());
+}
