@@ -39,6 +39,10 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
         println!("{USAGE}");
         return Ok(2);
     };
+    if rest.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return Ok(0);
+    }
     let mut flags = Flags::parse(rest)?;
     match cmd.as_str() {
         "up" => {
