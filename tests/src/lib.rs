@@ -59,6 +59,13 @@ pub fn bin(name: &str) -> PathBuf {
     p
 }
 
+/// A command for one workspace binary, with inherited `ARGOS_*` variables removed.
+pub fn command(name: &str) -> Command {
+    let mut cmd = Command::new(bin(name));
+    sanitize_env(&mut cmd);
+    cmd
+}
+
 /// True when the tests run as root (CI does): privilege separation is then real.
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
@@ -70,6 +77,17 @@ pub fn require_root(what: &str) {
         is_root(),
         "{what} needs root (distinct uids, setuid clients); CI runs as root. Run the suite as root."
     );
+}
+
+/// Removes any `ARGOS_*` variable the test process inherited, so that the daemons under
+/// test read exactly the config the test wrote.
+pub fn sanitize_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("ARGOS_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
 }
 
 /// A free loopback port (bound, then released).
@@ -111,7 +129,7 @@ impl StackBuilder {
     pub fn start(self) -> Stack {
         let root = open_tempdir();
         let listen = SocketAddr::from(([127, 0, 0, 1], self.listen_port.unwrap_or_else(free_port)));
-        let mut child = Command::new(bin("argosctl"))
+        let mut child = sanitize_env(&mut Command::new(bin("argosctl")))
             .arg("up")
             .arg("--root")
             .arg(root.path())

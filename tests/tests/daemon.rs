@@ -4,13 +4,13 @@
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use argos_tests::{JOB_UID, SOCKET_GID, bin, open_tempdir, probe, require_root};
+use argos_tests::{JOB_UID, SOCKET_GID, command, open_tempdir, probe, require_root};
 
 fn run_daemon(name: &str, config: &Path, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let mut cmd = Command::new(bin(&format!("argos-{name}")));
+    let mut cmd = command(&format!("argos-{name}"));
     cmd.arg("--config").arg(config).args(extra);
     for (k, v) in env {
         cmd.env(k, v);
@@ -149,7 +149,7 @@ fn an_insecure_run_says_so_on_start_and_in_status() {
     )
     .unwrap();
     std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let mut child = Command::new(bin("argos-jobd"))
+    let mut child = command("argos-jobd")
         .arg("--config")
         .arg(&cfg)
         .uid(u)
@@ -200,7 +200,7 @@ fn sigterm_stops_a_daemon_within_two_seconds_even_with_a_client_connected() {
     let root = open_tempdir();
     let cfg = root.path().join("argos.toml");
     std::fs::write(&cfg, base_config(root.path())).unwrap();
-    let mut child = Command::new(bin("argos-execd"))
+    let mut child = command("argos-execd")
         .arg("--config")
         .arg(&cfg)
         .stderr(Stdio::null())
@@ -256,7 +256,7 @@ fn socket_hygiene_stale_removed_live_and_foreign_refused() {
     // A stale socket (nobody listening) is replaced.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    let mut first = Command::new(bin("argos-execd"))
+    let mut first = command("argos-execd")
         .arg("--config")
         .arg(&cfg)
         .stderr(Stdio::null())

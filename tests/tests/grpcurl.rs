@@ -7,7 +7,7 @@ use std::process::Command;
 use argos_tests::{DAEMONS, StackBuilder};
 
 fn grpcurl() -> PathBuf {
-    let path = std::env::var_os("ARGOS_GRPCURL")
+    let path = std::env::var_os("GRPCURL_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tools/venv/bin/grpcurl")

@@ -340,7 +340,7 @@ fn a_port_in_use_fails_the_start_with_the_reason() {
     let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = busy.local_addr().unwrap().port();
     let root = argos_tests::open_tempdir();
-    let out = std::process::Command::new(argos_tests::bin("argosctl"))
+    let out = argos_tests::command("argosctl")
         .args(["up", "--root"])
         .arg(root.path())
         .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
