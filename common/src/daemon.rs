@@ -25,7 +25,7 @@ use futures_util::future::BoxFuture;
 use tonic_health::ServingStatus;
 
 use crate::config::{self, Config, IdSpec, Source};
-use crate::grpc::{Routes, bind_unix, serve_unix, shutdown_signal};
+use crate::grpc::{Routes, ShutdownSignals, bind_unix, serve_unix};
 use crate::peer::{MethodPolicy, NameResolver, PeerRole, PeerTable, RoleSet, SystemNames};
 use crate::principal::Caller;
 
@@ -327,6 +327,8 @@ where
     F: FnOnce(Context) -> Fut,
     Fut: Future<Output = anyhow::Result<Serve>>,
 {
+    // Signal handlers first: from here on SIGTERM means a clean stop.
+    let signals = ShutdownSignals::install().context("installing signal handlers")?;
     // 5. State dir.
     let state_dir = config.daemon_state_dir(spec.name);
     prepare_state_dir(&state_dir, identity.uid)?;
@@ -392,7 +394,7 @@ where
     let health_for_stop = health.clone();
     let names = routes.names();
     let signal = async move {
-        shutdown_signal().await;
+        signals.recv().await;
         for name in names.into_iter().chain([""]) {
             health_for_stop
                 .set_service_status(name, ServingStatus::NotServing)

@@ -294,16 +294,30 @@ pub async fn serve_unix(
     })
 }
 
-/// Resolves when the process receives SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("installing SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("installing SIGINT handler");
-    let name = tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    };
-    tracing::info!(signal = name, "shutting down");
+/// SIGTERM/SIGINT handlers, installed when this is created: create it before the socket
+/// is bound, so a signal that arrives during start-up is a clean stop, not a kill.
+pub struct ShutdownSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    pub fn install() -> std::io::Result<ShutdownSignals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(ShutdownSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// Resolves at the first SIGTERM or SIGINT.
+    pub async fn recv(mut self) {
+        let name = tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "shutting down");
+    }
 }
 
 /// A gRPC channel to a daemon's Unix socket. Connects lazily on first call.

@@ -61,7 +61,7 @@ pub fn bin(name: &str) -> PathBuf {
 
 /// A command for one workspace binary, with inherited `ARGOS_*` variables removed.
 pub fn command(name: &str) -> Command {
-    let mut cmd = Command::new(bin(name));
+    let mut cmd = Command::new(reachable_bin_dir().join(name));
     sanitize_env(&mut cmd);
     cmd
 }
@@ -113,6 +113,7 @@ pub fn open_tempdir() -> tempfile::TempDir {
 #[derive(Debug, Default)]
 pub struct StackBuilder {
     listen_port: Option<u16>,
+    run_as: Option<u32>,
 }
 
 impl StackBuilder {
@@ -125,18 +126,29 @@ impl StackBuilder {
         self
     }
 
+    /// Runs `argosctl up` as this (non-root) uid, with the same gid: the one-user
+    /// development mode, where every daemon shares that uid.
+    pub fn run_as(mut self, uid: u32) -> Self {
+        self.run_as = Some(uid);
+        self
+    }
+
     /// Starts `argosctl up` and waits until it reports all four daemons SERVING.
     pub fn start(self) -> Stack {
         let root = open_tempdir();
+        if let Some(uid) = self.run_as {
+            std::os::unix::fs::chown(root.path(), Some(uid), Some(uid)).expect("chown stack root");
+        }
         let listen = SocketAddr::from(([127, 0, 0, 1], self.listen_port.unwrap_or_else(free_port)));
-        let mut child = sanitize_env(&mut Command::new(bin("argosctl")))
+        let mut child = command("argosctl")
             .arg("up")
             .arg("--root")
             .arg(root.path())
             .arg("--listen")
             .arg(listen.to_string())
             .arg("--bin-dir")
-            .arg(bin_dir())
+            .arg(reachable_bin_dir())
+            .uid_gid(self.run_as)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -151,14 +163,19 @@ impl StackBuilder {
         let out_log = log.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
+            let mut up_line = String::new();
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if line.starts_with("Argos is up")
+                out_log.lock().unwrap().push_str(&format!("{line}\n"));
+                if line.starts_with("Argos is up") {
+                    up_line = line.clone();
+                }
+                // The banner's last line: everything before it has been logged.
+                if line.starts_with("Ctrl-C stops the stack")
                     && let Some(tx) = tx.take()
                 {
-                    let _ = tx.send(line.clone());
+                    let _ = tx.send(up_line.clone());
                 }
-                out_log.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
         let mut stack = Stack {
@@ -220,6 +237,20 @@ impl Stack {
     /// Everything `argosctl up` and the daemons have printed so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until the output contains `needle` at least `count` times (output is relayed
+    /// asynchronously); panics with the output after 10 s.
+    pub fn wait_log(&self, needle: &str, count: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.log().matches(needle).count() < count {
+            assert!(
+                Instant::now() < deadline,
+                "output never showed {needle:?} {count} times:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Pid of the `argosctl up` process.
@@ -370,21 +401,53 @@ pub fn probe(socket: &Path, as_ids: Option<(u32, u32)>, principal: Option<&str>)
 
 use std::os::unix::process::CommandExt as _;
 
-/// The probe binary, copied somewhere every uid can exec it when the build dir is closed.
-fn reachable_probe() -> PathBuf {
+trait UidGid {
+    fn uid_gid(&mut self, ids: Option<u32>) -> &mut Self;
+}
+
+impl UidGid for Command {
+    fn uid_gid(&mut self, ids: Option<u32>) -> &mut Self {
+        if let Some(id) = ids {
+            self.uid(id).gid(id);
+        }
+        self
+    }
+}
+
+/// The build dir when every uid can reach it; otherwise a shared copy of the binaries
+/// (argosctl would copy them itself, but a non-root launcher must reach argosctl first).
+pub fn reachable_bin_dir() -> PathBuf {
     static COPY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     COPY.get_or_init(|| {
-        let built = bin("argos-probe");
-        if argos_common::paths::reachable_by_others(&built) {
-            return built;
+        let dir = bin_dir();
+        if argos_common::paths::reachable_by_others(&dir.join("argosctl")) {
+            return dir;
         }
-        let dir = std::env::temp_dir().join(format!("argos-probe-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let to = dir.join("argos-probe");
-        std::fs::copy(&built, &to).unwrap();
+        let to = std::env::temp_dir().join(format!("argos-bin-{}", std::process::id()));
+        std::fs::create_dir_all(&to).unwrap();
         std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for name in [
+            "argosctl",
+            "argos-execd",
+            "argos-mcpd",
+            "argos-jobd",
+            "argos-gatewayd",
+            "argos-probe",
+        ] {
+            let tmp = to.join(format!(".{name}.tmp"));
+            // A hard link is enough (reachability is about the directories).
+            if std::fs::hard_link(dir.join(name), &tmp).is_err() {
+                std::fs::copy(dir.join(name), &tmp).unwrap();
+            }
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, to.join(name)).unwrap();
+        }
         to
     })
     .clone()
+}
+
+/// The probe binary, somewhere every uid can exec it.
+fn reachable_probe() -> PathBuf {
+    reachable_bin_dir().join("argos-probe")
 }

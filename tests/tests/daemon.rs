@@ -285,3 +285,32 @@ fn socket_hygiene_stale_removed_live_and_foreign_refused() {
     );
     terminate(&mut first);
 }
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let root = open_tempdir();
+    let cfg = root.path().join("argos.toml");
+    std::fs::write(&cfg, base_config(root.path())).unwrap();
+    let mut child = command("argos-execd")
+        .arg("--config")
+        .arg(&cfg)
+        .env("ARGOS_LOG__FORMAT", "json")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&root.path().join("run/execd.sock"));
+    terminate(&mut child);
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    let events: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let serving = events
+        .iter()
+        .find(|e| e["message"] == "serving")
+        .expect("a serving event");
+    assert_eq!(serving["daemon"], "execd");
+    assert_eq!(serving["level"], "INFO");
+    assert!(events.iter().any(|e| e["message"] == "stopped"));
+}

@@ -144,12 +144,9 @@ fn unknown_uid_is_denied_and_known_peers_succeed() {
         );
         assert_eq!(root.json["insecure_shared_uid"], false);
     }
-    let log = stack.log();
-    assert!(
-        log.contains("peer denied")
-            && log.contains("uid=65534")
-            && log.contains("method=/argos.exec.v1.Exec/Status"),
-        "denials must be logged with uid, pid and method:\n{log}"
+    stack.wait_log(
+        "peer denied method=/argos.exec.v1.Exec/Status peer=uid=65534 gid=64200 pid=",
+        1,
     );
     stack.stop();
 }
@@ -183,11 +180,9 @@ fn principal_is_believed_only_from_peers_allowed_to_assert_it() {
         "a malformed principal is ignored: {:?}",
         bad.json
     );
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        stack
-            .log()
-            .contains("principal metadata from a peer that may not assert one: ignored")
+    stack.wait_log(
+        "principal metadata from a peer that may not assert one: ignored",
+        2,
     );
     stack.stop();
 }
@@ -355,4 +350,35 @@ fn a_port_in_use_fails_the_start_with_the_reason() {
         "{err}"
     );
     assert!(argos_tests::processes_mentioning(root.path()).is_empty());
+}
+
+#[test]
+fn a_one_user_run_shares_a_uid_and_says_so_everywhere() {
+    require_root("the one-user run test (it starts argosctl up as an unprivileged user)");
+    let user = 64210;
+    let stack = StackBuilder::new().run_as(user).start();
+    stack.wait_log("INSECURE development run", 1);
+    for d in DAEMONS {
+        let st = probe(&stack.socket(d), Some((user, user)), None);
+        assert_eq!(st.json["ok"], true, "{d}: {:?}", st.json);
+        assert_eq!(st.json["uid"], user, "{d} runs as the launching user");
+        assert_eq!(st.json["insecure_shared_uid"], true, "{d}");
+        assert_eq!(
+            st.json["peer_roles"],
+            serde_json::json!([
+                "PEER_ROLE_GATEWAY",
+                "PEER_ROLE_MCP",
+                "PEER_ROLE_JOB",
+                "PEER_ROLE_OPERATOR"
+            ]),
+            "{d}"
+        );
+    }
+    let (_, page) = http_get(stack.listen, "/");
+    assert!(
+        page.contains("INSECURE RUN"),
+        "the web page says so: {page}"
+    );
+    stack.wait_log("INSECURE RUN: several peer roles share one uid", 4);
+    stack.stop();
 }
