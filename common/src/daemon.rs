@@ -98,6 +98,17 @@ pub fn status_response<T>(
     ))
 }
 
+/// The role a proto value names (`None` for unspecified or unknown values).
+pub fn role_from_proto(value: i32) -> Option<PeerRole> {
+    match pb::PeerRole::try_from(value).ok()? {
+        pb::PeerRole::Gateway => Some(PeerRole::Gateway),
+        pb::PeerRole::Mcp => Some(PeerRole::Mcp),
+        pb::PeerRole::Job => Some(PeerRole::Job),
+        pb::PeerRole::Operator => Some(PeerRole::Operator),
+        pb::PeerRole::Unspecified => None,
+    }
+}
+
 /// The proto form of a role.
 pub fn role_to_proto(r: PeerRole) -> pb::PeerRole {
     match r {

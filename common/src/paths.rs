@@ -13,9 +13,22 @@ pub fn reachable_by_others(path: &Path) -> bool {
     })
 }
 
+/// FNV-1a (64 bit) of some bytes: a stable short name for a path, the same in every build.
+pub fn stable_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stable_hash_is_fnv1a() {
+        assert_eq!(stable_hash(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
 
     #[test]
     fn closed_ancestor_blocks() {

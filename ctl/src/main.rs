@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use argos_proto::common::v1::{DaemonStatus, PeerRole, StatusRequest};
+use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 
 const USAGE: &str = "usage: argosctl <command> [options]
 
@@ -115,32 +115,10 @@ async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
     for d in up::DAEMONS {
         let ch = argos_common::grpc::unix_channel(&runtime_dir.join(format!("{d}.sock")))?;
         let req = tonic::Request::new(StatusRequest {});
-        let fut = async {
-            match d {
-                "execd" => {
-                    argos_proto::exec::v1::exec_client::ExecClient::new(ch)
-                        .status(req)
-                        .await
-                }
-                "mcpd" => {
-                    argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
-                        .status(req)
-                        .await
-                }
-                "jobd" => {
-                    argos_proto::job::v1::job_client::JobClient::new(ch)
-                        .status(req)
-                        .await
-                }
-                _ => {
-                    argos_proto::gateway::v1::gateway_client::GatewayClient::new(ch)
-                        .status(req)
-                        .await
-                }
-            }
-        };
+        let daemon = argos_common::grpc::Daemon::from_name(d).expect("known daemon");
+        let fut = daemon.status(ch, req);
         match tokio::time::timeout(Duration::from_secs(3), fut).await {
-            Ok(Ok(r)) => print_status(d, &r.into_inner()),
+            Ok(Ok(s)) => print_status(d, &s),
             Ok(Err(s)) => {
                 code = 1;
                 println!(
@@ -165,13 +143,7 @@ fn print_status(d: &str, s: &DaemonStatus) {
     let roles: Vec<&str> = s
         .peer_roles
         .iter()
-        .map(|r| match PeerRole::try_from(*r) {
-            Ok(PeerRole::Gateway) => "gateway",
-            Ok(PeerRole::Mcp) => "mcp",
-            Ok(PeerRole::Job) => "job",
-            Ok(PeerRole::Operator) => "operator",
-            _ => "?",
-        })
+        .map(|r| argos_common::daemon::role_from_proto(*r).map_or("?", |r| r.as_str()))
         .collect();
     let state = if s.insecure_shared_uid {
         "INSECURE"

@@ -189,12 +189,7 @@ fn daemon_bin_dir(opts: &UpOptions, ids: Identities) -> anyhow::Result<PathBuf> 
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
     for d in DAEMONS {
         let name = format!("argos-{d}");
-        let (from, to) = (opts.bin_dir.join(&name), dir.join(&name));
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::copy(&from, &tmp)
-            .with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
-        std::fs::rename(&tmp, &to)?;
+        link_or_copy(&opts.bin_dir.join(&name), &dir.join(&name))?;
     }
     anyhow::ensure!(
         argos_common::paths::reachable_by_others(&dir.join("argos-gatewayd")),
@@ -326,6 +321,60 @@ fn shown(path: &Path) -> String {
     }
 }
 
+/// When the daemons' uids cannot reach `--root` (a checkout under /root, say), the tree
+/// lives in `/var/tmp/argos-dev-<hash of the root path>` instead, and `--root` gets
+/// symlinks into it, so `.argos/run/execd.sock` still works for the operator.
+fn relocate_if_unreachable(mut opts: UpOptions, ids: Identities) -> UpOptions {
+    if matches!(ids, Identities::Shared { .. })
+        || argos_common::paths::reachable_by_others(&opts.root.join("x"))
+    {
+        return opts;
+    }
+    let hash = argos_common::paths::stable_hash(opts.root.as_os_str().as_encoded_bytes());
+    let moved = PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+    eprintln!(
+        "argosctl: the daemons' uids cannot reach {} (a parent directory is closed to others); \
+         the dev tree lives in {} and is linked from there",
+        opts.root.display(),
+        moved.display()
+    );
+    opts.root = moved;
+    opts
+}
+
+/// Makes `user_root/{run,state,argos.toml}` symlinks into `data_root`.
+fn link_tree(user_root: &Path, data_root: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(user_root)
+        .with_context(|| format!("creating {}", user_root.display()))?;
+    for name in ["run", "state", "argos.toml"] {
+        let link = user_root.join(name);
+        match std::fs::symlink_metadata(&link) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(&link)?,
+            Ok(_) => bail!(
+                "{} exists and is not a link; move it away (or pass --root elsewhere)",
+                link.display()
+            ),
+            Err(_) => {}
+        }
+        std::os::unix::fs::symlink(data_root.join(name), &link)
+            .with_context(|| format!("linking {}", link.display()))?;
+    }
+    Ok(())
+}
+
+/// Hard-links `from` to `to` (same file system), else copies it; mode 0755.
+fn link_or_copy(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let tmp = to.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    if std::fs::hard_link(from, &tmp).is_err() {
+        std::fs::copy(from, &tmp)
+            .with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
+    }
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::rename(&tmp, to).with_context(|| format!("placing {}", to.display()))?;
+    Ok(())
+}
+
 /// Runs the stack until a signal or a daemon's death. Exit 0 on a clean stop.
 pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -333,17 +382,15 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let ids = Identities::detect(opts.id_base);
     let started = Instant::now();
+    let user_root = opts.root.clone();
+    let opts = relocate_if_unreachable(opts, ids);
     prepare_tree(&opts, ids)?;
-    if matches!(ids, Identities::Separated { .. }) {
-        anyhow::ensure!(
-            argos_common::paths::reachable_by_others(&opts.root.join("run/x")),
-            "the daemons' uids cannot reach {}: a parent directory is not searchable by others. \
-             Pick another --root (e.g. --root /var/tmp/argos-dev)",
-            opts.root.display()
-        );
+    if opts.root != user_root {
+        link_tree(&user_root, &opts.root)?;
     }
     let bin_dir = daemon_bin_dir(&opts, ids)?;
     let run = opts.root.join("run");
+    let shown_run = user_root.join("run");
     let mut running: Vec<Running> = Vec::new();
     let mut failure: Option<String> = None;
 
@@ -415,7 +462,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
             let _ = writeln!(
                 out,
                 "    grpcurl -plaintext -unix -authority localhost {} list",
-                shown(&run.join(format!("{d}.sock")))
+                shown(&shown_run.join(format!("{d}.sock")))
             );
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");

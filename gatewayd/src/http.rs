@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use argos_common::daemon::{Context, DaemonIdentity};
+use argos_common::daemon::{Context, DaemonIdentity, role_from_proto};
+use argos_common::grpc::Daemon;
 use argos_common::peer::PeerRole;
-use argos_proto::common::v1::{DaemonStatus, PeerRole as PbRole, StatusRequest};
+use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 use axum::Json;
 use axum::extract::State as AxState;
 use axum::response::{Html, IntoResponse};
@@ -71,13 +72,7 @@ impl DaemonView {
         let roles = s
             .peer_roles
             .iter()
-            .filter_map(|r| match PbRole::try_from(*r).ok()? {
-                PbRole::Gateway => Some(PeerRole::Gateway.as_str()),
-                PbRole::Mcp => Some(PeerRole::Mcp.as_str()),
-                PbRole::Job => Some(PeerRole::Job.as_str()),
-                PbRole::Operator => Some(PeerRole::Operator.as_str()),
-                PbRole::Unspecified => None,
-            })
+            .filter_map(|r| role_from_proto(*r).map(PeerRole::as_str))
             .collect();
         DaemonView {
             daemon: s.daemon,
@@ -113,30 +108,12 @@ pub struct StackView {
     daemons: Vec<DaemonView>,
 }
 
-async fn call_status(daemon: &'static str, ch: Channel, which: Which) -> DaemonView {
+async fn call_status(daemon: Daemon, ch: Channel) -> DaemonView {
     let req = tonic::Request::new(StatusRequest {});
-    let fut = async move {
-        match which {
-            Which::Exec => {
-                argos_proto::exec::v1::exec_client::ExecClient::new(ch)
-                    .status(req)
-                    .await
-            }
-            Which::Mcp => {
-                argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
-                    .status(req)
-                    .await
-            }
-            Which::Job => {
-                argos_proto::job::v1::job_client::JobClient::new(ch)
-                    .status(req)
-                    .await
-            }
-        }
-    };
-    match tokio::time::timeout(Duration::from_secs(2), fut).await {
-        Ok(Ok(resp)) => DaemonView::from_status(resp.into_inner()),
+    match tokio::time::timeout(Duration::from_secs(2), daemon.status(ch, req)).await {
+        Ok(Ok(status)) => DaemonView::from_status(status),
         Ok(Err(status)) => {
+            let daemon = daemon.name();
             tracing::warn!(daemon, code = ?status.code(), message = status.message(), "Status call failed");
             let code = match status.code() {
                 tonic::Code::PermissionDenied => "permission_denied",
@@ -145,22 +122,15 @@ async fn call_status(daemon: &'static str, ch: Channel, which: Which) -> DaemonV
             };
             DaemonView::unreachable(daemon, code)
         }
-        Err(_) => DaemonView::unreachable(daemon, "timeout"),
+        Err(_) => DaemonView::unreachable(daemon.name(), "timeout"),
     }
-}
-
-#[derive(Clone, Copy)]
-enum Which {
-    Exec,
-    Mcp,
-    Job,
 }
 
 async fn stack(state: &State) -> StackView {
     let (exec, mcp, job) = tokio::join!(
-        call_status("execd", state.exec.clone(), Which::Exec),
-        call_status("mcpd", state.mcp.clone(), Which::Mcp),
-        call_status("jobd", state.job.clone(), Which::Job),
+        call_status(Daemon::Execd, state.exec.clone()),
+        call_status(Daemon::Mcpd, state.mcp.clone()),
+        call_status(Daemon::Jobd, state.job.clone()),
     );
     let mut own = DaemonView::from_status(state.identity.status(None));
     own.sees_gateway_as = vec![PeerRole::Gateway.as_str()];

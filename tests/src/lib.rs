@@ -423,7 +423,9 @@ pub fn reachable_bin_dir() -> PathBuf {
         if argos_common::paths::reachable_by_others(&dir.join("argosctl")) {
             return dir;
         }
-        let to = std::env::temp_dir().join(format!("argos-bin-{}", std::process::id()));
+        // One shared place per build dir, refreshed by each test process.
+        let hash = argos_common::paths::stable_hash(dir.as_os_str().as_encoded_bytes());
+        let to = std::env::temp_dir().join(format!("argos-test-bin-{hash:016x}"));
         std::fs::create_dir_all(&to).unwrap();
         std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
         for name in [
@@ -434,7 +436,7 @@ pub fn reachable_bin_dir() -> PathBuf {
             "argos-gatewayd",
             "argos-probe",
         ] {
-            let tmp = to.join(format!(".{name}.tmp"));
+            let tmp = to.join(format!(".{name}.{}.tmp", std::process::id()));
             // A hard link is enough (reachability is about the directories).
             if std::fs::hard_link(dir.join(name), &tmp).is_err() {
                 std::fs::copy(dir.join(name), &tmp).unwrap();

@@ -382,3 +382,72 @@ fn a_one_user_run_shares_a_uid_and_says_so_everywhere() {
     stack.wait_log("INSECURE RUN: several peer roles share one uid", 4);
     stack.stop();
 }
+
+#[test]
+fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
+    require_root("the closed-checkout test (separate uids need root)");
+    use std::io::BufRead;
+    // tempfile makes the dir 0700: as closed as a checkout under /root.
+    let closed = tempfile::tempdir().unwrap();
+    let root = closed.path().join("checkout/.argos");
+    let port = argos_tests::free_port();
+    let mut child = argos_tests::command("argosctl")
+        .args(["up", "--root"])
+        .arg(&root)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
+        .arg(argos_tests::bin_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        banner.push_str(&line);
+        banner.push('\n');
+        if line.starts_with("Ctrl-C stops the stack") {
+            break;
+        }
+    }
+    let hash = argos_common::paths::stable_hash(root.as_os_str().as_encoded_bytes());
+    let moved = std::path::PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+    let result = std::panic::catch_unwind(|| {
+        assert!(banner.contains("all four daemons SERVING"), "{banner}");
+        assert!(
+            root.join("run").is_symlink(),
+            "{} links into {}",
+            root.display(),
+            moved.display()
+        );
+        // The operator's path through the link works; so does a daemon uid's.
+        let op = probe(&root.join("run/execd.sock"), None, None);
+        assert_eq!(op.json["ok"], true, "{:?}", op.json);
+        let gw = probe(
+            &moved.join("run/execd.sock"),
+            Some((GATEWAY_UID, SOCKET_GID)),
+            None,
+        );
+        assert_eq!(
+            gw.json["peer_roles"],
+            serde_json::json!(["PEER_ROLE_GATEWAY"])
+        );
+        assert!(
+            banner.contains(&format!("{}/run/execd.sock list", root.display())),
+            "{banner}"
+        );
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let left = argos_tests::processes_mentioning(&moved);
+    let _ = std::fs::remove_dir_all(&moved);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(status.success(), "{status}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -30,35 +30,18 @@ async fn main() -> ExitCode {
         principal.as_deref(),
         Some("probe-1"),
     );
-    let daemon = socket
+    let name = socket
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let result = match daemon {
-        "execd" => {
-            argos_proto::exec::v1::exec_client::ExecClient::new(ch)
-                .status(req)
-                .await
-        }
-        "mcpd" => {
-            argos_proto::mcp::v1::mcp_client::McpClient::new(ch)
-                .status(req)
-                .await
-        }
-        "jobd" => {
-            argos_proto::job::v1::job_client::JobClient::new(ch)
-                .status(req)
-                .await
-        }
-        _ => {
-            argos_proto::gateway::v1::gateway_client::GatewayClient::new(ch)
-                .status(req)
-                .await
-        }
+    let Some(daemon) = argos_common::grpc::Daemon::from_name(name) else {
+        eprintln!("argos-probe: {name:?} is not a daemon socket name");
+        return ExitCode::from(2);
     };
+    let result = daemon.status(ch, req).await;
     match result {
         Ok(resp) => {
-            let s = resp.into_inner();
+            let s = resp;
             let roles: Vec<&str> = s
                 .peer_roles
                 .iter()
