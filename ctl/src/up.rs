@@ -7,6 +7,7 @@
 //! a daemon that dies is reported and takes the rest down, and nothing outlives `up`.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -17,6 +18,13 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+
+/// Writes a line to stderr, ignoring a closed stderr (the launcher must outlive its terminal).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
 
 /// Daemons in start order; they stop in the reverse order.
 pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
@@ -243,7 +251,8 @@ fn spawn(
         tokio::spawn(async move {
             let mut lines = BufReader::new(stream).lines();
             while let Ok(Some(line)) = lines.next_line().await {
-                eprintln!("[{name:>8}] {line}");
+                // Never panic over a closed stderr: the stack outlives its audience.
+                let _ = writeln!(std::io::stderr().lock(), "[{name:>8}] {line}");
             }
         });
     }
@@ -293,7 +302,7 @@ async fn stop_all(running: &mut [Running], grace: Duration) {
         let status = match tokio::time::timeout(grace, r.child.wait()).await {
             Ok(Ok(s)) => s,
             _ => {
-                eprintln!(
+                say!(
                     "argosctl: argos-{} did not stop within {grace:?}; killing it",
                     r.name
                 );
@@ -301,7 +310,7 @@ async fn stop_all(running: &mut [Running], grace: Duration) {
                 match r.child.wait().await {
                     Ok(s) => s,
                     Err(e) => {
-                        eprintln!("argosctl: waiting for argos-{}: {e}", r.name);
+                        say!("argosctl: waiting for argos-{}: {e}", r.name);
                         continue;
                     }
                 }
@@ -332,7 +341,7 @@ fn relocate_if_unreachable(mut opts: UpOptions, ids: Identities) -> UpOptions {
     }
     let hash = argos_common::paths::stable_hash(opts.root.as_os_str().as_encoded_bytes());
     let moved = PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
-    eprintln!(
+    say!(
         "argosctl: the daemons' uids cannot reach {} (a parent directory is closed to others); \
          the dev tree lives in {} and is linked from there",
         opts.root.display(),
@@ -430,7 +439,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
 
     let mut code = 0;
     if let Some(why) = failure {
-        eprintln!("argosctl: {why}; stopping the stack");
+        say!("argosctl: {why}; stopping the stack");
         code = 1;
     } else {
         let ms = started.elapsed().as_millis();
@@ -466,15 +475,16 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
             );
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");
-        println!("{out}");
+        // A closed stdout (`argosctl up | head`) must not take the stack down.
+        let _ = writeln!(std::io::stdout().lock(), "{out}");
 
         loop {
             tokio::select! {
-                _ = sigterm.recv() => { eprintln!("argosctl: SIGTERM; stopping the stack"); break; }
-                _ = sigint.recv() => { eprintln!("argosctl: interrupted; stopping the stack"); break; }
+                _ = sigterm.recv() => { say!("argosctl: SIGTERM; stopping the stack"); break; }
+                _ = sigint.recv() => { say!("argosctl: interrupted; stopping the stack"); break; }
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
                     if let Some((who, status)) = reap(&mut running) {
-                        eprintln!("argosctl: argos-{who} exited unexpectedly ({status}); stopping the rest");
+                        say!("argosctl: argos-{who} exited unexpectedly ({status}); stopping the rest");
                         code = 1;
                         break;
                     }
@@ -488,14 +498,14 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
             && !status.success()
             && code == 0
         {
-            eprintln!("argosctl: argos-{} stopped with {status}", r.name);
+            say!("argosctl: argos-{} stopped with {status}", r.name);
             code = 1;
         }
     }
     for d in DAEMONS {
         let _ = std::fs::remove_file(run.join(format!("{d}.sock")));
     }
-    eprintln!("argosctl: stack stopped");
+    say!("argosctl: stack stopped");
     Ok(code)
 }
 
