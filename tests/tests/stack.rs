@@ -451,3 +451,43 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
     assert!(status.success(), "{status}");
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn argosctl_status_reports_every_daemon_and_the_callers_role() {
+    let stack = StackBuilder::new().start();
+    let out = argos_tests::command("argosctl")
+        .args(["status", "--root"])
+        .arg(stack.root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for d in DAEMONS {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(d))
+            .unwrap_or_else(|| panic!("no line for {d}: {text}"));
+        assert!(line.contains(env!("CARGO_PKG_VERSION")), "{line}");
+        let expect = if is_root() { "serving" } else { "INSECURE" };
+        assert!(line.contains(expect) && line.contains("operator"), "{line}");
+    }
+    stack.stop();
+    let after = argos_tests::command("argosctl")
+        .args(["status", "--root"])
+        .arg(stack_root_gone())
+        .output()
+        .unwrap();
+    assert_eq!(
+        after.status.code(),
+        Some(1),
+        "a stopped stack is reported, not hidden"
+    );
+}
+
+fn stack_root_gone() -> std::path::PathBuf {
+    std::env::temp_dir().join("argos-no-such-stack")
+}
