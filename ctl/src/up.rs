@@ -263,8 +263,9 @@ fn spawn(
     })
 }
 
-async fn health_serving(socket: &Path) -> bool {
-    let Ok(ch) = argos_common::grpc::unix_channel(socket) else {
+async fn health_serving(run: &Path, daemon: &str) -> bool {
+    let socket = run.join(format!("{daemon}.sock"));
+    let Ok(ch) = argos_common::grpc::unix_channel(&socket) else {
         return false;
     };
     let mut client = tonic_health::pb::health_client::HealthClient::new(ch);
@@ -403,8 +404,9 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let mut running: Vec<Running> = Vec::new();
     let mut failure: Option<String> = None;
 
-    // Start in order, each SERVING before the next (the gateway's page calls the others).
-    'start: for name in DAEMONS {
+    // Start all four at once (none needs another to come up: clients connect lazily),
+    // then wait until every one answers SERVING on its socket.
+    for name in DAEMONS {
         match spawn(&bin_dir, &opts, ids, name) {
             Ok(r) => running.push(r),
             Err(e) => {
@@ -412,28 +414,42 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
                 break;
             }
         }
-        let socket = run.join(format!("{name}.sock"));
-        let deadline = Instant::now() + opts.ready_timeout;
-        loop {
-            if health_serving(&socket).await {
-                break;
+    }
+    let deadline = Instant::now() + opts.ready_timeout;
+    let mut waiting: Vec<&str> = DAEMONS.to_vec();
+    while failure.is_none() && !waiting.is_empty() {
+        let checks = waiting.iter().map(|d| health_serving(&run, d));
+        let serving = futures_util::future::join_all(checks).await;
+        let mut still = Vec::new();
+        for (d, ok) in waiting.iter().zip(serving) {
+            if !ok {
+                still.push(*d);
             }
-            if let Some((who, status)) = reap(&mut running) {
-                failure = Some(format!("argos-{who} exited during start-up ({status})"));
-                break 'start;
-            }
-            if Instant::now() > deadline {
-                failure = Some(format!(
-                    "argos-{name} was not SERVING within {:?}",
-                    opts.ready_timeout
-                ));
-                break 'start;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-                _ = sigterm.recv() => { failure = Some("interrupted during start-up".into()); break 'start; }
-                _ = sigint.recv() => { failure = Some("interrupted during start-up".into()); break 'start; }
-            }
+        }
+        waiting = still;
+        if waiting.is_empty() {
+            break;
+        }
+        if let Some((who, status)) = reap(&mut running) {
+            failure = Some(format!("argos-{who} exited during start-up ({status})"));
+            break;
+        }
+        if Instant::now() > deadline {
+            failure = Some(format!(
+                "not SERVING within {:?}: {}",
+                opts.ready_timeout,
+                waiting
+                    .iter()
+                    .map(|d| format!("argos-{d}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(2)) => {}
+            _ = sigterm.recv() => failure = Some("interrupted during start-up".into()),
+            _ = sigint.recv() => failure = Some("interrupted during start-up".into()),
         }
     }
 
