@@ -32,6 +32,25 @@ pub struct Config {
     pub peers: PeersConfig,
     pub shutdown: ShutdownConfig,
     pub gateway: GatewayConfig,
+    pub exec: ExecConfig,
+}
+
+/// Containment dimensions execd knows (see execd's profiles).
+pub const DIMENSIONS: &[&str] = &[
+    "filesystem",
+    "process_tree",
+    "wall_clock",
+    "network",
+    "syscalls",
+    "privileges",
+    "resources",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecConfig {
+    /// Dimensions to treat as unavailable on this host: launches that require one fail
+    /// with `containment_unavailable`; others report it `unavailable`.
+    pub disabled_dimensions: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +238,14 @@ impl Config {
                     "gateway.listen",
                     SocketAddr::from(([127, 0, 0, 1], 7000)),
                     "Address of the gateway's HTTP listener.",
+                ),
+            },
+            exec: ExecConfig {
+                disabled_dimensions: r.get_with(
+                    "exec.disabled_dimensions",
+                    Vec::new(),
+                    "Containment dimensions to treat as unavailable on this host (e.g. `[\"network\"]`): launches requiring one are refused.",
+                    Dimensions,
                 ),
             },
         }
@@ -447,6 +474,48 @@ impl Codec<u32> for Mode {
     }
     fn show(&self, v: &u32) -> toml::Value {
         toml::Value::String(format!("{v:04o}"))
+    }
+}
+
+/// A list of containment dimension names.
+struct Dimensions;
+
+impl Codec<Vec<String>> for Dimensions {
+    fn read_toml(&self, v: &toml::Value) -> Result<Vec<String>, String> {
+        match v {
+            toml::Value::Array(items) => {
+                let names: Result<Vec<String>, String> =
+                    items.iter().map(String::from_toml).collect();
+                self.check(names?)
+            }
+            v => type_err("a list of dimension names", v),
+        }
+    }
+    fn read_env(&self, s: &str) -> Result<Vec<String>, String> {
+        self.check(
+            s.split(',')
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect(),
+        )
+    }
+    fn show(&self, v: &Vec<String>) -> toml::Value {
+        toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect())
+    }
+}
+
+impl Dimensions {
+    fn check(&self, names: Vec<String>) -> Result<Vec<String>, String> {
+        for n in &names {
+            if !DIMENSIONS.contains(&n.as_str()) {
+                return Err(format!(
+                    "unknown dimension {n:?} (known: {})",
+                    DIMENSIONS.join(", ")
+                ));
+            }
+        }
+        Ok(names)
     }
 }
 

@@ -7,10 +7,14 @@ use std::path::Path;
 /// directory grants search (x) permission to others. An unprivileged daemon needs this
 /// to exec its binary and reach its socket and state dir.
 pub fn reachable_by_others(path: &Path) -> bool {
-    path.ancestors().skip(1).all(|dir| {
-        dir.as_os_str().is_empty()
-            || std::fs::metadata(dir).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
-    })
+    // Directories that do not exist yet will be created searchable; only existing ones
+    // can close the way.
+    path.ancestors()
+        .skip(1)
+        .all(|dir| match std::fs::metadata(dir) {
+            Ok(m) => m.permissions().mode() & 0o001 != 0,
+            Err(_) => true,
+        })
 }
 
 /// FNV-1a (64 bit) of some bytes: a stable short name for a path, the same in every build.

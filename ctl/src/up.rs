@@ -29,6 +29,9 @@ macro_rules! say {
 /// Daemons in start order; they stop in the reverse order.
 pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
 
+/// Binaries the stack runs: the daemons and execd's per-launch shim (`argos-<name>`).
+const BINARIES: [&str; 5] = ["execd", "mcpd", "jobd", "gatewayd", "shim"];
+
 /// Options of `argosctl up`.
 #[derive(Debug, Clone)]
 pub struct UpOptions {
@@ -178,7 +181,7 @@ struct Running {
 /// binaries; when the build dir is closed to them (a checkout under /root, say), the
 /// binaries are copied into `<root>/bin`.
 fn daemon_bin_dir(opts: &UpOptions, ids: Identities) -> anyhow::Result<PathBuf> {
-    for d in DAEMONS {
+    for d in BINARIES {
         let bin = opts.bin_dir.join(format!("argos-{d}"));
         if !bin.exists() {
             bail!(
@@ -195,7 +198,7 @@ fn daemon_bin_dir(opts: &UpOptions, ids: Identities) -> anyhow::Result<PathBuf> 
     let dir = opts.root.join("bin");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
-    for d in DAEMONS {
+    for d in BINARIES {
         let name = format!("argos-{d}");
         link_or_copy(&opts.bin_dir.join(&name), &dir.join(&name))?;
     }

@@ -1,32 +1,17 @@
-//! argos-execd: the only privileged daemon: contained execution, process identity, approvals and the executions ledger.
-//!
-//! So far its surface is the daemon's identity (`Status`) on its peer-authenticated
-//! socket; see ARCHITECTURE.md for what lands here next.
-// execd is the one crate that may hold `unsafe` (per module, each block with a SAFETY note);
-// it has none yet.
+//! argos-execd: the only privileged daemon: contained execution, process identity,
+//! approvals and the executions ledger.
 #![deny(unsafe_code)]
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use argos_common::daemon::{self, DaemonIdentity, Privilege, Serve, Spec};
+use anyhow::Context as _;
+use argos_common::daemon::{self, Privilege, Serve, Spec};
 use argos_common::grpc::Routes;
-use argos_common::peer::{MethodPolicy, RoleSet};
-use argos_proto::common::v1::{DaemonStatus, StatusRequest};
-use argos_proto::exec::v1::exec_server::{Exec, ExecServer};
-use tonic::server::NamedService;
-use tonic::{Request, Response, Status};
-
-struct ExecService {
-    identity: Arc<DaemonIdentity>,
-}
-
-#[tonic::async_trait]
-impl Exec for ExecService {
-    async fn status(&self, req: Request<StatusRequest>) -> Result<Response<DaemonStatus>, Status> {
-        daemon::status_response(&self.identity, &req)
-    }
-}
+use argos_execd::launch::{Launcher, OutputLimits};
+use argos_execd::profile::{HostPaths, Profiles};
+use argos_execd::service::{self, ExecService};
+use argos_execd::spec::Dimension;
 
 fn main() -> ExitCode {
     let spec = Spec {
@@ -34,13 +19,40 @@ fn main() -> ExitCode {
         privilege: Privilege::MayBeRoot,
     };
     daemon::run(spec, |ctx| async move {
-        let service = ExecServer::new(ExecService {
+        let profiles = Profiles::builtin().map_err(anyhow::Error::msg)?;
+        let exe = std::env::current_exe().context("locating argos-execd")?;
+        let shim = exe.with_file_name("argos-shim");
+        anyhow::ensure!(
+            shim.exists(),
+            "{} is missing (it is built with argos-execd)",
+            shim.display()
+        );
+        let launcher = Launcher {
+            state_dir: ctx.state_dir.clone(),
+            work_root: ctx.config.state_dir.join("execd-work"),
+            shim,
+            profiles,
+            host: HostPaths {
+                state_dir: ctx.config.state_dir.clone(),
+                runtime_dir: ctx.config.runtime_dir.clone(),
+            },
+            disabled: ctx
+                .config
+                .exec
+                .disabled_dimensions
+                .iter()
+                .filter_map(|d| Dimension::parse(d))
+                .collect(),
+            output: OutputLimits::default(),
+            grace_ms: 2000,
+        };
+        let svc = ExecService {
             identity: ctx.identity.clone(),
-        });
-        let name = <ExecServer<ExecService> as NamedService>::NAME;
+            launcher: Arc::new(launcher),
+        };
         Ok(Serve {
-            routes: Routes::new().route(service),
-            policy: MethodPolicy::new().method(format!("/{name}/Status"), RoleSet::all()),
+            routes: Routes::new().route(service::server(svc)),
+            policy: service::policy(),
             background: Vec::new(),
         })
     })

@@ -99,7 +99,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A temp dir every uid can traverse (tempfile makes them 0700).
+/// A temp dir every uid can traverse.
 pub fn open_tempdir() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("argos-test-")
@@ -114,6 +114,7 @@ pub fn open_tempdir() -> tempfile::TempDir {
 pub struct StackBuilder {
     listen_port: Option<u16>,
     run_as: Option<u32>,
+    env: Vec<(String, String)>,
 }
 
 impl StackBuilder {
@@ -123,6 +124,13 @@ impl StackBuilder {
 
     pub fn listen_port(mut self, port: u16) -> Self {
         self.listen_port = Some(port);
+        self
+    }
+
+    /// Sets an environment variable for the launcher and so for every daemon, e.g. an
+    /// `ARGOS_*` config override.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 
@@ -149,6 +157,7 @@ impl StackBuilder {
             .arg("--bin-dir")
             .arg(reachable_bin_dir())
             .uid_gid(self.run_as)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -232,6 +241,15 @@ impl Stack {
 
     pub fn config_path(&self) -> PathBuf {
         self.root.path().join("argos.toml")
+    }
+
+    /// A gRPC client of this stack's execd.
+    pub fn exec(
+        &self,
+    ) -> argos_proto::exec::v1::exec_client::ExecClient<tonic::transport::Channel> {
+        argos_proto::exec::v1::exec_client::ExecClient::new(
+            argos_common::grpc::unix_channel(&self.socket("execd")).unwrap(),
+        )
     }
 
     /// Everything `argosctl up` and the daemons have printed so far.
@@ -431,6 +449,7 @@ pub fn reachable_bin_dir() -> PathBuf {
         for name in [
             "argosctl",
             "argos-execd",
+            "argos-shim",
             "argos-mcpd",
             "argos-jobd",
             "argos-gatewayd",

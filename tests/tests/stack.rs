@@ -387,8 +387,13 @@ fn a_one_user_run_shares_a_uid_and_says_so_everywhere() {
 fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
     require_root("the closed-checkout test (separate uids need root)");
     use std::io::BufRead;
-    // tempfile makes the dir 0700: as closed as a checkout under /root.
+    // As closed as a checkout under /root.
     let closed = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        closed.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let root = closed.path().join("checkout/.argos");
     let port = argos_tests::free_port();
     let mut child = argos_tests::command("argosctl")
@@ -416,9 +421,10 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
         assert!(banner.contains("all four daemons SERVING"), "{banner}");
         assert!(
             root.join("run").is_symlink(),
-            "{} links into {}",
+            "{} links into {}: {:?} {banner}",
             root.display(),
-            moved.display()
+            moved.display(),
+            std::fs::read_dir(&root).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
         );
         // The operator's path through the link works; so does a daemon uid's.
         let op = probe(&root.join("run/execd.sock"), None, None);

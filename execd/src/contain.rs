@@ -1,0 +1,452 @@
+//! The containment mechanisms, each a small function the shim calls in a fixed order
+//! (see `shim.rs` and docs/containment.md), and the read-back that proves what holds.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, path_beneath_rules,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{Dimension, NetworkMode, Plan, Rlimits};
+use crate::sys::proc::{SelfStatus, namespace, self_status};
+
+/// The landlock ABI Argos asks for (filesystem rights up to truncate and device ioctls).
+const LANDLOCK_ABI: ABI = ABI::V5;
+
+#[cfg(target_arch = "x86_64")]
+const ARCH: TargetArch = TargetArch::x86_64;
+#[cfg(target_arch = "aarch64")]
+const ARCH: TargetArch = TargetArch::aarch64;
+
+/// Each denied syscall and why (the deny list is policy: reasons live next to it).
+pub const DENIED_SYSCALLS: &[(i64, &str, &str)] = &[
+    (
+        libc::SYS_mount,
+        "mount",
+        "no mounts: the filesystem view is fixed at launch",
+    ),
+    (
+        libc::SYS_umount2,
+        "umount2",
+        "no unmounting what hides host paths",
+    ),
+    (libc::SYS_pivot_root, "pivot_root", "no root switching"),
+    (
+        libc::SYS_move_mount,
+        "move_mount",
+        "new mount API: no mounts",
+    ),
+    (libc::SYS_open_tree, "open_tree", "new mount API: no mounts"),
+    (libc::SYS_fsopen, "fsopen", "new mount API: no mounts"),
+    (libc::SYS_fsmount, "fsmount", "new mount API: no mounts"),
+    (libc::SYS_fsconfig, "fsconfig", "new mount API: no mounts"),
+    (libc::SYS_fspick, "fspick", "new mount API: no mounts"),
+    (
+        libc::SYS_mount_setattr,
+        "mount_setattr",
+        "new mount API: no mounts",
+    ),
+    (
+        libc::SYS_ptrace,
+        "ptrace",
+        "no inspecting or steering other processes",
+    ),
+    (
+        libc::SYS_process_vm_readv,
+        "process_vm_readv",
+        "no reading other processes' memory",
+    ),
+    (
+        libc::SYS_process_vm_writev,
+        "process_vm_writev",
+        "no writing other processes' memory",
+    ),
+    (
+        libc::SYS_kexec_load,
+        "kexec_load",
+        "no replacing the kernel",
+    ),
+    (
+        libc::SYS_kexec_file_load,
+        "kexec_file_load",
+        "no replacing the kernel",
+    ),
+    (libc::SYS_init_module, "init_module", "no kernel modules"),
+    (libc::SYS_finit_module, "finit_module", "no kernel modules"),
+    (
+        libc::SYS_delete_module,
+        "delete_module",
+        "no unloading kernel modules",
+    ),
+    (
+        libc::SYS_bpf,
+        "bpf",
+        "no eBPF: a large kernel attack surface",
+    ),
+    (
+        libc::SYS_perf_event_open,
+        "perf_event_open",
+        "no perf: side channels and kernel surface",
+    ),
+    (libc::SYS_add_key, "add_key", "keyrings are not namespaced"),
+    (
+        libc::SYS_request_key,
+        "request_key",
+        "keyrings are not namespaced",
+    ),
+    (libc::SYS_keyctl, "keyctl", "keyrings are not namespaced"),
+    (
+        libc::SYS_open_by_handle_at,
+        "open_by_handle_at",
+        "bypasses path-based confinement",
+    ),
+    (
+        libc::SYS_name_to_handle_at,
+        "name_to_handle_at",
+        "pairs with open_by_handle_at",
+    ),
+    (
+        libc::SYS_userfaultfd,
+        "userfaultfd",
+        "a classic kernel-exploit primitive",
+    ),
+    (
+        libc::SYS_io_uring_setup,
+        "io_uring_setup",
+        "io_uring bypasses seccomp for its operations",
+    ),
+    (
+        libc::SYS_io_uring_enter,
+        "io_uring_enter",
+        "io_uring bypasses seccomp for its operations",
+    ),
+    (
+        libc::SYS_io_uring_register,
+        "io_uring_register",
+        "io_uring bypasses seccomp for its operations",
+    ),
+    (libc::SYS_setns, "setns", "no joining other namespaces"),
+    (libc::SYS_swapon, "swapon", "host administration"),
+    (libc::SYS_swapoff, "swapoff", "host administration"),
+    (libc::SYS_reboot, "reboot", "host administration"),
+    (libc::SYS_acct, "acct", "host administration"),
+];
+
+/// Compiles the syscall filters: the deny list (EPERM), argument rules (new user
+/// namespaces, TIOCSTI/TIOCLINUX), and clone3 → ENOSYS so libc falls back to clone, whose
+/// flags a filter can see. Built before fork; loaded last, just before exec.
+pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
+    let err = |e: seccompiler::BackendError| e.to_string();
+    let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for (nr, _, _) in DENIED_SYSCALLS {
+        deny.insert(*nr, Vec::new());
+    }
+    let newuser = libc::CLONE_NEWUSER as u64;
+    let flags_have_newuser = |arg| {
+        SeccompRule::new(vec![
+            SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(newuser),
+                newuser,
+            )
+            .map_err(err)?,
+        ])
+        .map_err(err)
+    };
+    // Reason: a new user namespace hands the process a full capability set inside it.
+    deny.insert(libc::SYS_unshare, vec![flags_have_newuser(0)?]);
+    deny.insert(libc::SYS_clone, vec![flags_have_newuser(0)?]);
+    // Reason: TIOCSTI and TIOCLINUX push keystrokes into a terminal someone else reads.
+    let ioctl = |cmd: u64| {
+        SeccompRule::new(vec![
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, cmd)
+                .map_err(err)?,
+        ])
+        .map_err(err)
+    };
+    deny.insert(
+        libc::SYS_ioctl,
+        vec![ioctl(libc::TIOCSTI)?, ioctl(libc::TIOCLINUX)?],
+    );
+    let eperm = SeccompFilter::new(
+        deny,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        ARCH,
+    )
+    .map_err(err)?;
+    let mut nosys = BTreeMap::new();
+    nosys.insert(libc::SYS_clone3, Vec::new());
+    let enosys = SeccompFilter::new(
+        nosys,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        ARCH,
+    )
+    .map_err(err)?;
+    let a: BpfProgram = eperm.try_into().map_err(err)?;
+    let b: BpfProgram = enosys.try_into().map_err(err)?;
+    Ok(vec![a, b])
+}
+
+/// Loads compiled filters (needs no_new_privs).
+pub fn load_seccomp(filters: &[BpfProgram]) -> Result<(), String> {
+    for f in filters {
+        seccompiler::apply_filter(f).map_err(|e| format!("loading seccomp filter: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The read-only part of the host: every path except the denied ones. Landlock only
+/// allows, so a denied path is carved out by granting its siblings at each level above it.
+pub fn readable_roots(denied: &[PathBuf]) -> Vec<PathBuf> {
+    carve(vec![PathBuf::from("/")], denied)
+}
+
+/// Removes each denied path from the trees in `allowed`, keeping everything else.
+fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+    for deny in denied {
+        if std::fs::symlink_metadata(deny).is_err() {
+            continue;
+        }
+        let Some(idx) = allowed.iter().position(|a| deny.starts_with(a)) else {
+            continue;
+        };
+        let mut cur = allowed.remove(idx);
+        while &cur != deny {
+            let Some(step) = deny
+                .strip_prefix(&cur)
+                .ok()
+                .and_then(|r| r.components().next())
+            else {
+                break;
+            };
+            let next = cur.join(step);
+            if let Ok(entries) = std::fs::read_dir(&cur) {
+                for e in entries.flatten() {
+                    if e.path() != next {
+                        allowed.push(e.path());
+                    }
+                }
+            }
+            cur = next;
+        }
+    }
+    allowed
+}
+
+/// Device files every program expects to read and write.
+const DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// Applies the filesystem policy: read (and execute) the host minus denied paths, write
+/// only the writable paths. Returns true when the kernel enforces all of it.
+pub fn apply_landlock(readable: &[PathBuf], writable: &[PathBuf]) -> Result<bool, String> {
+    let e = |e: landlock::RulesetError| e.to_string();
+    let read = AccessFs::from_read(LANDLOCK_ABI);
+    let all = AccessFs::from_all(LANDLOCK_ABI);
+    let dev = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev;
+    let status = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)
+        .map_err(e)?
+        .create()
+        .map_err(e)?
+        .add_rules(path_beneath_rules(existing(readable), read))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(existing(writable), all))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(existing(DEVICES), dev))
+        .map_err(e)?
+        .restrict_self()
+        .map_err(e)?;
+    Ok(status.ruleset == RulesetStatus::FullyEnforced)
+}
+
+fn existing<P: AsRef<Path>>(paths: &[P]) -> Vec<&Path> {
+    paths
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// Sets every rlimit (soft = hard).
+pub fn set_rlimits(l: &Rlimits) -> Result<(), String> {
+    use nix::sys::resource::{Resource, setrlimit};
+    for (res, v, name) in [
+        (Resource::RLIMIT_NOFILE, l.nofile, "NOFILE"),
+        (Resource::RLIMIT_NPROC, l.nproc, "NPROC"),
+        (Resource::RLIMIT_AS, l.address_space_bytes, "AS"),
+        (Resource::RLIMIT_FSIZE, l.file_size_bytes, "FSIZE"),
+        (Resource::RLIMIT_CPU, l.cpu_seconds, "CPU"),
+    ] {
+        setrlimit(res, v, v).map_err(|e| format!("setrlimit {name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Drops every capability (bounding, ambient, then effective/permitted/inheritable) and
+/// switches to `run_as` if given. Bounding first: it needs CAP_SETPCAP, which goes last.
+pub fn drop_privileges(run_as: Option<(u32, u32)>) -> Result<(), String> {
+    use caps::CapSet;
+    caps::clear(None, CapSet::Ambient).map_err(|e| format!("clearing ambient caps: {e}"))?;
+    caps::clear(None, CapSet::Bounding).map_err(|e| format!("clearing bounding caps: {e}"))?;
+    if let Some((uid, gid)) = run_as {
+        use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
+        setgroups(&[]).map_err(|e| format!("setgroups: {e}"))?;
+        let g = Gid::from_raw(gid);
+        setresgid(g, g, g).map_err(|e| format!("setresgid {gid}: {e}"))?;
+        let u = Uid::from_raw(uid);
+        setresuid(u, u, u).map_err(|e| format!("setresuid {uid}: {e}"))?;
+    }
+    for set in [CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
+        caps::clear(None, set).map_err(|e| format!("clearing {set:?} caps: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Sets no_new_privs: exec can never grant privileges again (setuid bits, file caps).
+pub fn set_no_new_privs() -> Result<(), String> {
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("PR_SET_NO_NEW_PRIVS: {e}"))
+}
+
+/// Namespaces of the current process, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Namespaces {
+    pub pid: String,
+    pub net: String,
+    pub mnt: String,
+}
+
+impl Namespaces {
+    pub fn of(pid: &str) -> Namespaces {
+        Namespaces {
+            pid: namespace(pid, "pid").unwrap_or_default(),
+            net: namespace(pid, "net").unwrap_or_default(),
+            mnt: namespace(pid, "mnt").unwrap_or_default(),
+        }
+    }
+}
+
+/// What the workload's process reads back about itself just before exec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Readback {
+    pub status: SelfStatus,
+    pub namespaces: Namespaces,
+    pub landlock_enforced: bool,
+    pub rlimits_ok: bool,
+}
+
+impl Readback {
+    pub fn take(landlock_enforced: bool, rlimits: Option<&Rlimits>) -> Readback {
+        Readback {
+            status: self_status().unwrap_or_default(),
+            namespaces: Namespaces::of("self"),
+            landlock_enforced,
+            rlimits_ok: rlimits.is_some_and(rlimits_hold),
+        }
+    }
+
+    /// Whether a dimension is in force, judged only from what was read back.
+    pub fn holds(&self, d: Dimension, plan: &Plan, host: &Namespaces) -> (bool, String) {
+        let s = &self.status;
+        match d {
+            Dimension::Filesystem => (
+                self.landlock_enforced && self.namespaces.mnt != host.mnt,
+                format!(
+                    "landlock fully enforced: {}; private mounts: {}",
+                    self.landlock_enforced,
+                    self.namespaces.mnt != host.mnt
+                ),
+            ),
+            Dimension::ProcessTree => (
+                !self.namespaces.pid.is_empty() && self.namespaces.pid != host.pid,
+                "own PID namespace with a reaping init".into(),
+            ),
+            Dimension::Network => {
+                let own = !self.namespaces.net.is_empty() && self.namespaces.net != host.net;
+                let mode = match plan.network_mode {
+                    NetworkMode::None => "no interfaces",
+                    NetworkMode::Loopback => "loopback only",
+                    NetworkMode::Host => "host network",
+                };
+                (own, format!("own network namespace, {mode}"))
+            }
+            Dimension::Syscalls => (s.seccomp == 2, format!("seccomp filter mode {}", s.seccomp)),
+            Dimension::Privileges => {
+                let caps_zero = s.cap_eff == 0
+                    && s.cap_prm == 0
+                    && s.cap_inh == 0
+                    && s.cap_bnd == 0
+                    && s.cap_amb == 0;
+                let uid_ok = plan.run_as.is_none_or(|(u, g)| s.uid == u && s.gid == g);
+                (
+                    caps_zero && s.no_new_privs && uid_ok,
+                    format!(
+                        "capabilities zero: {caps_zero}; no_new_privs: {}; uid {} gid {}",
+                        s.no_new_privs, s.uid, s.gid
+                    ),
+                )
+            }
+            Dimension::Resources => (self.rlimits_ok, "rlimits NOFILE NPROC AS FSIZE CPU".into()),
+            // The shim itself keeps the deadline (when the launch has one).
+            Dimension::WallClock => (true, "deadline kept by the shim".into()),
+        }
+    }
+}
+
+fn rlimits_hold(l: &Rlimits) -> bool {
+    use nix::sys::resource::{Resource, getrlimit};
+    [
+        (Resource::RLIMIT_NOFILE, l.nofile),
+        (Resource::RLIMIT_NPROC, l.nproc),
+        (Resource::RLIMIT_AS, l.address_space_bytes),
+        (Resource::RLIMIT_FSIZE, l.file_size_bytes),
+        (Resource::RLIMIT_CPU, l.cpu_seconds),
+    ]
+    .into_iter()
+    .all(|(r, v)| getrlimit(r).is_ok_and(|(soft, hard)| soft == v && hard == v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile() {
+        assert_eq!(seccomp_filters().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn denied_paths_are_carved_out_of_the_readable_roots() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for p in ["a/secret", "a/ok", "b"] {
+            std::fs::create_dir_all(root.join(p)).unwrap();
+        }
+        let deny = root.join("a/secret");
+        let allowed = carve(
+            vec![root.to_path_buf()],
+            &[deny.clone(), root.join("missing")],
+        );
+        assert!(allowed.contains(&root.join("b")));
+        assert!(allowed.contains(&root.join("a/ok")));
+        assert!(!allowed.iter().any(|a| deny.starts_with(a)), "{allowed:?}");
+        assert_eq!(allowed.len(), 2, "{allowed:?}");
+    }
+}

@@ -1,0 +1,461 @@
+//! execd's side of a launch: validate the request, lay out the launch dir and workspace,
+//! start the shim, and read back what it wrote. execd itself does nothing between fork
+//! and exec: the shim is a separate, freshly exec'd program.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+
+use crate::profile::{self, HostPaths, Profiles};
+use crate::spec::{Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, files};
+
+/// Limits on what a request may carry.
+pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
+pub const MAX_ARGS: usize = 4096;
+pub const MAX_ARG_BYTES: usize = 128 * 1024;
+
+/// Environment keys a request may set (plus any `LC_*`).
+pub const ENV_ALLOW: &[&str] = &[
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "COLUMNS", "LINES",
+    "NO_COLOR", "TMPDIR", "PAGER", "EDITOR",
+];
+
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// A run request in domain terms (the proto form stays in `wire.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct LaunchRequest {
+    pub argv: Vec<String>,
+    /// A shell command line (exclusive with `argv`).
+    pub command: String,
+    pub cwd: String,
+    pub env: BTreeMap<String, String>,
+    pub profile: String,
+    pub timeout_ms: Option<u64>,
+    pub stdin: Vec<u8>,
+}
+
+/// A request field that is not acceptable, named for the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct InvalidRequest {
+    pub field: &'static str,
+    pub message: String,
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> InvalidRequest {
+    InvalidRequest {
+        field,
+        message: message.into(),
+    }
+}
+
+/// Errors starting a launch after validation.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("preparing {what} {path}")]
+    Prepare {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("starting the shim {path}")]
+    Shim {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Output limits of launches.
+#[derive(Debug, Clone, Copy)]
+pub struct OutputLimits {
+    pub head_bytes: u64,
+    pub tail_bytes: u64,
+    pub log_cap_bytes: u64,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits {
+            head_bytes: 64 * 1024,
+            tail_bytes: 64 * 1024,
+            log_cap_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// Starts launches.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// execd's private state dir; launches live in `launches/<id>`.
+    pub state_dir: PathBuf,
+    /// Root of the workspaces (`<id>` each, owned by the workload's uid).
+    pub work_root: PathBuf,
+    pub shim: PathBuf,
+    pub profiles: Profiles,
+    pub host: HostPaths,
+    /// Dimensions the operator (or a test) declared unavailable on this host.
+    pub disabled: Vec<Dimension>,
+    pub output: OutputLimits,
+    pub grace_ms: u64,
+}
+
+/// A validated launch, ready to start.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub spec: LaunchSpec,
+    pub dir: PathBuf,
+}
+
+fn check_path(field: &'static str, p: &str) -> Result<PathBuf, InvalidRequest> {
+    if p.contains('\0') {
+        return Err(invalid(field, "contains a NUL byte"));
+    }
+    let path = PathBuf::from(p);
+    if !path.is_absolute() {
+        return Err(invalid(field, format!("{p:?} is not absolute")));
+    }
+    if path.components().any(|c| matches!(c, Component::ParentDir)) {
+        return Err(invalid(field, format!("{p:?} traverses upwards (..)")));
+    }
+    Ok(path)
+}
+
+impl Launcher {
+    pub fn launches_dir(&self) -> PathBuf {
+        self.state_dir.join("launches")
+    }
+
+    /// Checks a request and turns it into a spec. Nothing is created or spawned on error.
+    pub fn validate(&self, id: &str, req: &LaunchRequest) -> Result<LaunchSpec, InvalidRequest> {
+        let profile_name = if req.profile.is_empty() {
+            "agent"
+        } else {
+            req.profile.as_str()
+        };
+        let profile = self.profiles.get(profile_name).ok_or_else(|| {
+            invalid(
+                "profile",
+                format!(
+                    "unknown profile {profile_name:?} (known: {})",
+                    self.profile_names()
+                ),
+            )
+        })?;
+        let argv = match (req.argv.is_empty(), req.command.is_empty()) {
+            (false, false) => {
+                return Err(invalid("command", "give either argv or command, not both"));
+            }
+            (true, true) => return Err(invalid("command", "empty: give argv or command")),
+            (false, true) => req.argv.clone(),
+            (true, false) => {
+                if req.command.trim().is_empty() {
+                    return Err(invalid("command", "empty"));
+                }
+                vec!["/bin/sh".into(), "-c".into(), req.command.clone()]
+            }
+        };
+        if argv[0].is_empty() {
+            return Err(invalid("argv", "argv[0] is empty"));
+        }
+        if argv.len() > MAX_ARGS {
+            return Err(invalid("argv", format!("more than {MAX_ARGS} arguments")));
+        }
+        let field = if req.argv.is_empty() {
+            "command"
+        } else {
+            "argv"
+        };
+        if argv.iter().any(|a| a.contains('\0')) {
+            return Err(invalid(field, "contains a NUL byte"));
+        }
+        if argv.iter().map(String::len).sum::<usize>() > MAX_ARG_BYTES {
+            return Err(invalid(field, format!("longer than {MAX_ARG_BYTES} bytes")));
+        }
+        let workspace = self.work_root.join(id);
+        let cwd = if req.cwd.is_empty() {
+            workspace.clone()
+        } else {
+            check_path("cwd", &req.cwd)?
+        };
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        env.insert("PATH".into(), DEFAULT_PATH.into());
+        env.insert("HOME".into(), workspace.display().to_string());
+        env.insert("LANG".into(), "C.UTF-8".into());
+        env.insert("TMPDIR".into(), "/tmp".into());
+        for (k, v) in &req.env {
+            if !(ENV_ALLOW.contains(&k.as_str()) || k.starts_with("LC_")) {
+                return Err(invalid(
+                    "env",
+                    format!(
+                        "key {k:?} is not allowed (allowed: {}, LC_*)",
+                        ENV_ALLOW.join(", ")
+                    ),
+                ));
+            }
+            if k.contains('\0') || v.contains('\0') || k.contains('=') {
+                return Err(invalid("env", format!("key {k:?}: NUL byte or '=' in key")));
+            }
+            env.insert(k.clone(), v.clone());
+        }
+        let clock = &profile.wall_clock;
+        let timeout_ms = match req.timeout_ms {
+            None => clock.default_timeout_s * 1000,
+            Some(0) if clock.need == Need::Required => {
+                return Err(invalid(
+                    "timeout_ms",
+                    format!(
+                        "profile {profile_name} requires a time limit; 0 (none) is not allowed"
+                    ),
+                ));
+            }
+            Some(t) if t > clock.max_timeout_s * 1000 => {
+                return Err(invalid(
+                    "timeout_ms",
+                    format!(
+                        "{t} ms is above profile {profile_name}'s maximum of {} s",
+                        clock.max_timeout_s
+                    ),
+                ));
+            }
+            Some(t) => t,
+        };
+        if req.stdin.len() > MAX_STDIN_BYTES {
+            return Err(invalid(
+                "stdin",
+                format!(
+                    "{} bytes is above the limit of {MAX_STDIN_BYTES}",
+                    req.stdin.len()
+                ),
+            ));
+        }
+        let plan = profile::plan(
+            profile_name,
+            profile,
+            &workspace,
+            &self.host,
+            &self.disabled,
+        );
+        Ok(LaunchSpec {
+            id: id.to_string(),
+            argv,
+            env: env.into_iter().collect(),
+            cwd,
+            workspace,
+            timeout_ms,
+            grace_ms: self.grace_ms,
+            stdin: !req.stdin.is_empty(),
+            head_bytes: self.output.head_bytes,
+            tail_bytes: self.output.tail_bytes,
+            log_cap_bytes: self
+                .output
+                .log_cap_bytes
+                .max(self.output.head_bytes + self.output.tail_bytes),
+            plan,
+        })
+    }
+
+    pub fn profile_names(&self) -> String {
+        self.profiles
+            .0
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Lays out the launch dir (0700 root) and workspace (owned by the workload's uid).
+    pub fn prepare(&self, spec: LaunchSpec, stdin: &[u8]) -> Result<Prepared, LaunchError> {
+        let prep = |what: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LaunchError::Prepare { what, path, source }
+        };
+        let dir = self.launches_dir().join(&spec.id);
+        std::fs::create_dir_all(self.launches_dir())
+            .map_err(prep("launches dir", &self.launches_dir()))?;
+        std::fs::create_dir(&dir).map_err(prep("launch dir", &dir))?;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(prep("launch dir", &dir))?;
+        // Workspaces: the root is traversable (0711) so a workload's uid reaches its own.
+        std::fs::create_dir_all(&self.work_root)
+            .map_err(prep("workspace root", &self.work_root))?;
+        std::fs::set_permissions(&self.work_root, std::fs::Permissions::from_mode(0o711))
+            .map_err(prep("workspace root", &self.work_root))?;
+        std::fs::create_dir(&spec.workspace).map_err(prep("workspace", &spec.workspace))?;
+        if let Some((uid, gid)) = spec.plan.run_as
+            && nix::unistd::geteuid().is_root()
+        {
+            chown(&spec.workspace, Some(uid), Some(gid))
+                .map_err(prep("workspace", &spec.workspace))?;
+        }
+        std::fs::set_permissions(&spec.workspace, std::fs::Permissions::from_mode(0o700))
+            .map_err(prep("workspace", &spec.workspace))?;
+        if !stdin.is_empty() {
+            std::fs::write(dir.join(files::STDIN), stdin).map_err(prep("stdin", &dir))?;
+        }
+        let spec_path = dir.join(files::SPEC);
+        crate::shim::write_json_atomic(&spec_path, &spec).map_err(prep("spec", &spec_path))?;
+        Ok(Prepared { spec, dir })
+    }
+
+    /// Starts the shim for a prepared launch. It runs in its own session and outlives
+    /// execd; the returned child is only for reaping it while execd lives.
+    pub fn start(&self, p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
+        let log = std::fs::File::create(p.dir.join("shim.log")).map_err(|source| {
+            LaunchError::Prepare {
+                what: "shim log",
+                path: p.dir.clone(),
+                source,
+            }
+        })?;
+        tokio::process::Command::new(&self.shim)
+            .arg(&p.dir)
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(|source| LaunchError::Shim {
+                path: self.shim.clone(),
+                source,
+            })
+    }
+}
+
+/// What a finished launch left in its dir.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub result: LaunchResult,
+    pub stdout: Captured,
+    pub stderr: Captured,
+}
+
+/// One stream as a caller receives it: head, and tail when truncated.
+#[derive(Debug, Clone, Default)]
+pub struct Captured {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+    pub total: u64,
+    pub truncated: bool,
+}
+
+/// Reads a launch's result and capped output. A missing result means the shim died
+/// without one: the launch is reported `lost`.
+pub fn read_finished(dir: &Path, spec: &LaunchSpec) -> Finished {
+    let result: LaunchResult = std::fs::read(dir.join(files::RESULT))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| LaunchResult {
+            status: LaunchStatus::Lost,
+            exit_code: None,
+            signal: None,
+            started_at_ms: 0,
+            ended_at_ms: 0,
+            report: Vec::new(),
+            stdout: Default::default(),
+            stderr: Default::default(),
+            teardown: crate::spec::Teardown {
+                complete: false,
+                survivors: Vec::new(),
+            },
+            error: Some("the shim ended without writing a result".into()),
+        });
+    let cap = |log: &str, tail: &str, total: u64| -> Captured {
+        let keep = spec.head_bytes + spec.tail_bytes;
+        let mut head = Vec::new();
+        if let Ok(f) = std::fs::File::open(dir.join(log)) {
+            use std::io::Read;
+            let limit = if total <= keep { keep } else { spec.head_bytes };
+            let _ = f.take(limit).read_to_end(&mut head);
+        }
+        if total <= keep {
+            return Captured {
+                head,
+                tail: Vec::new(),
+                total,
+                truncated: false,
+            };
+        }
+        Captured {
+            head,
+            tail: std::fs::read(dir.join(tail)).unwrap_or_default(),
+            total,
+            truncated: true,
+        }
+    };
+    Finished {
+        stdout: cap(files::STDOUT_LOG, files::STDOUT_TAIL, result.stdout.total),
+        stderr: cap(files::STDERR_LOG, files::STDERR_TAIL, result.stderr.total),
+        result,
+    }
+}
+
+/// How a kill went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// The tree was signalled and its end observed.
+    Killed,
+    /// It had already ended.
+    AlreadyGone,
+    /// The recorded identity no longer verifies: nothing was signalled.
+    NotOwned(crate::sys::proc::Verdict),
+    /// Signalled, but its end was not observed in time.
+    Unconfirmed,
+}
+
+/// Tears a launch down: TERM through a pidfd to its verified init (which forwards to the
+/// tree), the grace period, re-verify, KILL, and observe the shim's exit marker. Only a
+/// process whose identity verifies as OWNED is ever signalled.
+pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome {
+    use crate::sys::proc::{Verdict, probe};
+    use crate::sys::raw::{pidfd_open, pidfd_send_signal};
+    use std::time::{Duration, Instant};
+    let _ = std::fs::write(dir.join(files::KILL_REQUESTED), b"");
+    if dir.join(files::EXIT).exists() {
+        return KillOutcome::AlreadyGone;
+    }
+    let init: Option<crate::spec::Identity> = std::fs::read(dir.join(files::INIT))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let Some(init) = init else {
+        return KillOutcome::NotOwned(Verdict::Unverifiable);
+    };
+    match probe(&init) {
+        Verdict::Owned => {}
+        Verdict::Gone => return KillOutcome::AlreadyGone,
+        other => return KillOutcome::NotOwned(other),
+    }
+    let Ok(pidfd) = pidfd_open(init.pid) else {
+        return KillOutcome::AlreadyGone;
+    };
+    // The pidfd pins the process: verify again now that it cannot be swapped under us.
+    match probe(&init) {
+        Verdict::Owned => {}
+        Verdict::Gone => return KillOutcome::AlreadyGone,
+        other => return KillOutcome::NotOwned(other),
+    }
+    let ended = |deadline: Instant| async move {
+        while Instant::now() < deadline {
+            if dir.join(files::EXIT).exists() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        dir.join(files::EXIT).exists()
+    };
+    let _ = pidfd_send_signal(&pidfd, libc::SIGTERM);
+    if ended(Instant::now() + grace).await {
+        return KillOutcome::Killed;
+    }
+    // Through the same pidfd: if the process is gone, this fails; it never hits a stranger.
+    let _ = pidfd_send_signal(&pidfd, libc::SIGKILL);
+    if ended(Instant::now() + Duration::from_secs(10)).await {
+        KillOutcome::Killed
+    } else {
+        KillOutcome::Unconfirmed
+    }
+}

@@ -1,0 +1,15 @@
+//! argos-execd: the only privileged Argos daemon. It runs commands under containment
+//! (one shim per launch), tracks processes by verified identity and keeps the ledger.
+//!
+//! `unsafe` is denied crate-wide and allowed in `sys::raw` only, where each block carries
+//! a `// SAFETY:` note.
+#![deny(unsafe_code)]
+
+pub mod contain;
+pub mod launch;
+pub mod profile;
+pub mod service;
+pub mod shim;
+pub mod spec;
+pub mod sys;
+pub mod wire;

@@ -1,0 +1,297 @@
+//! Containment profiles, loaded from `profiles.toml` (compiled in): policy as data, each
+//! rule with its reason. A profile plus a request resolves to a [`Plan`] for the shim.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits};
+
+/// The profiles file, compiled into execd.
+pub const PROFILES_TOML: &str = include_str!("../profiles.toml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub need: Need,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsRule {
+    pub need: Need,
+    pub reason: String,
+    pub denied: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockRule {
+    pub need: Need,
+    pub reason: String,
+    /// 0: no limit unless the request gives one.
+    pub default_timeout_s: u64,
+    pub max_timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetRule {
+    pub need: Need,
+    pub reason: String,
+    pub mode: NetworkMode,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivRule {
+    pub need: Need,
+    pub reason: String,
+    /// `"uid:gid"`; absent keeps root (capabilities still dropped when needed).
+    pub run_as: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResRule {
+    pub need: Need,
+    pub reason: String,
+    /// Each 0 means unlimited.
+    pub nofile: u64,
+    pub nproc: u64,
+    pub address_space_mb: u64,
+    pub file_size_mb: u64,
+    pub cpu_seconds: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub reason: String,
+    pub filesystem: FsRule,
+    pub process_tree: Rule,
+    pub wall_clock: ClockRule,
+    pub network: NetRule,
+    pub syscalls: Rule,
+    pub privileges: PrivRule,
+    pub resources: ResRule,
+}
+
+impl Profile {
+    /// `(need, reason)` of each dimension, in report order.
+    pub fn rules(&self) -> Vec<(Dimension, Need, &str)> {
+        vec![
+            (
+                Dimension::Filesystem,
+                self.filesystem.need,
+                self.filesystem.reason.as_str(),
+            ),
+            (
+                Dimension::ProcessTree,
+                self.process_tree.need,
+                self.process_tree.reason.as_str(),
+            ),
+            (
+                Dimension::WallClock,
+                self.wall_clock.need,
+                self.wall_clock.reason.as_str(),
+            ),
+            (
+                Dimension::Network,
+                if self.network.mode == NetworkMode::Host {
+                    Need::Off
+                } else {
+                    self.network.need
+                },
+                self.network.reason.as_str(),
+            ),
+            (
+                Dimension::Syscalls,
+                self.syscalls.need,
+                self.syscalls.reason.as_str(),
+            ),
+            (
+                Dimension::Privileges,
+                self.privileges.need,
+                self.privileges.reason.as_str(),
+            ),
+            (
+                Dimension::Resources,
+                self.resources.need,
+                self.resources.reason.as_str(),
+            ),
+        ]
+    }
+
+    pub fn run_as(&self) -> Option<(u32, u32)> {
+        let s = self.privileges.run_as.as_deref()?;
+        let (u, g) = s.split_once(':')?;
+        Some((u.parse().ok()?, g.parse().ok()?))
+    }
+}
+
+/// All profiles by name.
+#[derive(Debug, Clone)]
+pub struct Profiles(pub BTreeMap<String, Profile>);
+
+impl Profiles {
+    /// Parses and checks the compiled-in profiles.
+    pub fn builtin() -> Result<Profiles, String> {
+        Self::parse(PROFILES_TOML)
+    }
+
+    pub fn parse(text: &str) -> Result<Profiles, String> {
+        let map: BTreeMap<String, Profile> =
+            toml::from_str(text).map_err(|e| format!("profiles.toml: {e}"))?;
+        for (name, p) in &map {
+            for (d, _, reason) in p.rules() {
+                if reason.trim().is_empty() {
+                    return Err(format!("profile {name}: {} has no reason", d.as_str()));
+                }
+            }
+            if p.privileges.run_as.is_some() && p.run_as().is_none() {
+                return Err(format!("profile {name}: run_as must be \"uid:gid\""));
+            }
+            if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
+                return Err(format!("profile {name}: default timeout above the maximum"));
+            }
+        }
+        Ok(Profiles(map))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Profile> {
+        self.0.get(name)
+    }
+}
+
+/// Where Argos keeps things a workload must not touch.
+#[derive(Debug, Clone)]
+pub struct HostPaths {
+    pub state_dir: PathBuf,
+    pub runtime_dir: PathBuf,
+}
+
+/// Resolves a profile for one launch: the workspace becomes writable, `$STATE_DIR` and
+/// `$RUNTIME_DIR` are substituted, limits turn into numbers.
+pub fn plan(
+    name: &str,
+    p: &Profile,
+    workspace: &Path,
+    host: &HostPaths,
+    disabled: &[Dimension],
+) -> Plan {
+    let mb = |v: u64| {
+        if v == 0 {
+            u64::MAX
+        } else {
+            v.saturating_mul(1024 * 1024)
+        }
+    };
+    let n = |v: u64| if v == 0 { u64::MAX } else { v };
+    let mut denied: Vec<PathBuf> = p
+        .filesystem
+        .denied
+        .iter()
+        .map(|d| match d.as_str() {
+            "$STATE_DIR" => host.state_dir.clone(),
+            "$RUNTIME_DIR" => host.runtime_dir.clone(),
+            other => PathBuf::from(other),
+        })
+        .collect();
+    denied.sort();
+    denied.dedup();
+    Plan {
+        profile: name.to_string(),
+        filesystem: p.filesystem.need,
+        writable: vec![workspace.to_path_buf()],
+        denied,
+        process_tree: p.process_tree.need,
+        wall_clock: p.wall_clock.need,
+        network: p.network.need,
+        network_mode: p.network.mode,
+        syscalls: p.syscalls.need,
+        privileges: p.privileges.need,
+        run_as: if p.privileges.need == Need::Off {
+            None
+        } else {
+            p.run_as()
+        },
+        resources: p.resources.need,
+        rlimits: Rlimits {
+            nofile: n(p.resources.nofile),
+            nproc: n(p.resources.nproc),
+            address_space_bytes: mb(p.resources.address_space_mb),
+            file_size_bytes: mb(p.resources.file_size_mb),
+            cpu_seconds: n(p.resources.cpu_seconds),
+        },
+        disabled: disabled.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_parse_with_a_reason_for_every_rule() {
+        let p = Profiles::builtin().unwrap();
+        for name in ["agent", "operator", "mcp-server"] {
+            assert!(p.get(name).is_some(), "{name}");
+        }
+        let agent = p.get("agent").unwrap();
+        assert!(
+            agent
+                .rules()
+                .iter()
+                .all(|(_, need, _)| *need == Need::Required),
+            "agent requires everything"
+        );
+        assert_eq!(agent.run_as(), Some((65534, 65534)));
+    }
+
+    #[test]
+    fn plan_substitutes_host_paths_and_limits() {
+        let p = Profiles::builtin().unwrap();
+        let host = HostPaths {
+            state_dir: "/srv/argos/state".into(),
+            runtime_dir: "/srv/argos/run".into(),
+        };
+        let plan = plan(
+            "agent",
+            p.get("agent").unwrap(),
+            Path::new("/w/1"),
+            &host,
+            &[Dimension::Network],
+        );
+        assert!(plan.denied.contains(&PathBuf::from("/srv/argos/state")));
+        assert!(plan.denied.contains(&PathBuf::from("/srv/argos/run")));
+        assert_eq!(plan.writable, vec![PathBuf::from("/w/1")]);
+        assert_eq!(plan.rlimits.address_space_bytes, 4096 * 1024 * 1024);
+        assert!(!plan.wants(Dimension::Network));
+        let op = super::plan(
+            "operator",
+            p.get("operator").unwrap(),
+            Path::new("/w/2"),
+            &host,
+            &[],
+        );
+        assert_eq!(op.rlimits.nofile, u64::MAX);
+        assert_eq!(op.need(Dimension::Network), Need::Off);
+    }
+
+    #[test]
+    fn a_rule_without_reason_is_rejected() {
+        let text = PROFILES_TOML.replacen(
+            "reason = \"No network: an agent's command cannot reach the host's loopback services or the internet.\"",
+            "reason = \" \"",
+            1,
+        );
+        assert!(
+            Profiles::parse(&text)
+                .unwrap_err()
+                .contains("network has no reason")
+        );
+    }
+}

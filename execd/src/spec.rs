@@ -1,0 +1,295 @@
+//! What execd hands a shim (the launch spec) and what a shim hands back (the containment
+//! report and the result). Both are JSON files in the launch dir: the spec doubles as the
+//! launch's receipt, and the result survives an execd restart.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// A containment dimension a profile can ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    Filesystem,
+    ProcessTree,
+    WallClock,
+    Network,
+    Syscalls,
+    Privileges,
+    Resources,
+}
+
+impl Dimension {
+    pub const ALL: [Dimension; 7] = [
+        Dimension::Filesystem,
+        Dimension::ProcessTree,
+        Dimension::WallClock,
+        Dimension::Network,
+        Dimension::Syscalls,
+        Dimension::Privileges,
+        Dimension::Resources,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dimension::Filesystem => "filesystem",
+            Dimension::ProcessTree => "process_tree",
+            Dimension::WallClock => "wall_clock",
+            Dimension::Network => "network",
+            Dimension::Syscalls => "syscalls",
+            Dimension::Privileges => "privileges",
+            Dimension::Resources => "resources",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Dimension> {
+        Dimension::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+}
+
+/// How much a profile needs a dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Need {
+    /// The launch fails (`containment_unavailable`) before any user code runs without it.
+    Required,
+    /// Applied when the host can; reported `unavailable` when it cannot.
+    Optional,
+    /// Not applied; reported `not_requested`.
+    Off,
+}
+
+/// What a launch got, per dimension. Nothing is claimed that was not read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DimState {
+    Enforced,
+    Unavailable,
+    NotRequested,
+}
+
+impl DimState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DimState::Enforced => "enforced",
+            DimState::Unavailable => "unavailable",
+            DimState::NotRequested => "not_requested",
+        }
+    }
+}
+
+/// One line of a containment report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DimReport {
+    pub dimension: Dimension,
+    pub state: DimState,
+    /// What was applied or why not, in a few words.
+    pub detail: String,
+}
+
+/// Network view of a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkMode {
+    /// Own network namespace with no interface up.
+    None,
+    /// Own network namespace with only `lo` up.
+    Loopback,
+    /// The host's network.
+    Host,
+}
+
+/// Resource limits (rlimits), each a hard and soft limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rlimits {
+    pub nofile: u64,
+    pub nproc: u64,
+    pub address_space_bytes: u64,
+    pub file_size_bytes: u64,
+    pub cpu_seconds: u64,
+}
+
+/// The concrete containment a shim must apply, resolved by execd from a profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub profile: String,
+    pub filesystem: Need,
+    /// Paths (and everything beneath) the workload may write.
+    pub writable: Vec<PathBuf>,
+    /// Paths (and everything beneath) the workload may neither read nor write.
+    pub denied: Vec<PathBuf>,
+    pub process_tree: Need,
+    pub wall_clock: Need,
+    pub network: Need,
+    pub network_mode: NetworkMode,
+    pub syscalls: Need,
+    pub privileges: Need,
+    /// `(uid, gid)` to run as; `None` keeps root (with every capability dropped).
+    pub run_as: Option<(u32, u32)>,
+    pub resources: Need,
+    pub rlimits: Rlimits,
+    /// Dimensions to treat as unavailable on this host (operator config or test hook):
+    /// the shim skips the mechanism and reports what that leaves.
+    pub disabled: Vec<Dimension>,
+}
+
+impl Plan {
+    pub fn need(&self, d: Dimension) -> Need {
+        match d {
+            Dimension::Filesystem => self.filesystem,
+            Dimension::ProcessTree => self.process_tree,
+            Dimension::WallClock => self.wall_clock,
+            Dimension::Network => {
+                if self.network_mode == NetworkMode::Host {
+                    Need::Off
+                } else {
+                    self.network
+                }
+            }
+            Dimension::Syscalls => self.syscalls,
+            Dimension::Privileges => self.privileges,
+            Dimension::Resources => self.resources,
+        }
+    }
+
+    /// Whether the shim should try to apply a dimension.
+    pub fn wants(&self, d: Dimension) -> bool {
+        self.need(d) != Need::Off && !self.disabled.contains(&d)
+    }
+}
+
+/// Everything a shim needs to run one launch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchSpec {
+    pub id: String,
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    /// The launch's writable workspace (also in `plan.writable`).
+    pub workspace: PathBuf,
+    /// 0 means no wall-clock limit.
+    pub timeout_ms: u64,
+    /// After SIGTERM (timeout or kill), how long before SIGKILL.
+    pub grace_ms: u64,
+    /// Whether `stdin` in the launch dir feeds the workload (else /dev/null).
+    pub stdin: bool,
+    pub head_bytes: u64,
+    pub tail_bytes: u64,
+    /// Cap of each stream's full log in the launch dir.
+    pub log_cap_bytes: u64,
+    pub plan: Plan,
+}
+
+/// How a launch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchStatus {
+    Running,
+    Succeeded,
+    Failed,
+    TimedOut,
+    Killed,
+    ContainmentUnavailable,
+    TeardownFailed,
+    Lost,
+}
+
+impl LaunchStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchStatus::Running => "running",
+            LaunchStatus::Succeeded => "succeeded",
+            LaunchStatus::Failed => "failed",
+            LaunchStatus::TimedOut => "timed_out",
+            LaunchStatus::Killed => "killed",
+            LaunchStatus::ContainmentUnavailable => "containment_unavailable",
+            LaunchStatus::TeardownFailed => "teardown_failed",
+            LaunchStatus::Lost => "lost",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<LaunchStatus> {
+        [
+            LaunchStatus::Running,
+            LaunchStatus::Succeeded,
+            LaunchStatus::Failed,
+            LaunchStatus::TimedOut,
+            LaunchStatus::Killed,
+            LaunchStatus::ContainmentUnavailable,
+            LaunchStatus::TeardownFailed,
+            LaunchStatus::Lost,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
+    }
+
+    pub fn is_final(self) -> bool {
+        self != LaunchStatus::Running
+    }
+}
+
+/// Byte counts of one output stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamTotals {
+    /// Bytes the workload wrote.
+    pub total: u64,
+    /// Bytes kept in the stream's log file (`total` capped at `log_cap_bytes`).
+    pub logged: u64,
+}
+
+/// A process as the kernel names it: pid, start time (clock ticks since boot, field 22 of
+/// `/proc/<pid>/stat`) and boot id. Survives pid reuse: a new process with the same pid
+/// has another start time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub pid: i32,
+    pub start_time: u64,
+    pub boot_id: String,
+}
+
+/// How the shim's teardown went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Teardown {
+    /// Every process of the launch was seen to die.
+    pub complete: bool,
+    /// Processes seen alive after teardown (pid and command), if any.
+    pub survivors: Vec<String>,
+}
+
+/// What a shim writes when the launch is over (atomically, before the exit marker).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchResult {
+    pub status: LaunchStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+    pub report: Vec<DimReport>,
+    pub stdout: StreamTotals,
+    pub stderr: StreamTotals,
+    pub teardown: Teardown,
+    /// Why the launch did not run, or why containment was refused.
+    pub error: Option<String>,
+}
+
+/// File names inside a launch dir.
+pub mod files {
+    pub const SPEC: &str = "spec.json";
+    pub const STDIN: &str = "stdin";
+    pub const STDOUT_LOG: &str = "stdout.log";
+    pub const STDERR_LOG: &str = "stderr.log";
+    pub const STDOUT_TAIL: &str = "stdout.tail";
+    pub const STDERR_TAIL: &str = "stderr.tail";
+    /// The shim's own identity, written by the shim at start.
+    pub const SHIM: &str = "shim.json";
+    /// The workload tree's root (PID-namespace init) identity.
+    pub const INIT: &str = "init.json";
+    pub const REPORT: &str = "report.json";
+    pub const RESULT: &str = "result.json";
+    /// Written after the result: the launch is over and everything is on disk.
+    pub const EXIT: &str = "exit";
+    /// Written by execd before it signals a launch, so the shim reports `killed`.
+    pub const KILL_REQUESTED: &str = "kill-requested";
+    /// The shim's progress counters, rewritten as output arrives (for followers).
+    pub const PROGRESS: &str = "progress.json";
+}

@@ -1,0 +1,129 @@
+//! The only `unsafe` in Argos: raw syscalls without a safe wrapper in nix, and `fork`.
+//! Each block states why it is sound.
+#![allow(unsafe_code)]
+
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+use super::{SysError, SysResult};
+
+/// `fork(2)` for the shim, which is single-threaded by construction (no async runtime,
+/// no thread spawned before this call).
+pub fn fork_single_threaded() -> SysResult<nix::unistd::ForkResult> {
+    // SAFETY: the shim never starts a thread, so the child is an exact copy of a
+    // single-threaded process: no lock can be held by a thread that does not exist there.
+    unsafe { nix::unistd::fork() }.map_err(|e| SysError::new("fork", e))
+}
+
+/// `pidfd_open(2)`: a handle that names one process for as long as the fd lives, so a
+/// signal sent through it can never reach a process that reused the pid.
+pub fn pidfd_open(pid: i32) -> SysResult<OwnedFd> {
+    // SAFETY: plain syscall with integer arguments; on success the kernel returns a new fd
+    // that we own and wrap at once.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(SysError::on(
+            "pidfd_open",
+            pid,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `fd` is a fresh, valid fd returned by the kernel and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `pidfd_send_signal(2)`.
+pub fn pidfd_send_signal(fd: &OwnedFd, signal: i32) -> SysResult<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `fd` is a valid pidfd we own; null siginfo is allowed; flags 0.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            fd.as_raw_fd(),
+            signal,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(SysError::on(
+            "pidfd_send_signal",
+            signal,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Closes every fd from `first` up (`close_range(2)`): a freshly exec'd shim must not
+/// hold anything execd happened to have open.
+pub fn close_fds_from(first: u32) -> SysResult<()> {
+    // SAFETY: plain syscall; closing fds we do not use is the intent; the shim holds no
+    // Rust object owning an fd at this point (it runs first thing in main).
+    let r = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
+    if r < 0 {
+        return Err(SysError::new(
+            "close_range",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Resets every catchable signal to its default action (ignored signals survive exec).
+pub fn reset_signal_dispositions() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let dfl = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for sig in Signal::iterator() {
+        if matches!(sig, Signal::SIGKILL | Signal::SIGSTOP) {
+            continue;
+        }
+        // SAFETY: installing SIG_DFL runs no Rust code in signal context.
+        let _ = unsafe { sigaction(sig, &dfl) };
+    }
+}
+
+/// Brings the loopback interface up in the current network namespace.
+pub fn loopback_up() -> SysResult<()> {
+    // SAFETY: socket(2) with constant arguments; the fd is wrapped at once.
+    let s = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if s < 0 {
+        return Err(SysError::new(
+            "socket for SIOCSIFFLAGS",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `s` is a fresh fd we own.
+    let sock = unsafe { OwnedFd::from_raw_fd(s) };
+    use std::os::fd::AsRawFd;
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads into `req`, a valid ifreq with a NUL-terminated name.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) } < 0 {
+        return Err(SysError::new(
+            "SIOCGIFFLAGS lo",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: the flags member of the union is the one SIOCGIFFLAGS filled in.
+    unsafe {
+        req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    }
+    // SAFETY: SIOCSIFFLAGS reads `req`, which is valid and initialised above.
+    if unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) } < 0 {
+        return Err(SysError::new(
+            "SIOCSIFFLAGS lo",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// `_exit(2)`: leave a forked child without running the parent's atexit handlers or
+/// flushing its stdio buffers twice.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and touches no Rust state.
+    unsafe { libc::_exit(code) }
+}

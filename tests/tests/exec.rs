@@ -1,0 +1,527 @@
+//! execd's `Run` through the real stack: the escape suite from inside the `agent`
+//! profile, bad input, and the mechanism-unavailable matrix. CI runs as root, so every
+//! mechanism is real here.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use argos_proto::exec::v1::{DimensionState, ExecutionStatus, RunRequest, RunResponse};
+use argos_tests::{Stack, StackBuilder, require_root};
+
+/// Workloads run as uid 65534, whose process count is one kernel-wide rlimit: the fork
+/// bomb must not starve a neighbour, so the tests of this file take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn run(stack: &Stack, req: RunRequest) -> Result<RunResponse, tonic::Status> {
+    rt().block_on(async { stack.exec().run(req).await.map(|r| r.into_inner()) })
+}
+
+fn sh(command: &str) -> RunRequest {
+    RunRequest {
+        command: command.into(),
+        timeout_ms: Some(20_000),
+        ..Default::default()
+    }
+}
+
+struct Ran {
+    status: ExecutionStatus,
+    exit: Option<i32>,
+    out: String,
+    err: String,
+    containment: HashMap<String, (DimensionState, String)>,
+    error: String,
+    total_out: u64,
+    truncated: bool,
+}
+
+fn ran(r: RunResponse) -> Ran {
+    let e = r.execution.unwrap();
+    let out = r.stdout.unwrap();
+    let err = r.stderr.unwrap();
+    Ran {
+        status: ExecutionStatus::try_from(e.status).unwrap(),
+        exit: e.exit_code,
+        out: String::from_utf8_lossy(&out.head).to_string(),
+        err: String::from_utf8_lossy(&err.head).to_string(),
+        containment: e
+            .containment
+            .iter()
+            .map(|d| {
+                (
+                    d.name.clone(),
+                    (DimensionState::try_from(d.state).unwrap(), d.detail.clone()),
+                )
+            })
+            .collect(),
+        error: e.error,
+        total_out: out.total_bytes,
+        truncated: out.truncated,
+    }
+}
+
+fn agent(stack: &Stack, command: &str) -> Ran {
+    ran(run(stack, sh(command)).expect("Run"))
+}
+
+/// Runs a Python snippet inside the sandbox (python3 from the host, read-only).
+fn py(stack: &Stack, code: &str) -> Ran {
+    ran(run(
+        stack,
+        RunRequest {
+            argv: vec!["/usr/bin/python3".into(), "-c".into(), code.into()],
+            timeout_ms: Some(20_000),
+            ..Default::default()
+        },
+    )
+    .expect("Run"))
+}
+
+#[test]
+fn an_agent_run_is_contained_in_every_dimension() {
+    require_root("the containment suite");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    let r = agent(&stack, "echo hello; id -u; echo err >&2");
+    assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+    assert_eq!(r.exit, Some(0));
+    assert_eq!(r.out, "hello\n65534\n");
+    assert_eq!(r.err, "err\n");
+    for d in [
+        "filesystem",
+        "process_tree",
+        "wall_clock",
+        "network",
+        "syscalls",
+        "privileges",
+        "resources",
+    ] {
+        let (state, detail) = &r.containment[d];
+        assert_eq!(*state, DimensionState::Enforced, "{d}: {detail}");
+    }
+    stack.stop();
+}
+
+#[test]
+fn escape_suite_every_attempt_is_blocked() {
+    require_root("the escape suite");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+
+    // Write outside the workspace (the host is read-only), inside it works.
+    let marker = format!("/var/tmp/argos-escape-{}", std::process::id());
+    let r = agent(
+        &stack,
+        &format!("touch {marker}; echo x > /etc/argos-escape; touch ./inside && echo inside-ok"),
+    );
+    assert!(
+        !std::path::Path::new(&marker).exists(),
+        "wrote outside the workspace"
+    );
+    assert!(!std::path::Path::new("/etc/argos-escape").exists());
+    assert!(
+        r.out.contains("inside-ok"),
+        "the workspace is writable: {}",
+        r.err
+    );
+
+    // Read /etc/shadow, root's home, or Argos's state (the launch records).
+    let launches = stack.root().join("state/execd/launches");
+    let r = agent(
+        &stack,
+        &format!(
+            "cat /etc/shadow; ls /root; ls {} && echo listed",
+            launches.display()
+        ),
+    );
+    assert!(!r.out.contains("root:"), "read /etc/shadow: {}", r.out);
+    assert_eq!(r.err.matches("Permission denied").count(), 2, "{}", r.err);
+    assert!(
+        !r.out.contains("listed"),
+        "listed execd's launches: {}",
+        r.out
+    );
+
+    // See or signal a host process.
+    let execd_pid = argos_tests::probe(&stack.socket("execd"), None, None).json["pid"]
+        .as_u64()
+        .unwrap();
+    let r = agent(
+        &stack,
+        &format!("ps -e -o pid= | wc -l; kill -0 {execd_pid} && echo signalled"),
+    );
+    let visible: usize = r.out.lines().next().unwrap().trim().parse().unwrap();
+    assert!(
+        visible <= 5,
+        "the workload sees {visible} processes: {}",
+        r.out
+    );
+    assert!(!r.out.contains("signalled"), "signalled execd");
+
+    // Connect to a TCP listener on the host's loopback.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let r = agent(
+        &stack,
+        &format!("bash -c 'echo hi > /dev/tcp/127.0.0.1/{port}' && echo connected"),
+    );
+    assert!(
+        !r.out.contains("connected"),
+        "reached the host loopback: {}",
+        r.err
+    );
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_err(), "a connection arrived");
+
+    // Syscalls that escape or attack the kernel: ptrace a sibling, mount, load a module,
+    // create a user namespace, inject terminal input, io_uring, bpf. Each must be EPERM
+    // (or ENOSYS for clone3): the filter answers before the kernel looks at arguments.
+    let r = py(
+        &stack,
+        r#"
+import ctypes, os, subprocess, json
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return ctypes.get_errno() if r == -1 else 0
+sib = subprocess.Popen(["sleep", "5"])
+out = {
+  "ptrace": sc(101, 16, sib.pid, 0, 0),
+  "mount": sc(165, 0, 0, 0, 0, 0),
+  "init_module": sc(175, 0, 0, 0),
+  "finit_module": sc(313, 0, 0, 0),
+  "unshare_user": sc(272, 0x10000000),
+  "tiocsti": sc(16, 0, 0x5412, 0),
+  "io_uring_setup": sc(425, 1, 0),
+  "bpf": sc(321, 0, 0, 0),
+  "keyctl": sc(250, 0, 0, 0, 0),
+  "clone3": sc(435, 0, 0),
+  "setuid0": sc(105, 0),
+}
+sib.kill()
+print(json.dumps(out))
+"#,
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(r.out.trim()).unwrap_or_else(|e| panic!("{e}: {} {}", r.out, r.err));
+    let eperm = 1;
+    for call in [
+        "ptrace",
+        "mount",
+        "init_module",
+        "finit_module",
+        "unshare_user",
+        "tiocsti",
+        "io_uring_setup",
+        "bpf",
+        "keyctl",
+        "setuid0",
+    ] {
+        assert_eq!(v[call], eperm, "{call} was not refused with EPERM: {v}");
+    }
+    assert_eq!(
+        v["clone3"], 38,
+        "clone3 must be ENOSYS so libc falls back to clone: {v}"
+    );
+
+    // Gain privileges through a setuid binary: no_new_privs makes su powerless.
+    let r = agent(&stack, "su -c 'id -u' root </dev/null; echo done");
+    assert!(
+        !r.out.lines().any(|l| l.trim() == "0"),
+        "became root: {}",
+        r.out
+    );
+    let r = agent(&stack, "unshare -U true && echo made-userns");
+    assert!(!r.out.contains("made-userns"), "{}", r.err);
+    stack.stop();
+}
+
+#[test]
+fn bombs_floods_and_timeouts_are_bounded() {
+    require_root("the bounds suite");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+
+    // Fork bomb: bounded by the process limit, ended by the clock, nothing left behind.
+    let tag = format!("bomb{}", std::process::id());
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            argv: vec![
+                "bash".into(),
+                "-c".into(),
+                format!("{tag}() {{ {tag} | {tag} & }}; {tag}; sleep 30"),
+            ],
+            timeout_ms: Some(3000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.status, ExecutionStatus::TimedOut);
+    assert_eq!(r.exit, Some(124));
+    assert!(
+        argos_tests::processes_mentioning(std::path::Path::new(&tag)).is_empty(),
+        "fork bomb survived"
+    );
+
+    // Memory bomb: the address-space limit refuses it.
+    let r = py(&stack, "x = bytearray(6 * 1024**3)\nprint('allocated')");
+    assert_eq!(r.status, ExecutionStatus::Failed);
+    assert!(
+        r.err.contains("MemoryError") && !r.out.contains("allocated"),
+        "{} {}",
+        r.out,
+        r.err
+    );
+
+    // Output flood: capped head + tail; execd's memory stays flat.
+    let execd_pid = argos_tests::probe(&stack.socket("execd"), None, None).json["pid"]
+        .as_u64()
+        .unwrap();
+    let rss = || -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{execd_pid}/status")).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let before = rss();
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            command: "head -c 200000000 /dev/zero | tr '\\0' y".into(),
+            timeout_ms: Some(60_000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    let after = rss();
+    assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+    assert_eq!(r.total_out, 200_000_000);
+    assert!(r.truncated);
+    assert_eq!(r.out.len(), 64 * 1024);
+    assert!(
+        after < before + 16 * 1024,
+        "execd grew from {before} kB to {after} kB"
+    );
+
+    // Sleep past the timeout, with a setsid-detached grandchild: exit 124, all dead.
+    let tag = format!("{}.{}", 100 + std::process::id() % 100, std::process::id());
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            command: format!("setsid sleep {tag} & sleep {tag}"),
+            timeout_ms: Some(1000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.status, ExecutionStatus::TimedOut);
+    assert_eq!(r.exit, Some(124));
+    std::thread::sleep(Duration::from_millis(100));
+    let left: Vec<_> =
+        argos_tests::processes_mentioning(std::path::Path::new(&format!("sleep {tag}")));
+    assert!(left.is_empty(), "survivors: {left:?}");
+    stack.stop();
+}
+
+#[test]
+fn bad_input_is_invalid_argument_naming_the_field_and_spawns_nothing() {
+    require_root("the bad-input test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    let cases: Vec<(RunRequest, &str)> = vec![
+        (RunRequest::default(), "command"),
+        (sh(" "), "command"),
+        (
+            RunRequest {
+                argv: vec!["echo".into()],
+                command: "echo".into(),
+                ..Default::default()
+            },
+            "command",
+        ),
+        (
+            RunRequest {
+                argv: vec!["ec\0ho".into()],
+                ..Default::default()
+            },
+            "argv",
+        ),
+        (
+            RunRequest {
+                cwd: "relative/dir".into(),
+                ..sh("true")
+            },
+            "cwd",
+        ),
+        (
+            RunRequest {
+                cwd: "/tmp/../etc".into(),
+                ..sh("true")
+            },
+            "cwd",
+        ),
+        (
+            RunRequest {
+                profile: "root-please".into(),
+                ..sh("true")
+            },
+            "profile",
+        ),
+        (
+            RunRequest {
+                env: [("LD_PRELOAD".to_string(), "/x.so".to_string())].into(),
+                ..sh("true")
+            },
+            "env",
+        ),
+        (
+            RunRequest {
+                timeout_ms: Some(365 * 24 * 3600 * 1000),
+                ..sh("true")
+            },
+            "timeout_ms",
+        ),
+        (
+            RunRequest {
+                timeout_ms: Some(0),
+                ..sh("true")
+            },
+            "timeout_ms",
+        ),
+        (
+            RunRequest {
+                stdin: vec![b'x'; 2 * 1024 * 1024],
+                ..sh("cat")
+            },
+            "stdin",
+        ),
+    ];
+    let launches = stack.root().join("state/execd/launches");
+    let count = || std::fs::read_dir(&launches).map(|d| d.count()).unwrap_or(0);
+    let before = count();
+    for (req, field) in cases {
+        let err = run(&stack, req.clone()).expect_err(&format!("{req:?} must be refused"));
+        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{req:?}: {err:?}");
+        assert!(
+            err.message().starts_with(&format!("{field}:")),
+            "{req:?} should name {field}: {}",
+            err.message()
+        );
+    }
+    assert_eq!(
+        count(),
+        before,
+        "nothing may be created for a refused request"
+    );
+    // Valid stdin reaches the command.
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            stdin: b"fed through stdin".to_vec(),
+            ..sh("cat")
+        },
+    )
+    .unwrap());
+    assert_eq!(r.out, "fed through stdin");
+    stack.stop();
+}
+
+#[test]
+fn an_unavailable_required_dimension_refuses_before_any_code_runs() {
+    require_root("the mechanism-unavailable matrix");
+    let _s = serial();
+    for d in [
+        "filesystem",
+        "process_tree",
+        "network",
+        "syscalls",
+        "privileges",
+        "resources",
+        "wall_clock",
+    ] {
+        let stack = StackBuilder::new()
+            .env("ARGOS_EXEC__DISABLED_DIMENSIONS", d)
+            .start();
+        let r = agent(&stack, "echo ran-user-code");
+        assert_eq!(
+            r.status,
+            ExecutionStatus::ContainmentUnavailable,
+            "{d}: {}",
+            r.error
+        );
+        assert_eq!(r.exit, None, "{d}");
+        assert!(r.out.is_empty(), "{d}: user code ran: {}", r.out);
+        assert!(
+            r.error.contains(d),
+            "{d}: the refusal names it: {}",
+            r.error
+        );
+        assert_eq!(r.containment[d].0, DimensionState::Unavailable, "{d}");
+        // Optional in mcp-server: the launch runs and says the truth.
+        if d == "wall_clock" {
+            let r = ran(run(
+                &stack,
+                RunRequest {
+                    profile: "mcp-server".into(),
+                    timeout_ms: Some(10_000),
+                    ..sh("echo ran")
+                },
+            )
+            .unwrap());
+            assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+            assert_eq!(r.containment["wall_clock"].0, DimensionState::Unavailable);
+            assert_eq!(r.containment["network"].0, DimensionState::NotRequested);
+        }
+        stack.stop();
+    }
+}
+
+#[test]
+fn profiles_report_what_this_host_enforces() {
+    require_root("the profiles test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    let resp = rt()
+        .block_on(async {
+            stack
+                .exec()
+                .profiles(argos_proto::exec::v1::ProfilesRequest {})
+                .await
+        })
+        .unwrap()
+        .into_inner();
+    let names: Vec<&str> = resp.profiles.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["agent", "mcp-server", "operator"]);
+    let agent = &resp.profiles[0];
+    for d in &agent.dimensions {
+        assert_eq!(d.need, "required");
+        assert!(!d.reason.is_empty());
+        assert_eq!(d.would_be, DimensionState::Enforced as i32, "{}", d.name);
+    }
+    let op = &resp.profiles[2];
+    let fs = op
+        .dimensions
+        .iter()
+        .find(|d| d.name == "filesystem")
+        .unwrap();
+    assert_eq!(fs.would_be, DimensionState::NotRequested as i32);
+    stack.stop();
+}
