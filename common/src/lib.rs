@@ -8,6 +8,7 @@ pub mod grpc;
 pub mod paths;
 pub mod peer;
 pub mod principal;
+pub mod store;
 pub mod telemetry;
 
 /// The Argos version every daemon reports.

@@ -7,6 +7,8 @@
 
 pub mod contain;
 pub mod launch;
+pub mod ledger;
+pub mod manager;
 pub mod profile;
 pub mod service;
 pub mod shim;

@@ -3,12 +3,13 @@
 #![deny(unsafe_code)]
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
 use argos_common::grpc::Routes;
 use argos_execd::launch::{Launcher, OutputLimits};
+use argos_execd::ledger::Ledger;
+use argos_execd::manager::Manager;
 use argos_execd::profile::{HostPaths, Profiles};
 use argos_execd::service::{self, ExecService};
 use argos_execd::spec::Dimension;
@@ -46,9 +47,15 @@ fn main() -> ExitCode {
             output: OutputLimits::default(),
             grace_ms: 2000,
         };
+        let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
+        let manager = Manager::new(launcher, ledger);
+        manager
+            .reconcile()
+            .await
+            .context("reconciling launches after start")?;
         let svc = ExecService {
             identity: ctx.identity.clone(),
-            launcher: Arc::new(launcher),
+            manager,
         };
         Ok(Serve {
             routes: Routes::new().route(service::server(svc)),

@@ -1,4 +1,4 @@
-//! The `argos.exec.v1.Exec` service: authorization by role, then the launcher.
+//! The `argos.exec.v1.Exec` service: who may call what, then the launch manager.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,22 +9,33 @@ use argos_common::principal::Caller;
 use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 use argos_proto::exec::v1 as pb;
 use argos_proto::exec::v1::exec_server::{Exec, ExecServer};
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
-use crate::launch::{self, LaunchRequest, Launcher};
-use crate::spec::Need;
-use crate::wire::{self, Requester};
+use crate::launch::{self, KillOutcome, LaunchRequest};
+use crate::ledger::{ListFilter, Record};
+use crate::manager::{Manager, Requester, StartError};
+use crate::spec::{Need, files};
+use crate::wire;
 
 pub struct ExecService {
     pub identity: Arc<DaemonIdentity>,
-    pub launcher: Arc<Launcher>,
+    pub manager: Arc<Manager>,
 }
 
-/// Which roles each RPC admits (finer checks, like mcp's one profile, are in the handler).
+/// Which roles each RPC admits. Finer rules live in the handlers: mcp launches only in the
+/// mcp-server profile; job and mcp see only their own launches; job needs an owner.
 pub fn policy() -> MethodPolicy {
     let name = <ExecServer<ExecService> as NamedService>::NAME;
     let m = |rpc: &str| format!("/{name}/{rpc}");
+    let admin = [PeerRole::Gateway, PeerRole::Operator];
+    let launchers = RoleSet::of(&[
+        PeerRole::Gateway,
+        PeerRole::Operator,
+        PeerRole::Job,
+        PeerRole::Mcp,
+    ]);
     MethodPolicy::new()
         .method(m("Status"), RoleSet::all())
         .method(m("Profiles"), RoleSet::all())
@@ -32,19 +43,70 @@ pub fn policy() -> MethodPolicy {
             m("Run"),
             RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
         )
+        .method(m("Start"), launchers)
+        .method(m("Follow"), launchers)
+        .method(m("Kill"), launchers)
+        .method(m("Get"), launchers)
+        .method(m("List"), RoleSet::of(&admin))
 }
 
-fn requester(caller: Option<&Caller>) -> Requester {
-    caller
-        .map(|c| Requester {
-            role: c.roles.to_string(),
-            principal: c
-                .principal
-                .as_ref()
-                .map(|p| p.to_string())
-                .unwrap_or_default(),
-        })
-        .unwrap_or_default()
+/// What a caller may do, derived once per call from its roles.
+struct Access {
+    who: Requester,
+    /// gateway or operator: every profile, every launch.
+    admin: bool,
+    mcp_only: bool,
+    roles: RoleSet,
+}
+
+fn access(caller: Option<&Caller>) -> Access {
+    let roles = caller.map(|c| c.roles).unwrap_or_default();
+    let admin = roles.contains(PeerRole::Gateway) || roles.contains(PeerRole::Operator);
+    Access {
+        who: caller
+            .map(|c| Requester {
+                role: c.roles.to_string(),
+                principal: c
+                    .principal
+                    .as_ref()
+                    .map(|p| p.to_string())
+                    .unwrap_or_default(),
+            })
+            .unwrap_or_default(),
+        admin,
+        mcp_only: !admin && !roles.contains(PeerRole::Job),
+        roles,
+    }
+}
+
+impl Access {
+    /// job and mcp see only launches their own role started.
+    fn may_see(&self, r: &Record) -> bool {
+        self.admin
+            || (self.roles.contains(PeerRole::Job)
+                && r.requested_by_role.split('+').any(|x| x == "job"))
+            || (self.roles.contains(PeerRole::Mcp)
+                && r.requested_by_role.split('+').any(|x| x == "mcp"))
+    }
+}
+
+fn start_status(e: StartError) -> Status {
+    match e {
+        StartError::Invalid(i) => Status::invalid_argument(i.to_string()),
+        StartError::ProfileNotAllowed => Status::permission_denied(e.to_string()),
+        other => {
+            tracing::error!(
+                error = format!("{:#}", anyhow::Error::from(other)),
+                "starting a launch"
+            );
+            Status::internal("could not start the launch")
+        }
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> Status {
+    tracing::error!(error = %e, "ledger");
+    Status::internal("ledger unavailable")
 }
 
 /// Kills a launch if the call that started it goes away before it ends.
@@ -67,47 +129,47 @@ impl Drop for AbandonGuard {
 }
 
 impl ExecService {
-    async fn run_to_end(
-        &self,
-        req: LaunchRequest,
-        who: Requester,
-        mcp_only: bool,
-    ) -> Result<pb::RunResponse, Status> {
-        let id = uuid::Uuid::now_v7().to_string();
-        let spec = self
-            .launcher
-            .validate(&id, &req)
-            .map_err(|e| Status::invalid_argument(e.to_string()))?;
-        if mcp_only && spec.plan.profile != "mcp-server" {
-            return Err(Status::permission_denied(
-                "the mcp role may only launch in the mcp-server profile",
-            ));
-        }
-        let prepared = self.launcher.prepare(spec, &req.stdin).map_err(|e| {
-            tracing::error!(error = format!("{e:#}"), "preparing launch");
-            Status::internal("could not prepare the launch")
-        })?;
-        let mut child = self.launcher.start(&prepared).map_err(|e| {
-            tracing::error!(error = format!("{e:#}"), "starting shim");
-            Status::internal("could not start the launch")
-        })?;
-        tracing::info!(id = %prepared.spec.id, profile = %prepared.spec.plan.profile, role = %who.role,
-            principal = %who.principal, argv = ?prepared.spec.argv, "launch started");
+    fn grace(&self) -> Duration {
+        Duration::from_millis(self.manager.launcher.grace_ms)
+    }
+
+    async fn run_to_end(&self, req: LaunchRequest, a: &Access) -> Result<pb::RunResponse, Status> {
+        let id = self
+            .manager
+            .start(&req, &a.who, a.mcp_only)
+            .await
+            .map_err(start_status)?;
         let mut guard = AbandonGuard {
-            dir: Some(prepared.dir.clone()),
-            grace: Duration::from_millis(self.launcher.grace_ms),
+            dir: Some(self.manager.dir(&id)),
+            grace: self.grace(),
         };
-        let waited = child.wait().await;
+        let rec = self
+            .manager
+            .wait(&id)
+            .await
+            .ok_or_else(|| Status::internal("launch record vanished"))?;
         guard.dir = None;
-        if let Err(e) = waited {
-            tracing::error!(error = %e, "waiting for shim");
+        let (stdout, stderr) = wire::outputs(self.manager.finished(&id).as_ref());
+        Ok(pb::RunResponse {
+            execution: Some(wire::execution(&rec)),
+            stdout,
+            stderr,
+        })
+    }
+
+    /// The record of a launch the caller may see, or NOT_FOUND (never "exists but hidden").
+    async fn visible(&self, id: &str, a: &Access) -> Result<Record, Status> {
+        if uuid::Uuid::parse_str(id).is_err() {
+            return Err(Status::invalid_argument("id: not a launch id"));
         }
-        let finished = launch::read_finished(&prepared.dir, &prepared.spec);
-        tracing::info!(id = %prepared.spec.id, status = finished.result.status.as_str(),
-            exit = ?finished.result.exit_code, "launch ended");
-        Ok(wire::run_response(&prepared.spec, &finished, &who))
+        match self.manager.ledger.get(id).await.map_err(internal)? {
+            Some(r) if a.may_see(&r) => Ok(r),
+            _ => Err(Status::not_found(format!("no launch {id}"))),
+        }
     }
 }
+
+type FollowStream = ReceiverStream<Result<pb::FollowEvent, Status>>;
 
 #[tonic::async_trait]
 impl Exec for ExecService {
@@ -116,23 +178,159 @@ impl Exec for ExecService {
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {
-        let caller = req.extensions().get::<Caller>().cloned();
-        let mcp_only = caller.as_ref().is_some_and(|c| {
-            !c.roles.contains(PeerRole::Gateway) && !c.roles.contains(PeerRole::Operator)
-        });
-        let who = requester(caller.as_ref());
+        let a = access(req.extensions().get::<Caller>());
         let domain = wire::launch_request(req.into_inner());
-        self.run_to_end(domain, who, mcp_only)
+        self.run_to_end(domain, &a).await.map(Response::new)
+    }
+
+    async fn start(
+        &self,
+        req: Request<pb::RunRequest>,
+    ) -> Result<Response<pb::StartResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
+            return Err(Status::invalid_argument(
+                "principal: a job launch must name its stored owner",
+            ));
+        }
+        let domain = wire::launch_request(req.into_inner());
+        let id = self
+            .manager
+            .start(&domain, &a.who, a.mcp_only)
             .await
-            .map(Response::new)
+            .map_err(start_status)?;
+        let rec = self
+            .manager
+            .ledger
+            .get(&id)
+            .await
+            .map_err(internal)?
+            .ok_or_else(|| Status::internal("launch record vanished"))?;
+        Ok(Response::new(pb::StartResponse {
+            execution: Some(wire::execution(&rec)),
+        }))
+    }
+
+    type FollowStream = FollowStream;
+
+    async fn follow(
+        &self,
+        req: Request<pb::FollowRequest>,
+    ) -> Result<Response<FollowStream>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let r = req.into_inner();
+        self.visible(&r.id, &a).await?;
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let manager = self.manager.clone();
+        tokio::spawn(follow(manager, r, tx));
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn kill(
+        &self,
+        req: Request<pb::KillRequest>,
+    ) -> Result<Response<pb::KillResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let id = req.into_inner().id;
+        let rec = self.visible(&id, &a).await?;
+        let outcome = if rec.status.is_final() {
+            KillOutcome::AlreadyGone
+        } else {
+            launch::kill_launch(&self.manager.dir(&id), self.grace()).await
+        };
+        tracing::info!(id = %id, ?outcome, role = %a.who.role, principal = %a.who.principal, "kill");
+        let rec = match outcome {
+            KillOutcome::Killed | KillOutcome::AlreadyGone => {
+                self.manager.wait(&id).await.unwrap_or(rec)
+            }
+            _ => self
+                .manager
+                .ledger
+                .get(&id)
+                .await
+                .map_err(internal)?
+                .unwrap_or(rec),
+        };
+        let outcome = match outcome {
+            KillOutcome::Killed => "killed".to_string(),
+            KillOutcome::AlreadyGone => "already_gone".to_string(),
+            KillOutcome::NotOwned(v) => v.as_str().to_string(),
+            KillOutcome::Unconfirmed => "unconfirmed".to_string(),
+        };
+        Ok(Response::new(pb::KillResponse {
+            execution: Some(wire::execution(&rec)),
+            outcome,
+        }))
+    }
+
+    async fn get(&self, req: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let r = req.into_inner();
+        let rec = self.visible(&r.id, &a).await?;
+        let (stdout, stderr) = if r.include_output && rec.status.is_final() {
+            wire::outputs(self.manager.finished(&r.id).as_ref())
+        } else {
+            (None, None)
+        };
+        Ok(Response::new(pb::GetResponse {
+            execution: Some(wire::execution(&rec)),
+            stdout,
+            stderr,
+        }))
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
+        let r = req.into_inner();
+        let limit = match r.page_size {
+            0 => 50,
+            n if n > 500 => return Err(Status::invalid_argument("page_size: at most 500")),
+            n => n,
+        };
+        if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
+            return Err(Status::invalid_argument(
+                "page_token: not a token from a previous page",
+            ));
+        }
+        let status = pb::ExecutionStatus::try_from(r.status)
+            .map_err(|_| Status::invalid_argument("status: unknown value"))?;
+        let filter = ListFilter {
+            principal: (!r.principal.is_empty()).then_some(r.principal),
+            status: wire::status_from(status),
+            since_ms: (r.since_unix_ms != 0).then_some(r.since_unix_ms),
+            until_ms: (r.until_unix_ms != 0).then_some(r.until_unix_ms),
+            before_id: (!r.page_token.is_empty()).then_some(r.page_token),
+            limit,
+        };
+        let rows = self.manager.ledger.list(&filter).await.map_err(internal)?;
+        let next_page_token = if rows.len() == limit as usize {
+            rows.last().map(|r| r.id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(pb::ListResponse {
+            executions: rows.iter().map(wire::execution).collect(),
+            next_page_token,
+        }))
     }
 
     async fn profiles(
         &self,
-        _req: Request<pb::ProfilesRequest>,
+        req: Request<pb::ProfilesRequest>,
     ) -> Result<Response<pb::ProfilesResponse>, Status> {
+        let probe_access = Access {
+            who: Requester {
+                role: "execd".into(),
+                principal: String::new(),
+            },
+            admin: true,
+            mcp_only: false,
+            roles: access(req.extensions().get::<Caller>()).roles,
+        };
         let mut out = Vec::new();
-        for (name, profile) in &self.launcher.profiles.0 {
+        for (name, profile) in &self.manager.launcher.profiles.0 {
             // Ask the host, not a table: a real probe launch of /bin/true in this profile.
             let probe = LaunchRequest {
                 argv: vec!["/bin/true".into()],
@@ -140,11 +338,7 @@ impl Exec for ExecService {
                 timeout_ms: Some(10_000),
                 ..Default::default()
             };
-            let who = Requester {
-                role: "execd".into(),
-                principal: String::new(),
-            };
-            let report = match self.run_to_end(probe, who, false).await {
+            let report = match self.run_to_end(probe, &probe_access).await {
                 Ok(r) => r.execution.map(|e| e.containment).unwrap_or_default(),
                 Err(_) => Vec::new(),
             };
@@ -175,6 +369,73 @@ impl Exec for ExecService {
         }
         Ok(Response::new(pb::ProfilesResponse { profiles: out }))
     }
+}
+
+/// Streams a launch's logs from the requested offsets, then its end. Reads the files the
+/// shim writes, so it works the same for a launch started before an execd restart.
+async fn follow(
+    manager: Arc<Manager>,
+    r: pb::FollowRequest,
+    tx: tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
+) {
+    use std::io::{Read, Seek, SeekFrom};
+    let dir = manager.dir(&r.id);
+    let mut offsets = [r.stdout_offset, r.stderr_offset];
+    let names = [files::STDOUT_LOG, files::STDERR_LOG];
+    let kinds = [pb::OutputStream::Stdout, pb::OutputStream::Stderr];
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut ended = false;
+    loop {
+        let mut progressed = false;
+        for i in 0..2 {
+            let Ok(mut f) = std::fs::File::open(dir.join(names[i])) else {
+                continue;
+            };
+            if f.seek(SeekFrom::Start(offsets[i])).is_err() {
+                continue;
+            }
+            let n = f.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            progressed = true;
+            let chunk = pb::OutputChunk {
+                stream: kinds[i] as i32,
+                offset: offsets[i],
+                data: buf[..n].to_vec(),
+            };
+            offsets[i] += n as u64;
+            if tx
+                .send(Ok(pb::FollowEvent {
+                    event: Some(pb::follow_event::Event::Chunk(chunk)),
+                }))
+                .await
+                .is_err()
+            {
+                return; // the follower left
+            }
+        }
+        if progressed {
+            continue;
+        }
+        if ended {
+            break;
+        }
+        // The exit marker is written after the logs are complete: one more pass after
+        // seeing it drains everything.
+        if dir.join(files::EXIT).exists() {
+            ended = true;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let event = match manager.wait(&r.id).await {
+        Some(rec) => Ok(pb::FollowEvent {
+            event: Some(pb::follow_event::Event::Exit(wire::execution(&rec))),
+        }),
+        None => Err(Status::internal("launch record vanished")),
+    };
+    let _ = tx.send(event).await;
 }
 
 pub fn server(svc: ExecService) -> ExecServer<ExecService> {

@@ -4,7 +4,8 @@
 use argos_proto::exec::v1 as pb;
 
 use crate::launch::{Captured, Finished, LaunchRequest};
-use crate::spec::{DimReport, DimState, LaunchSpec, LaunchStatus};
+use crate::ledger::Record;
+use crate::spec::{DimReport, DimState, LaunchStatus};
 
 pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
     LaunchRequest {
@@ -56,39 +57,48 @@ fn output(c: &Captured) -> pb::Output {
     }
 }
 
-/// Who asked for a launch, as recorded.
-#[derive(Debug, Clone, Default)]
-pub struct Requester {
-    pub role: String,
-    pub principal: String,
-}
-
-pub fn execution(spec: &LaunchSpec, f: &Finished, who: &Requester) -> pb::Execution {
-    let r = &f.result;
+pub fn execution(r: &Record) -> pb::Execution {
+    let started = r.started_at_ms.unwrap_or(r.created_at_ms);
     pb::Execution {
-        id: spec.id.clone(),
+        id: r.id.clone(),
         status: status(r.status) as i32,
         exit_code: r.exit_code,
         signal: r.signal,
-        started_at_unix_ms: r.started_at_ms,
-        ended_at_unix_ms: r.ended_at_ms,
-        duration_ms: u64::try_from(r.ended_at_ms - r.started_at_ms).unwrap_or(0),
-        profile: spec.plan.profile.clone(),
-        argv: spec.argv.clone(),
-        cwd: spec.cwd.display().to_string(),
-        containment: r.report.iter().map(dimension).collect(),
-        teardown_complete: r.teardown.complete,
-        survivors: r.teardown.survivors.clone(),
-        error: r.error.clone().unwrap_or_default(),
-        requested_by_role: who.role.clone(),
-        principal: who.principal.clone(),
+        started_at_unix_ms: started,
+        ended_at_unix_ms: r.ended_at_ms.unwrap_or(0),
+        duration_ms: r
+            .ended_at_ms
+            .map(|e| u64::try_from(e - started).unwrap_or(0))
+            .unwrap_or(0),
+        profile: r.profile.clone(),
+        argv: r.argv.clone(),
+        cwd: r.cwd.clone(),
+        containment: r.containment.iter().map(dimension).collect(),
+        teardown_complete: r.teardown_complete,
+        survivors: r.survivors.clone(),
+        error: r.error.clone(),
+        requested_by_role: r.requested_by_role.clone(),
+        principal: r.principal.clone(),
     }
 }
 
-pub fn run_response(spec: &LaunchSpec, f: &Finished, who: &Requester) -> pb::RunResponse {
-    pb::RunResponse {
-        execution: Some(execution(spec, f, who)),
-        stdout: Some(output(&f.stdout)),
-        stderr: Some(output(&f.stderr)),
+pub fn outputs(f: Option<&Finished>) -> (Option<pb::Output>, Option<pb::Output>) {
+    match f {
+        Some(f) => (Some(output(&f.stdout)), Some(output(&f.stderr))),
+        None => (None, None),
     }
+}
+
+pub fn status_from(s: pb::ExecutionStatus) -> Option<LaunchStatus> {
+    Some(match s {
+        pb::ExecutionStatus::Unspecified => return None,
+        pb::ExecutionStatus::Running => LaunchStatus::Running,
+        pb::ExecutionStatus::Succeeded => LaunchStatus::Succeeded,
+        pb::ExecutionStatus::Failed => LaunchStatus::Failed,
+        pb::ExecutionStatus::TimedOut => LaunchStatus::TimedOut,
+        pb::ExecutionStatus::Killed => LaunchStatus::Killed,
+        pb::ExecutionStatus::ContainmentUnavailable => LaunchStatus::ContainmentUnavailable,
+        pb::ExecutionStatus::TeardownFailed => LaunchStatus::TeardownFailed,
+        pb::ExecutionStatus::Lost => LaunchStatus::Lost,
+    })
 }

@@ -1,0 +1,275 @@
+//! The executions ledger in execd's SQLite database: a row is written before a shim
+//! starts and completed from the shim's result, so a restart finds every launch.
+
+use sqlx::Row;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+
+use crate::spec::{DimReport, Identity, LaunchResult, LaunchStatus};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// One execution as recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub id: String,
+    pub requested_by_role: String,
+    pub principal: String,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub profile: String,
+    pub status: LaunchStatus,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub containment: Vec<DimReport>,
+    pub shim: Option<Identity>,
+    pub created_at_ms: i64,
+    pub started_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    pub teardown_complete: bool,
+    pub survivors: Vec<String>,
+    pub error: String,
+}
+
+/// Filters of a ledger listing.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub principal: Option<String>,
+    pub status: Option<LaunchStatus>,
+    pub since_ms: Option<i64>,
+    pub until_ms: Option<i64>,
+    /// Only ids below this one (ids are time-ordered UUID v7).
+    pub before_id: Option<String>,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    pool: SqlitePool,
+}
+
+fn json<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
+impl Ledger {
+    pub async fn open(path: &std::path::Path) -> Result<Ledger, argos_common::store::StoreError> {
+        Ok(Ledger {
+            pool: argos_common::store::open(path, &MIGRATOR).await?,
+        })
+    }
+
+    /// Records a launch before its shim starts.
+    pub async fn insert(&self, r: &Record) -> sqlx::Result<()> {
+        sqlx::query(
+            "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&r.id)
+        .bind(&r.requested_by_role)
+        .bind(&r.principal)
+        .bind(json(&r.argv))
+        .bind(&r.cwd)
+        .bind(&r.profile)
+        .bind(r.status.as_str())
+        .bind(r.created_at_ms)
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn set_shim(&self, id: &str, shim: &Identity) -> sqlx::Result<()> {
+        sqlx::query("UPDATE executions SET shim_identity = ? WHERE id = ?")
+            .bind(json(shim))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+    }
+
+    /// Completes a row from the shim's result (once: a final status is never rewritten).
+    pub async fn finish(&self, id: &str, res: &LaunchResult) -> sqlx::Result<()> {
+        sqlx::query(
+            "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = ?,
+               ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, error = ?
+             WHERE id = ? AND status = 'running'",
+        )
+        .bind(res.status.as_str())
+        .bind(res.exit_code)
+        .bind(res.signal)
+        .bind(json(&res.report))
+        .bind(res.started_at_ms)
+        .bind(res.ended_at_ms)
+        .bind(i64::try_from(res.stdout.total).unwrap_or(i64::MAX))
+        .bind(i64::try_from(res.stderr.total).unwrap_or(i64::MAX))
+        .bind(res.teardown.complete)
+        .bind(json(&res.teardown.survivors))
+        .bind(res.error.clone().unwrap_or_default())
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map(|_| ())
+    }
+
+    pub async fn get(&self, id: &str) -> sqlx::Result<Option<Record>> {
+        let row = sqlx::query("SELECT * FROM executions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| record(&r)))
+    }
+
+    /// Executions still marked running (what a restart must reconcile).
+    pub async fn running(&self) -> sqlx::Result<Vec<Record>> {
+        let rows = sqlx::query("SELECT * FROM executions WHERE status = 'running' ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(record).collect())
+    }
+
+    pub async fn list(&self, f: &ListFilter) -> sqlx::Result<Vec<Record>> {
+        let rows = sqlx::query(
+            "SELECT * FROM executions
+             WHERE (?1 IS NULL OR principal = ?1) AND (?2 IS NULL OR status = ?2)
+               AND (?3 IS NULL OR created_at_ms >= ?3) AND (?4 IS NULL OR created_at_ms < ?4)
+               AND (?5 IS NULL OR id < ?5)
+             ORDER BY id DESC LIMIT ?6",
+        )
+        .bind(&f.principal)
+        .bind(f.status.map(LaunchStatus::as_str))
+        .bind(f.since_ms)
+        .bind(f.until_ms)
+        .bind(&f.before_id)
+        .bind(i64::from(f.limit))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(record).collect())
+    }
+}
+
+fn record(r: &SqliteRow) -> Record {
+    let parse = |col: &str| -> String {
+        r.try_get::<Option<String>, _>(col)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+    };
+    Record {
+        id: r.get("id"),
+        requested_by_role: r.get("requested_by_role"),
+        principal: r.get("principal"),
+        argv: serde_json::from_str(&parse("argv")).unwrap_or_default(),
+        cwd: r.get("cwd"),
+        profile: r.get("profile"),
+        status: LaunchStatus::parse(&parse("status")).unwrap_or(LaunchStatus::Lost),
+        exit_code: r.get("exit_code"),
+        signal: r.get("signal"),
+        containment: serde_json::from_str(&parse("containment")).unwrap_or_default(),
+        shim: serde_json::from_str(&parse("shim_identity")).ok(),
+        created_at_ms: r.get("created_at_ms"),
+        started_at_ms: r.get("started_at_ms"),
+        ended_at_ms: r.get("ended_at_ms"),
+        stdout_bytes: u64::try_from(r.get::<i64, _>("stdout_bytes")).unwrap_or(0),
+        stderr_bytes: u64::try_from(r.get::<i64, _>("stderr_bytes")).unwrap_or(0),
+        teardown_complete: r.get::<i64, _>("teardown_complete") != 0,
+        survivors: serde_json::from_str(&parse("survivors")).unwrap_or_default(),
+        error: r.get("error"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{StreamTotals, Teardown};
+
+    fn rec(id: &str, principal: &str) -> Record {
+        Record {
+            id: id.into(),
+            requested_by_role: "gateway".into(),
+            principal: principal.into(),
+            argv: vec!["echo".into(), "hi".into()],
+            cwd: "/w".into(),
+            profile: "agent".into(),
+            status: LaunchStatus::Running,
+            exit_code: None,
+            signal: None,
+            containment: Vec::new(),
+            shim: None,
+            created_at_ms: 1000,
+            started_at_ms: None,
+            ended_at_ms: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            teardown_complete: false,
+            survivors: Vec::new(),
+            error: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn insert_finish_get_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Ledger::open(&dir.path().join("execd.db")).await.unwrap();
+        for (id, who) in [("01", "alice"), ("02", "bob"), ("03", "alice")] {
+            l.insert(&rec(id, who)).await.unwrap();
+        }
+        let result = LaunchResult {
+            status: LaunchStatus::Succeeded,
+            exit_code: Some(0),
+            signal: None,
+            started_at_ms: 1001,
+            ended_at_ms: 1010,
+            report: Vec::new(),
+            stdout: StreamTotals {
+                total: 3,
+                logged: 3,
+            },
+            stderr: StreamTotals::default(),
+            teardown: Teardown {
+                complete: true,
+                survivors: Vec::new(),
+            },
+            error: None,
+        };
+        l.finish("02", &result).await.unwrap();
+        // A final status is never rewritten.
+        let mut other = result.clone();
+        other.status = LaunchStatus::Failed;
+        l.finish("02", &other).await.unwrap();
+        let got = l.get("02").await.unwrap().unwrap();
+        assert_eq!(got.status, LaunchStatus::Succeeded);
+        assert_eq!(got.stdout_bytes, 3);
+        assert_eq!(got.argv, ["echo", "hi"]);
+        let alice = l
+            .list(&ListFilter {
+                principal: Some("alice".into()),
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            alice.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["03", "01"]
+        );
+        let page = l
+            .list(&ListFilter {
+                before_id: Some("03".into()),
+                limit: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(page[0].id, "02");
+        let running = l.running().await.unwrap();
+        assert_eq!(running.len(), 2);
+        // The file is private to execd.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join("execd.db"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}

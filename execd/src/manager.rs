@@ -1,0 +1,284 @@
+//! Launch lifecycle: record, start, watch, finalize, and reconcile after a restart.
+//! The ledger row exists before the shim starts; the result comes only from the shim's
+//! files; a launch whose shim cannot be verified is retired as `lost`, never signalled.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::sync::watch;
+
+use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};
+use crate::ledger::{Ledger, Record};
+use crate::spec::{Identity, LaunchResult, LaunchSpec, LaunchStatus, Teardown, files};
+use crate::sys::proc::{self, Verdict};
+
+/// Who asked for a launch, as recorded.
+#[derive(Debug, Clone, Default)]
+pub struct Requester {
+    pub role: String,
+    pub principal: String,
+}
+
+/// Why a launch could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidRequest),
+    #[error("the mcp role may only launch in the mcp-server profile")]
+    ProfileNotAllowed,
+    #[error("recording the launch")]
+    Ledger(#[source] sqlx::Error),
+    #[error(transparent)]
+    Launch(#[from] launch::LaunchError),
+}
+
+pub struct Manager {
+    pub launcher: Launcher,
+    pub ledger: Ledger,
+    done: Mutex<HashMap<String, watch::Sender<bool>>>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A result for a launch whose shim is gone without leaving one.
+fn lost(why: String) -> LaunchResult {
+    LaunchResult {
+        status: LaunchStatus::Lost,
+        exit_code: None,
+        signal: None,
+        started_at_ms: 0,
+        ended_at_ms: now_ms(),
+        report: Vec::new(),
+        stdout: Default::default(),
+        stderr: Default::default(),
+        teardown: Teardown {
+            complete: false,
+            survivors: Vec::new(),
+        },
+        error: Some(why),
+    }
+}
+
+impl Manager {
+    pub fn new(launcher: Launcher, ledger: Ledger) -> Arc<Manager> {
+        Arc::new(Manager {
+            launcher,
+            ledger,
+            done: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn dir(&self, id: &str) -> PathBuf {
+        self.launcher.launches_dir().join(id)
+    }
+
+    /// The spec a launch was started with (its receipt).
+    pub fn spec(&self, id: &str) -> Option<LaunchSpec> {
+        std::fs::read(self.dir(id).join(files::SPEC))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+    }
+
+    fn watch(&self, id: &str) -> watch::Receiver<bool> {
+        let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        map.entry(id.to_string())
+            .or_insert_with(|| watch::channel(false).0)
+            .subscribe()
+    }
+
+    fn notify(&self, id: &str) {
+        let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = map.remove(id) {
+            let _ = tx.send(true);
+        }
+    }
+
+    /// Validates, records, lays out and starts a launch; a task finalizes it when its
+    /// shim exits. Returns the launch id.
+    pub async fn start(
+        self: &Arc<Self>,
+        req: &LaunchRequest,
+        who: &Requester,
+        mcp_only: bool,
+    ) -> Result<String, StartError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let spec = self.launcher.validate(&id, req)?;
+        if mcp_only && spec.plan.profile != "mcp-server" {
+            return Err(StartError::ProfileNotAllowed);
+        }
+        let record = Record {
+            id: id.clone(),
+            requested_by_role: who.role.clone(),
+            principal: who.principal.clone(),
+            argv: spec.argv.clone(),
+            cwd: spec.cwd.display().to_string(),
+            profile: spec.plan.profile.clone(),
+            status: LaunchStatus::Running,
+            exit_code: None,
+            signal: None,
+            containment: Vec::new(),
+            shim: None,
+            created_at_ms: now_ms(),
+            started_at_ms: None,
+            ended_at_ms: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            teardown_complete: false,
+            survivors: Vec::new(),
+            error: String::new(),
+        };
+        self.ledger
+            .insert(&record)
+            .await
+            .map_err(StartError::Ledger)?;
+        let _rx = self.watch(&id);
+        let started = self
+            .launcher
+            .prepare(spec, &req.stdin)
+            .and_then(|p| Ok((self.launcher.start(&p)?, p)));
+        let (mut child, prepared) = match started {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self
+                    .ledger
+                    .finish(&id, &lost(format!("could not start: {e}")))
+                    .await;
+                self.notify(&id);
+                return Err(e.into());
+            }
+        };
+        if let Some(pid) = child.id()
+            && let Ok(shim) = proc::identity(pid as i32)
+        {
+            let _ = self.ledger.set_shim(&id, &shim).await;
+        }
+        tracing::info!(id = %id, profile = %prepared.spec.plan.profile, role = %who.role,
+            principal = %who.principal, argv = ?prepared.spec.argv, "launch started");
+        let me = self.clone();
+        let task_id = id.clone();
+        tokio::spawn(async move {
+            if let Err(e) = child.wait().await {
+                tracing::error!(id = %task_id, error = %e, "waiting for shim");
+            }
+            me.finalize(&task_id).await;
+        });
+        Ok(id)
+    }
+
+    /// Reads a launch's result into the ledger and wakes its waiters.
+    pub async fn finalize(&self, id: &str) {
+        let result = match self.spec(id) {
+            Some(spec) => launch::read_finished(&self.dir(id), &spec).result,
+            None => lost("the launch's spec is gone".into()),
+        };
+        if let Err(e) = self.ledger.finish(id, &result).await {
+            tracing::error!(id, error = %e, "recording the result");
+        }
+        tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
+        self.notify(id);
+    }
+
+    /// Waits until a launch is final in the ledger, and returns its record.
+    pub async fn wait(&self, id: &str) -> Option<Record> {
+        let mut rx = self.watch(id);
+        loop {
+            match self.ledger.get(id).await {
+                Ok(Some(r)) if r.status.is_final() => {
+                    self.notify_if_idle(id);
+                    return Some(r);
+                }
+                Ok(Some(_)) => {}
+                _ => return None,
+            }
+            // Woken by finalize; the timeout covers a launch adopted by another path.
+            let _ = tokio::time::timeout(Duration::from_millis(500), rx.wait_for(|d| *d)).await;
+        }
+    }
+
+    fn notify_if_idle(&self, id: &str) {
+        let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        if map.get(id).is_some_and(|tx| tx.receiver_count() == 0) {
+            map.remove(id);
+        }
+    }
+
+    /// What a finished launch captured (head and tail of each stream).
+    pub fn finished(&self, id: &str) -> Option<Finished> {
+        let spec = self.spec(id)?;
+        Some(launch::read_finished(&self.dir(id), &spec))
+    }
+
+    /// After a restart: every launch still marked running is either re-adopted (its shim
+    /// verifies as ours), finalized (its result is on disk), or retired as lost. Nothing is
+    /// signalled here.
+    pub async fn reconcile(self: &Arc<Self>) -> anyhow::Result<()> {
+        for rec in self.ledger.running().await? {
+            let dir = self.dir(&rec.id);
+            if dir.join(files::EXIT).exists() {
+                self.finalize(&rec.id).await;
+                continue;
+            }
+            let shim: Option<Identity> = std::fs::read(dir.join(files::SHIM))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .or(rec.shim.clone());
+            let verdict = shim
+                .as_ref()
+                .map(proc::probe)
+                .unwrap_or(Verdict::Unverifiable);
+            if verdict == Verdict::Owned {
+                tracing::info!(id = %rec.id, "re-adopting a live launch");
+                let me = self.clone();
+                let shim = shim.expect("owned implies an identity");
+                tokio::spawn(async move { me.adopt(&rec.id, shim).await });
+            } else if dir.join(files::RESULT).exists() {
+                self.finalize(&rec.id).await;
+            } else {
+                tracing::warn!(id = %rec.id, verdict = verdict.as_str(), "retiring a launch whose shim cannot be verified");
+                let why = format!(
+                    "execd restarted and the launch's shim is {}; nothing was signalled",
+                    verdict.as_str()
+                );
+                let _ = self.ledger.finish(&rec.id, &lost(why)).await;
+                self.notify(&rec.id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Watches an adopted launch until its shim writes the exit marker (or vanishes).
+    async fn adopt(&self, id: &str, shim: Identity) {
+        let dir = self.dir(id);
+        loop {
+            if dir.join(files::EXIT).exists() {
+                break;
+            }
+            if proc::probe(&shim) != Verdict::Owned {
+                // Gone: it may have written its marker just now.
+                if !dir.join(files::EXIT).exists() && !dir.join(files::RESULT).exists() {
+                    let _ = self
+                        .ledger
+                        .finish(id, &lost("the shim ended without a result".into()))
+                        .await;
+                    self.notify(id);
+                    return;
+                }
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.finalize(id).await;
+    }
+}
+
+/// Whether a launch dir exists (the launch is known to this execd).
+pub fn exists(dir: &Path) -> bool {
+    dir.join(files::SPEC).exists()
+}
