@@ -51,6 +51,9 @@ pub struct ExecConfig {
     /// Dimensions to treat as unavailable on this host: launches that require one fail
     /// with `containment_unavailable`; others report it `unavailable`.
     pub disabled_dimensions: Vec<String>,
+    /// Cap of each output stream's log in a launch dir (MiB); output beyond it is counted
+    /// but not kept (the tail is always kept).
+    pub output_log_cap_mb: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -246,6 +249,11 @@ impl Config {
                     Vec::new(),
                     "Containment dimensions to treat as unavailable on this host (e.g. `[\"network\"]`): launches requiring one are refused.",
                     Dimensions,
+                ),
+                output_log_cap_mb: r.get(
+                    "exec.output_log_cap_mb",
+                    256u64,
+                    "Each output stream of a launch keeps at most this many MiB on disk (head and tail are always kept); Follow streams what is kept.",
                 ),
             },
         }

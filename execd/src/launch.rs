@@ -411,8 +411,8 @@ pub enum KillOutcome {
 /// tree), the grace period, re-verify, KILL, and observe the shim's exit marker. Only a
 /// process whose identity verifies as OWNED is ever signalled.
 pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome {
-    use crate::sys::proc::{Verdict, probe};
-    use crate::sys::raw::{pidfd_open, pidfd_send_signal};
+    use crate::sys::proc::Verdict;
+    use crate::sys::raw::pidfd_send_signal;
     use std::time::{Duration, Instant};
     let _ = std::fs::write(dir.join(files::KILL_REQUESTED), b"");
     if dir.join(files::EXIT).exists() {
@@ -424,20 +424,11 @@ pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome 
     let Some(init) = init else {
         return KillOutcome::NotOwned(Verdict::Unverifiable);
     };
-    match probe(&init) {
-        Verdict::Owned => {}
-        Verdict::Gone => return KillOutcome::AlreadyGone,
-        other => return KillOutcome::NotOwned(other),
-    }
-    let Ok(pidfd) = pidfd_open(init.pid) else {
-        return KillOutcome::AlreadyGone;
+    let pidfd = match crate::sys::proc::open_owned(&init) {
+        Ok(fd) => fd,
+        Err(Verdict::Gone) => return KillOutcome::AlreadyGone,
+        Err(other) => return KillOutcome::NotOwned(other),
     };
-    // The pidfd pins the process: verify again now that it cannot be swapped under us.
-    match probe(&init) {
-        Verdict::Owned => {}
-        Verdict::Gone => return KillOutcome::AlreadyGone,
-        other => return KillOutcome::NotOwned(other),
-    }
     let ended = |deadline: Instant| async move {
         while Instant::now() < deadline {
             if dir.join(files::EXIT).exists() {

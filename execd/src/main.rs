@@ -44,7 +44,14 @@ fn main() -> ExitCode {
                 .iter()
                 .filter_map(|d| Dimension::parse(d))
                 .collect(),
-            output: OutputLimits::default(),
+            output: OutputLimits {
+                log_cap_bytes: ctx
+                    .config
+                    .exec
+                    .output_log_cap_mb
+                    .saturating_mul(1024 * 1024),
+                ..OutputLimits::default()
+            },
             grace_ms: 2000,
         };
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;

@@ -383,6 +383,93 @@ pub fn processes_mentioning(needle: &Path) -> Vec<(i32, String)> {
     out
 }
 
+/// One daemon run on its own (no launcher), for tests that kill and restart it.
+pub struct Standalone {
+    pub name: &'static str,
+    pub root: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Standalone {
+    /// Starts `argos-<name>` as the current user with runtime and state under a new temp
+    /// root, and waits for its socket to answer.
+    pub fn start(name: &'static str) -> Standalone {
+        let root = open_tempdir();
+        let cfg = root.path().join("argos.toml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n",
+                root.path().display()
+            ),
+        )
+        .unwrap();
+        let mut s = Standalone {
+            name,
+            root,
+            child: None,
+        };
+        s.restart();
+        s
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        self.root
+            .path()
+            .join("run")
+            .join(format!("{}.sock", self.name))
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map(|c| c.id() as i32).unwrap_or(0)
+    }
+
+    /// (Re)starts the daemon on the same root and waits until it serves.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "already running");
+        let child = command(&format!("argos-{}", self.name))
+            .arg("--config")
+            .arg(self.root.path().join("argos.toml"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while probe(&self.socket(), None, None).json["ok"] != true {
+            assert!(
+                Instant::now() < deadline,
+                "argos-{} did not come up",
+                self.name
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// kill -9: no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM and wait.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGTERM);
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
 /// Result of running the probe client.
 #[derive(Debug)]
 pub struct ProbeResult {

@@ -525,3 +525,70 @@ fn profiles_report_what_this_host_enforces() {
     assert_eq!(fs.would_be, DimensionState::NotRequested as i32);
     stack.stop();
 }
+
+fn launch_as(
+    stack: &Stack,
+    uid: u32,
+    principal: Option<&str>,
+    verb: &str,
+    profile: &str,
+    cmd: &str,
+) -> serde_json::Value {
+    let mut c = argos_tests::command("argos-probe");
+    c.arg(stack.socket("execd"));
+    if let Some(p) = principal {
+        c.args(["--principal", p]);
+    }
+    use std::os::unix::process::CommandExt;
+    let out = c
+        .args([verb, profile, cmd])
+        .uid(uid)
+        .gid(argos_tests::SOCKET_GID)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn each_peer_role_gets_exactly_its_launch_rights() {
+    require_root("the peer-role test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    use argos_tests::{GATEWAY_UID, JOB_UID, MCP_UID};
+    // mcp: only the mcp-server profile.
+    let r = launch_as(&stack, MCP_UID, None, "--run", "agent", "true");
+    assert_eq!(r["code"], "PermissionDenied", "{r}");
+    let r = launch_as(
+        &stack,
+        MCP_UID,
+        Some("alice"),
+        "--run",
+        "mcp-server",
+        "true",
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["principal"], "", "mcp may not assert a principal: {r}");
+    // job: Start only, and only for a stored owner.
+    let r = launch_as(&stack, JOB_UID, None, "--start", "agent", "true");
+    assert_eq!(r["code"], "InvalidArgument", "{r}");
+    let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "agent", "true");
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["principal"], "bob");
+    assert_eq!(r["role"], "job");
+    let r = launch_as(&stack, JOB_UID, Some("bob"), "--run", "agent", "true");
+    assert_eq!(r["code"], "PermissionDenied", "job may not Run: {r}");
+    // gateway: any profile, for the user it names.
+    let r = launch_as(
+        &stack,
+        GATEWAY_UID,
+        Some("alice"),
+        "--run",
+        "agent",
+        "id -u",
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert_eq!(r["principal"], "alice");
+    assert_eq!(r["status"], ExecutionStatus::Succeeded as i32);
+    stack.stop();
+}

@@ -92,6 +92,27 @@ pub fn probe(id: &Identity) -> Verdict {
     Verdict::Owned
 }
 
+/// A pidfd for a process whose identity verifies: probe, open, probe again. The pidfd
+/// pins the process, so after the second probe it names exactly the recorded one, and a
+/// signal sent through it can never reach a process that reused the pid.
+pub fn open_owned(id: &Identity) -> Result<std::os::fd::OwnedFd, Verdict> {
+    match probe(id) {
+        Verdict::Owned => {}
+        other => return Err(other),
+    }
+    let fd = super::raw::pidfd_open(id.pid).map_err(|_| Verdict::Gone)?;
+    match probe(id) {
+        Verdict::Owned => Ok(fd),
+        other => Err(other),
+    }
+}
+
+/// Sends a signal to a recorded process only if it verifies as OWNED.
+pub fn signal_owned(id: &Identity, signal: i32) -> Result<(), Verdict> {
+    let fd = open_owned(id)?;
+    super::raw::pidfd_send_signal(&fd, signal).map_err(|_| Verdict::Gone)
+}
+
 /// Fields of `/proc/self/status` that prove what a process holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SelfStatus {

@@ -16,15 +16,64 @@ async fn main() -> ExitCode {
         eprintln!("usage: argos-probe SOCKET [--principal NAME]");
         return ExitCode::from(2);
     };
-    let principal = match (args.next().as_deref(), args.next()) {
-        (Some("--principal"), Some(p)) => Some(p),
-        (None, _) => None,
-        _ => {
-            eprintln!("usage: argos-probe SOCKET [--principal NAME]");
-            return ExitCode::from(2);
+    let rest: Vec<String> = args.collect();
+    let mut principal = None;
+    let mut launch: Option<(String, String, String)> = None;
+    let mut i = 0;
+    while i < rest.len() {
+        match (rest[i].as_str(), rest.get(i + 1), rest.get(i + 2)) {
+            ("--principal", Some(p), _) => {
+                principal = Some(p.clone());
+                i += 2;
+            }
+            (verb @ ("--run" | "--start"), Some(profile), Some(cmd)) => {
+                launch = Some((verb.to_string(), profile.clone(), cmd.clone()));
+                i += 3;
+            }
+            _ => {
+                eprintln!(
+                    "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND]"
+                );
+                return ExitCode::from(2);
+            }
         }
-    };
+    }
     let ch = argos_common::grpc::unix_channel(&socket).expect("channel");
+    if let Some((verb, profile, command)) = launch {
+        let req = argos_common::grpc::with_principal(
+            tonic::Request::new(argos_proto::exec::v1::RunRequest {
+                command,
+                profile,
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            }),
+            principal.as_deref(),
+            Some("probe-1"),
+        );
+        let mut c = argos_proto::exec::v1::exec_client::ExecClient::new(ch);
+        let result = if verb == "--run" {
+            c.run(req).await.map(|r| r.into_inner().execution)
+        } else {
+            c.start(req).await.map(|r| r.into_inner().execution)
+        };
+        return match result {
+            Ok(e) => {
+                let e = e.unwrap_or_default();
+                println!(
+                    "{}",
+                    json!({"ok": true, "id": e.id, "status": e.status, "principal": e.principal, "role": e.requested_by_role})
+                );
+                ExitCode::SUCCESS
+            }
+            Err(status) => {
+                println!(
+                    "{}",
+                    json!({"ok": false, "code": format!("{:?}", status.code()), "message": status.message()})
+                );
+                ExitCode::from(3)
+            }
+        };
+    }
     let req = argos_common::grpc::with_principal(
         tonic::Request::new(StatusRequest {}),
         principal.as_deref(),

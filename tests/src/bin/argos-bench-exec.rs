@@ -1,0 +1,222 @@
+//! argos-bench-exec: execd's figures beside their anchors, in one run.
+//!
+//! - P1: a contained `/bin/true` through execd's gRPC `Run` (agent profile, every
+//!   dimension enforced) vs bubblewrap (`bwrap --unshare-all --die-with-parent --ro-bind /
+//!   / --proc /proc --dev /dev /bin/true`) vs a bare fork/exec. Goal: ≤ 0.4× bwrap.
+//! - Streaming: 1 GiB of output through `Follow` vs the same bytes read from a raw pipe.
+//!   Goal: ≥ 0.5× the pipe.
+//!
+//! Needs root (execd's containment) and bwrap (Debian `bubblewrap`). Run with
+//! `scripts/bench`.
+#![forbid(unsafe_code)]
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_proto::exec::v1::follow_event::Event;
+use argos_proto::exec::v1::{DimensionState, ExecutionStatus, FollowRequest, RunRequest};
+
+const GIB: u64 = 1024 * 1024 * 1024;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn time_n(n: usize, mut f: impl FnMut()) -> Vec<f64> {
+    (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect()
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut bin_dir: Option<PathBuf> = None;
+    let mut runs = 200usize;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--bin-dir" => bin_dir = args.next().map(PathBuf::from),
+            "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            other => panic!(
+                "unknown argument {other}; usage: argos-bench-exec [--bin-dir DIR] [--runs N]"
+            ),
+        }
+    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "execd's containment needs root"
+    );
+    let bin_dir = bin_dir.unwrap_or_else(|| {
+        std::env::current_exe()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf()
+    });
+    let root = argos_tests::open_tempdir();
+    std::fs::write(
+        root.path().join("argos.toml"),
+        format!(
+            "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[log]\nlevel = \"warn\"\n[exec]\noutput_log_cap_mb = 1100\n",
+            root.path().display()
+        ),
+    )
+    .unwrap();
+    let mut execd = Command::new(bin_dir.join("argos-execd"))
+        .arg("--config")
+        .arg(root.path().join("argos.toml"))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = root.path().join("run/execd.sock");
+    let mut c = ExecClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c
+        .profiles(argos_proto::exec::v1::ProfilesRequest {})
+        .await
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "execd did not come up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // P1: contained /bin/true.
+    let req = || RunRequest {
+        argv: vec!["/bin/true".into()],
+        timeout_ms: Some(10_000),
+        ..Default::default()
+    };
+    let first = c.run(req()).await.unwrap().into_inner().execution.unwrap();
+    assert_eq!(first.status, ExecutionStatus::Succeeded as i32, "{first:?}");
+    assert!(
+        first
+            .containment
+            .iter()
+            .all(|d| d.state == DimensionState::Enforced as i32),
+        "every dimension must be enforced for the figure to mean anything: {first:?}"
+    );
+    let mut argos = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let r = c.run(req()).await.unwrap().into_inner();
+        argos.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(
+            r.execution.unwrap().status,
+            ExecutionStatus::Succeeded as i32
+        );
+    }
+    let mut bwrap = time_n(runs, || {
+        let s = Command::new("bwrap")
+            .args([
+                "--unshare-all",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "/bin/true",
+            ])
+            .status()
+            .expect("bwrap (Debian package bubblewrap)");
+        assert!(s.success());
+    });
+    let mut bare = time_n(runs, || {
+        assert!(Command::new("/bin/true").status().unwrap().success());
+    });
+    let (a, b, f) = (median(&mut argos), median(&mut bwrap), median(&mut bare));
+
+    // Streaming 1 GiB.
+    let started = c
+        .start(RunRequest {
+            command: format!("head -c {GIB} /dev/zero"),
+            timeout_ms: Some(600_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .execution
+        .unwrap();
+    let t = Instant::now();
+    let mut stream = c
+        .follow(FollowRequest {
+            id: started.id,
+            stdout_offset: 0,
+            stderr_offset: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut got = 0u64;
+    while let Some(ev) = stream.message().await.unwrap() {
+        match ev.event.unwrap() {
+            Event::Chunk(ch) => got += ch.data.len() as u64,
+            Event::Exit(e) => {
+                assert_eq!(e.status, ExecutionStatus::Succeeded as i32);
+                break;
+            }
+        }
+    }
+    let follow_s = t.elapsed().as_secs_f64();
+    assert_eq!(got, GIB, "Follow must deliver every byte");
+    let t = Instant::now();
+    let mut child = Command::new("head")
+        .args(["-c", &GIB.to_string(), "/dev/zero"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut raw = 0u64;
+    loop {
+        let n = pipe.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        raw += n as u64;
+    }
+    child.wait().unwrap();
+    let pipe_s = t.elapsed().as_secs_f64();
+    assert_eq!(raw, GIB);
+
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(execd.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = execd.wait();
+
+    let mibs = |secs: f64| GIB as f64 / (1024.0 * 1024.0) / secs;
+    println!("Argos execd benchmark ({runs} runs each; medians)");
+    println!("P1 contained /bin/true (agent profile, all 7 dimensions enforced)");
+    println!("  {:<44} {:>9.2} ms", "Argos execd Run over gRPC", a);
+    println!(
+        "  {:<44} {:>9.2} ms",
+        "bwrap --unshare-all ... /bin/true", b
+    );
+    println!("  {:<44} {:>9.2} ms", "bare fork/exec", f);
+    println!("  {:<44} {:>9.2}x   (goal <= 0.4x)", "Argos / bwrap", a / b);
+    println!("  {:<44} {:>9.2}x", "Argos / bare fork/exec", a / f);
+    println!("Stream 1 GiB of output");
+    println!(
+        "  {:<44} {:>9.0} MiB/s",
+        "Argos Start + Follow",
+        mibs(follow_s)
+    );
+    println!("  {:<44} {:>9.0} MiB/s", "raw pipe", mibs(pipe_s));
+    println!(
+        "  {:<44} {:>9.2}x   (goal >= 0.5x)",
+        "Argos / raw pipe",
+        pipe_s / follow_s
+    );
+}

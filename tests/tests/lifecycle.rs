@@ -1,0 +1,268 @@
+//! Detached launches: Start, Follow by offset, Kill, Get, List, and an execd restart in
+//! the middle of a streaming launch.
+
+use std::time::Duration;
+
+use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_proto::exec::v1::follow_event::Event;
+use argos_proto::exec::v1::{
+    ExecutionStatus, FollowRequest, GetRequest, KillRequest, ListRequest, OutputStream, RunRequest,
+};
+use argos_tests::{Standalone, require_root};
+use tonic::transport::Channel;
+
+fn client(s: &Standalone) -> ExecClient<Channel> {
+    ExecClient::new(argos_common::grpc::unix_channel(&s.socket()).unwrap())
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Follows from offsets until `stop` says enough (or the end); returns stdout bytes read,
+/// the new stdout offset, and the final execution if the stream ended.
+async fn follow(
+    c: &mut ExecClient<Channel>,
+    id: &str,
+    offset: u64,
+    stop: impl Fn(&[u8]) -> bool,
+) -> (Vec<u8>, u64, Option<argos_proto::exec::v1::Execution>) {
+    let mut stream = c
+        .follow(FollowRequest {
+            id: id.into(),
+            stdout_offset: offset,
+            stderr_offset: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut out = Vec::new();
+    let mut at = offset;
+    while let Some(ev) = stream.message().await.unwrap() {
+        match ev.event.unwrap() {
+            Event::Chunk(c) => {
+                if c.stream == OutputStream::Stdout as i32 {
+                    assert_eq!(c.offset, at, "a gap or a repeat in the stream");
+                    at += c.data.len() as u64;
+                    out.extend_from_slice(&c.data);
+                    if stop(&out) {
+                        return (out, at, None);
+                    }
+                }
+            }
+            Event::Exit(e) => return (out, at, Some(e)),
+        }
+    }
+    panic!("the stream ended without an exit event");
+}
+
+fn lines(n: u32) -> String {
+    (1..=n).map(|i| format!("line{i}\n")).collect()
+}
+
+#[test]
+fn start_follow_get_list_and_kill() {
+    require_root("the lifecycle test");
+    let s = Standalone::start("execd");
+    rt().block_on(async {
+        let mut c = client(&s);
+        let started = c
+            .start(RunRequest {
+                command: "for i in $(seq 1 20); do echo line$i; sleep 0.01; done".into(),
+                timeout_ms: Some(30_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        assert_eq!(started.status, ExecutionStatus::Running as i32);
+        let (out, _, end) = follow(&mut c, &started.id, 0, |_| false).await;
+        assert_eq!(String::from_utf8(out).unwrap(), lines(20));
+        let end = end.unwrap();
+        assert_eq!(end.status, ExecutionStatus::Succeeded as i32);
+        // Following again from the middle replays exactly the rest.
+        let (rest, _, _) = follow(&mut c, &started.id, 6 * 9, |_| false).await;
+        assert_eq!(String::from_utf8(rest).unwrap(), lines(20)[54..]);
+
+        let got = c
+            .get(GetRequest {
+                id: started.id.clone(),
+                include_output: true,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(got.stdout.unwrap().head, lines(20).into_bytes());
+
+        // Kill: the end is observed, the status says so, the tree is gone.
+        let sleeper = c
+            .start(RunRequest {
+                command: "setsid sleep 300 & sleep 301".into(),
+                timeout_ms: Some(60_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let killed = c
+            .kill(KillRequest {
+                id: sleeper.id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(killed.outcome, "killed");
+        let e = killed.execution.unwrap();
+        assert_eq!(e.status, ExecutionStatus::Killed as i32, "{e:?}");
+        assert_eq!(e.exit_code, Some(128 + 15));
+        assert!(argos_tests::processes_mentioning(std::path::Path::new("sleep 30")).is_empty());
+        let again = c
+            .kill(KillRequest {
+                id: sleeper.id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(again.outcome, "already_gone");
+
+        let list = c
+            .list(ListRequest {
+                page_size: 1,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(list.executions[0].id, sleeper.id, "newest first");
+        let next = c
+            .list(ListRequest {
+                page_size: 1,
+                page_token: list.next_page_token,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(next.executions[0].id, started.id);
+        let killed_only = c
+            .list(ListRequest {
+                status: ExecutionStatus::Killed as i32,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(killed_only.executions.len(), 1);
+
+        let missing = c
+            .get(GetRequest {
+                id: uuid_like(),
+                include_output: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code(), tonic::Code::NotFound);
+        let bad = c
+            .get(GetRequest {
+                id: "../../etc".into(),
+                include_output: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+    });
+}
+
+fn uuid_like() -> String {
+    "01900000-0000-7000-8000-000000000000".into()
+}
+
+#[test]
+fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repeat() {
+    require_root("the restart test");
+    let mut s = Standalone::start("execd");
+    let runtime = rt();
+    let (id, first, offset, doomed) = runtime.block_on(async {
+        let mut c = client(&s);
+        let id = c
+            .start(RunRequest {
+                command: "for i in $(seq 1 60); do echo line$i; sleep 0.03; done".into(),
+                timeout_ms: Some(60_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap()
+            .id;
+        let doomed = c
+            .start(RunRequest {
+                command: "sleep 120".into(),
+                timeout_ms: Some(200_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap()
+            .id;
+        let (first, offset, _) = follow(&mut c, &id, 0, |o| o.ends_with(b"line10\n")).await;
+        (id, first, offset, doomed)
+    });
+    // execd dies mid-stream. The shims do not.
+    s.kill9();
+    let launches = s.root.path().join("state/execd/launches");
+    let shim_pid = |id: &str| -> i32 {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(launches.join(id).join("shim.json")).unwrap())
+                .unwrap();
+        v["pid"].as_i64().unwrap() as i32
+    };
+    assert!(
+        std::path::Path::new(&format!("/proc/{}", shim_pid(&id))).exists(),
+        "the shim died with execd"
+    );
+    // While execd is down, the second launch's shim is killed: it leaves no result.
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(shim_pid(&doomed)),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.restart();
+    runtime.block_on(async {
+        let mut c = client(&s);
+        let (rest, _, end) = follow(&mut c, &id, offset, |_| false).await;
+        let mut all = first.clone();
+        all.extend_from_slice(&rest);
+        assert_eq!(
+            String::from_utf8(all).unwrap(),
+            lines(60),
+            "output lost or repeated across the restart"
+        );
+        let end = end.unwrap();
+        assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+        let got = c
+            .get(GetRequest {
+                id: doomed.clone(),
+                include_output: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let e = got.execution.unwrap();
+        assert_eq!(e.status, ExecutionStatus::Lost as i32, "{e:?}");
+        assert!(e.error.contains("nothing was signalled"), "{}", e.error);
+    });
+    s.stop();
+}
