@@ -54,6 +54,8 @@ pub struct ExecConfig {
     /// Cap of each output stream's log in a launch dir (MiB); output beyond it is counted
     /// but not kept (the tail is always kept).
     pub output_log_cap_mb: u64,
+    /// Where launch workspaces live: outside every profile's denied paths.
+    pub work_dir: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -254,6 +256,11 @@ impl Config {
                     "exec.output_log_cap_mb",
                     256u64,
                     "Each output stream of a launch keeps at most this many MiB on disk (head and tail are always kept); Follow streams what is kept.",
+                ),
+                work_dir: r.get(
+                    "exec.work_dir",
+                    PathBuf::from("/var/lib/argos-work"),
+                    "Parent of each launch's writable workspace. Must lie outside the paths profiles deny (state and runtime dirs, /root, /home).",
                 ),
             },
         }

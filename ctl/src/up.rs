@@ -107,6 +107,7 @@ fn config_toml(opts: &UpOptions, ids: Identities) -> String {
         "# Written by `argosctl up` at every start; edit the flags, not this file.\n\
          runtime_dir = \"{root}/run\"\n\
          state_dir = \"{root}/state\"\n\n\
+         [exec]\nwork_dir = \"{root}/work\"\n\n\
          [gateway]\nlisten = \"{}\"\n\n",
         opts.listen
     );

@@ -258,6 +258,22 @@ impl Launcher {
         })
     }
 
+    /// Workspaces must be visible and writable inside every profile: refuse a work root
+    /// that a profile denies (it would be masked from the very launch it belongs to).
+    pub fn check_work_root(&self) -> Result<(), String> {
+        for (name, p) in &self.profiles.0 {
+            let plan = profile::plan(name, p, &self.work_root.join("x"), &self.host, &[]);
+            if let Some(d) = plan.denied.iter().find(|d| self.work_root.starts_with(d)) {
+                return Err(format!(
+                    "exec.work_dir {} lies under {}, which profile {name} denies; move it elsewhere",
+                    self.work_root.display(),
+                    d.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub fn profile_names(&self) -> String {
         self.profiles
             .0
@@ -297,7 +313,8 @@ impl Launcher {
             std::fs::write(dir.join(files::STDIN), stdin).map_err(prep("stdin", &dir))?;
         }
         let spec_path = dir.join(files::SPEC);
-        crate::shim::write_json_atomic(&spec_path, &spec).map_err(prep("spec", &spec_path))?;
+        crate::shim::write_json_atomic(&spec_path, &spec, crate::shim::Durability::Atomic)
+            .map_err(prep("spec", &spec_path))?;
         Ok(Prepared { spec, dir })
     }
 

@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         );
         let launcher = Launcher {
             state_dir: ctx.state_dir.clone(),
-            work_root: ctx.config.state_dir.join("execd-work"),
+            work_root: ctx.config.exec.work_dir.clone(),
             shim,
             profiles,
             host: HostPaths {
@@ -54,6 +54,7 @@ fn main() -> ExitCode {
             },
             grace_ms: 2000,
         };
+        launcher.check_work_root().map_err(anyhow::Error::msg)?;
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
         let manager = Manager::new(launcher, ledger);
         manager

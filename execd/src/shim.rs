@@ -80,15 +80,15 @@ pub fn main() -> i32 {
     // Own session: execd's process group and terminal signals no longer reach us.
     let _ = nix::unistd::setsid();
     if let Ok(me) = proc::identity(std::process::id() as i32) {
-        let _ = write_json_atomic(&dir.join(files::SHIM), &me);
+        let _ = write_json_atomic(&dir.join(files::SHIM), &me, Durability::Atomic);
     }
     let result = run(&dir, &spec);
-    if let Err(e) = write_json_atomic(&dir.join(files::RESULT), &result) {
+    if let Err(e) = write_json_atomic(&dir.join(files::RESULT), &result, Durability::Synced) {
         eprintln!("argos-shim: writing result: {e}");
         return 1;
     }
     // The exit marker comes only after the result is durable.
-    if let Err(e) = write_atomic(&dir.join(files::EXIT), b"") {
+    if let Err(e) = write_atomic(&dir.join(files::EXIT), b"", Durability::Atomic) {
         eprintln!("argos-shim: writing exit marker: {e}");
         return 1;
     }
@@ -102,16 +102,29 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// How hard a file write tries to survive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Readers see all of it or nothing (write, rename). Survives any process dying.
+    Atomic,
+    /// Also on disk before returning (fsync of file and directory): survives power loss.
+    /// For the result, the one file a finished launch must never lose.
+    Synced,
+}
+
 /// Writes a file so that readers see either nothing or all of it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8], durability: Durability) -> std::io::Result<()> {
     let tmp = path.with_extension("tmp");
     {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if durability == Durability::Synced {
+            f.sync_all()?;
+        }
     }
     std::fs::rename(&tmp, path)?;
-    if let Some(parent) = path.parent()
+    if durability == Durability::Synced
+        && let Some(parent) = path.parent()
         && let Ok(d) = File::open(parent)
     {
         let _ = d.sync_all();
@@ -119,10 +132,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-pub fn write_json_atomic<T: Serialize>(path: &Path, v: &T) -> std::io::Result<()> {
+pub fn write_json_atomic<T: Serialize>(
+    path: &Path,
+    v: &T,
+    durability: Durability,
+) -> std::io::Result<()> {
     write_atomic(
         path,
         &serde_json::to_vec_pretty(v).map_err(std::io::Error::other)?,
+        durability,
     )
 }
 
@@ -203,7 +221,8 @@ fn failed_before_start(
 struct Prepared {
     host_ns: Namespaces,
     filters: Option<Vec<seccompiler::BpfProgram>>,
-    readable: Vec<PathBuf>,
+    /// An empty mode-000 file in the launch dir, bound over denied files.
+    masked_file: PathBuf,
     writable: Vec<PathBuf>,
     program: std::ffi::CString,
     argv: Vec<std::ffi::CString>,
@@ -261,17 +280,30 @@ fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
     let prepared = Prepared {
         host_ns: Namespaces::of("self"),
         filters,
-        readable: if plan.wants(Dimension::Filesystem) {
-            contain::readable_roots(&plan.denied)
-        } else {
-            Vec::new()
-        },
+        masked_file: dir.join("masked"),
         writable,
         program,
         argv,
         env,
         pidns: false,
     };
+    if plan.wants(Dimension::Filesystem) {
+        use std::os::unix::fs::PermissionsExt;
+        let made = File::create(&prepared.masked_file).and_then(|_| {
+            std::fs::set_permissions(
+                &prepared.masked_file,
+                std::fs::Permissions::from_mode(0o000),
+            )
+        });
+        if let Err(e) = made {
+            return failed_before_start(
+                spec,
+                started,
+                LaunchStatus::Failed,
+                format!("creating the mask file: {e}"),
+            );
+        }
+    }
     let pipes = match pipes(dir, spec) {
         Ok(p) => p,
         Err(e) => return failed_before_start(spec, started, LaunchStatus::Failed, e),
@@ -407,6 +439,17 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
             }
         }
     }
+    // Denied paths disappear from the view: an empty, mode-000 tmpfs over a directory, an
+    // empty mode-000 file over a file. Landlock then grants reading "/" as one rule.
+    let mut masked_all = mnt_ok;
+    if mnt_ok {
+        for path in &plan.denied {
+            if let Err(e) = mask(path, &prep.masked_file) {
+                masked_all = false;
+                notes.push(format!("filesystem: masking {}: {e}", path.display()));
+            }
+        }
+    }
     if net_ok
         && plan.network_mode == NetworkMode::Loopback
         && let Err(e) = raw::loopback_up()
@@ -415,6 +458,12 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     }
     let _ = nix::unistd::sethostname("argos");
     send(&p.setup_w, &SetupMsg::Init { notes });
+    let readable = if masked_all {
+        vec![PathBuf::from("/")]
+    } else {
+        // No private mounts: carve the denied paths out of the landlock rules instead.
+        contain::readable_roots(&plan.denied)
+    };
     // Signals arrive by sigwait, never asynchronously.
     let mut mask = SigSet::empty();
     for s in [
@@ -428,7 +477,9 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     }
     let _ = mask.thread_block();
     let workload = match raw::fork_single_threaded() {
-        Ok(ForkResult::Child) => workload(spec, prep, p.stdin, p.out_w, p.err_w, p.setup_w),
+        Ok(ForkResult::Child) => {
+            workload(spec, prep, &readable, p.stdin, p.out_w, p.err_w, p.setup_w)
+        }
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
             send(
@@ -482,6 +533,38 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     }
 }
 
+/// Hides one denied path in the current mount namespace.
+fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let none: Option<&str> = None;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    if meta.is_dir() {
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            flags | MsFlags::MS_RDONLY,
+            Some("mode=000,size=4k"),
+        )
+        .map_err(|e| e.to_string())
+    } else {
+        mount(Some(masked_file), path, none, MsFlags::MS_BIND, none).map_err(|e| e.to_string())?;
+        mount(
+            none,
+            path,
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+            none,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
 /// When the workload is done, nothing it started may outlive it.
 fn kill_rest(pidns: bool, workload: Pid) {
     if pidns {
@@ -499,6 +582,7 @@ fn kill_rest(pidns: bool, workload: Pid) {
 fn workload(
     spec: &LaunchSpec,
     prep: &Prepared,
+    readable: &[PathBuf],
     stdin: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
@@ -533,7 +617,7 @@ fn workload(
     // 2. Filesystem (landlock).
     let mut landlock_ok = false;
     if plan.wants(Dimension::Filesystem) {
-        match contain::apply_landlock(&prep.readable, &prep.writable) {
+        match contain::apply_landlock(readable, &prep.writable) {
             Ok(full) => landlock_ok = full,
             Err(e) if plan.need(Dimension::Filesystem) == Need::Required => {
                 fail(format!("landlock: {e}"))
@@ -663,7 +747,7 @@ impl Stream {
 fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipes) -> LaunchResult {
     drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.stdin));
     if let Ok(id) = proc::identity(init_pid.as_raw()) {
-        let _ = write_json_atomic(&dir.join(files::INIT), &id);
+        let _ = write_json_atomic(&dir.join(files::INIT), &id, Durability::Atomic);
     }
     // Setup: read the channel to EOF (exec closed it) or to the workload's refusal.
     let mut setup_error = None;
@@ -690,7 +774,7 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
             r.detail = format!("{}; {note}", r.detail);
         }
     }
-    let _ = write_json_atomic(&dir.join(files::REPORT), &report);
+    let _ = write_json_atomic(&dir.join(files::REPORT), &report, Durability::Atomic);
 
     let open_log = |name: &str| {
         std::fs::OpenOptions::new()
@@ -776,8 +860,11 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
             let _ = kill(init_pid, Signal::SIGKILL);
             kill_at = None;
         }
-        match waitpid(init_pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(5)),
+        // With a kill pending, poll so the escalation happens on time; otherwise block:
+        // init exits as soon as it has reaped the tree.
+        let flags = kill_at.map(|_| WaitPidFlag::WNOHANG);
+        match waitpid(init_pid, flags) {
+            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(1)),
             Ok(ws) => break Some(ws),
             Err(nix::errno::Errno::EINTR) => {}
             Err(_) => break None,
@@ -825,7 +912,7 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
     let [out, err] = streams;
     for (s, name) in [(&out, files::STDOUT_TAIL), (&err, files::STDERR_TAIL)] {
         let (a, b) = s.tail.as_slices();
-        let _ = write_atomic(&dir.join(name), &[a, b].concat());
+        let _ = write_atomic(&dir.join(name), &[a, b].concat(), Durability::Atomic);
     }
     LaunchResult {
         status,

@@ -399,7 +399,7 @@ impl Standalone {
         std::fs::write(
             &cfg,
             format!(
-                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n",
+                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n[exec]\nwork_dir = \"{0}/work\"\n",
                 root.path().display()
             ),
         )

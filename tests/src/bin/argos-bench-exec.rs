@@ -65,7 +65,7 @@ async fn main() {
     std::fs::write(
         root.path().join("argos.toml"),
         format!(
-            "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[log]\nlevel = \"warn\"\n[exec]\noutput_log_cap_mb = 1100\n",
+            "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[log]\nlevel = \"warn\"\n[exec]\noutput_log_cap_mb = 1100\nwork_dir = \"{0}/work\"\n",
             root.path().display()
         ),
     )
