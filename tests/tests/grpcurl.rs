@@ -84,5 +84,30 @@ fn grpcurl_lists_describes_and_calls_status_on_every_socket() {
         let health = call(&socket, &[], &["grpc.health.v1.Health/Check"]);
         assert!(health.contains("\"status\": \"SERVING\""), "{health}");
     }
+    // grpcurl can Run a contained command against execd (root is an operator).
+    if argos_tests::is_root() {
+        let out = call(
+            &stack.socket("execd"),
+            &["-d", r#"{"command":"echo from-grpcurl; id -u"}"#],
+            &["argos.exec.v1.Exec/Run"],
+        );
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["execution"]["status"], "EXECUTION_STATUS_SUCCEEDED",
+            "{v}"
+        );
+        let head = v["stdout"]["head"].as_str().unwrap();
+        assert_eq!(
+            head, "ZnJvbS1ncnBjdXJsCjY1NTM0Cg==",
+            "base64 of the output: {v}"
+        );
+        let dims = v["execution"]["containment"].as_array().unwrap();
+        assert_eq!(dims.len(), 7);
+        assert!(
+            dims.iter()
+                .all(|d| d["state"] == "DIMENSION_STATE_ENFORCED"),
+            "{v}"
+        );
+    }
     stack.stop();
 }
