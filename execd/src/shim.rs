@@ -387,6 +387,15 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
             Err(e) => notes.push(format!("{name} namespace: {e}")),
         }
     }
+    // Hold the mask file by fd too: it lives in the launch dir, which the mounts below
+    // may cover (a private /tmp, a masked state dir).
+    let mask_source = File::open(&prep.masked_file)
+        .map(|f| {
+            use std::os::fd::AsRawFd;
+            let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+            (f, path)
+        })
+        .ok();
     if mnt_ok {
         use nix::mount::{MsFlags, mount};
         let none: Option<&str> = None;
@@ -444,7 +453,11 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     let mut masked_all = mnt_ok;
     if mnt_ok {
         for path in &plan.denied {
-            if let Err(e) = mask(path, &prep.masked_file) {
+            let source = mask_source
+                .as_ref()
+                .map(|(_, p)| p.as_path())
+                .unwrap_or(&prep.masked_file);
+            if let Err(e) = mask(path, source) {
                 masked_all = false;
                 notes.push(format!("filesystem: masking {}: {e}", path.display()));
             }

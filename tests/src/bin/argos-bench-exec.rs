@@ -54,6 +54,8 @@ async fn main() {
         nix::unistd::geteuid().is_root(),
         "execd's containment needs root"
     );
+    // Start from a quiet disk: writeback of an earlier run's gigabyte would be measured too.
+    nix::unistd::sync();
     let bin_dir = bin_dir.unwrap_or_else(|| {
         std::env::current_exe()
             .unwrap()
