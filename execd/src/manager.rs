@@ -185,6 +185,16 @@ impl Manager {
         self.notify(id);
     }
 
+    /// Records that a launch's teardown could not be verified.
+    pub async fn teardown_failed(&self, id: &str, why: &str) {
+        let mut r = lost(why.to_string());
+        r.status = LaunchStatus::TeardownFailed;
+        if let Err(e) = self.ledger.finish(id, &r).await {
+            tracing::error!(id, error = %e, "recording a failed teardown");
+        }
+        self.notify(id);
+    }
+
     /// Waits until a launch is final in the ledger, and returns its record.
     pub async fn wait(&self, id: &str) -> Option<Record> {
         let mut rx = self.watch(id);

@@ -243,7 +243,19 @@ impl Exec for ExecService {
             KillOutcome::Killed | KillOutcome::AlreadyGone => {
                 self.manager.wait(&id).await.unwrap_or(rec)
             }
-            _ => self
+            KillOutcome::Unconfirmed => {
+                // Signalled but its end was never seen: say so, never "killed".
+                self.manager
+                    .teardown_failed(&id, "KILL sent through the pidfd; the end was not observed")
+                    .await;
+                self.manager
+                    .ledger
+                    .get(&id)
+                    .await
+                    .map_err(internal)?
+                    .unwrap_or(rec)
+            }
+            KillOutcome::NotOwned(_) => self
                 .manager
                 .ledger
                 .get(&id)

@@ -111,6 +111,12 @@ fn an_agent_run_is_contained_in_every_dimension() {
         let (state, detail) = &r.containment[d];
         assert_eq!(*state, DimensionState::Enforced, "{d}: {detail}");
     }
+    // Denied paths are masked in the mount namespace, not carved out rule by rule.
+    let (_, fs) = &r.containment["filesystem"];
+    assert!(
+        !fs.contains("masking"),
+        "a denied path could not be masked: {fs}"
+    );
     stack.stop();
 }
 
