@@ -350,15 +350,25 @@ pub struct Readback {
     pub namespaces: Namespaces,
     pub landlock_enforced: bool,
     pub rlimits_ok: bool,
+    /// Inside the launch's cgroups, when it has any (None: no cgroup limits).
+    pub in_cgroup: Option<bool>,
 }
 
 impl Readback {
-    pub fn take(landlock_enforced: bool, rlimits: Option<&Rlimits>) -> Readback {
+    pub fn take(
+        landlock_enforced: bool,
+        rlimits: Option<&Rlimits>,
+        cgroup_marker: Option<&str>,
+    ) -> Readback {
         Readback {
             status: self_status().unwrap_or_default(),
             namespaces: Namespaces::of("self"),
             landlock_enforced,
             rlimits_ok: rlimits.is_some_and(rlimits_hold),
+            in_cgroup: cgroup_marker.map(|m| {
+                std::fs::read_to_string("/proc/self/cgroup")
+                    .is_ok_and(|s| s.lines().any(|l| l.ends_with(m)))
+            }),
         }
     }
 
@@ -403,7 +413,18 @@ impl Readback {
                     ),
                 )
             }
-            Dimension::Resources => (self.rlimits_ok, "rlimits NOFILE NPROC AS FSIZE CPU".into()),
+            Dimension::Resources => (
+                self.rlimits_ok && self.in_cgroup != Some(false),
+                match self.in_cgroup {
+                    Some(true) => {
+                        "rlimits NOFILE NPROC AS FSIZE CPU; inside the launch's cgroup".into()
+                    }
+                    Some(false) => {
+                        "rlimits NOFILE NPROC AS FSIZE CPU; NOT inside the launch's cgroup".into()
+                    }
+                    None => "rlimits NOFILE NPROC AS FSIZE CPU; no cgroup on this host".into(),
+                },
+            ),
             // The shim itself keeps the deadline (when the launch has one).
             Dimension::WallClock => (true, "deadline kept by the shim".into()),
         }

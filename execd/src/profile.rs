@@ -58,7 +58,9 @@ pub struct PrivRule {
 pub struct ResRule {
     pub need: Need,
     pub reason: String,
-    /// Each 0 means unlimited.
+    /// Each 0 means unlimited. `memory_mb` and `pids` bound the whole tree (cgroup).
+    pub memory_mb: u64,
+    pub pids: u64,
     pub nofile: u64,
     pub nproc: u64,
     pub address_space_mb: u64,
@@ -226,6 +228,8 @@ pub fn plan(
             file_size_bytes: mb(p.resources.file_size_mb),
             cpu_seconds: n(p.resources.cpu_seconds),
         },
+        cgroup_memory_bytes: (p.resources.memory_mb > 0).then(|| mb(p.resources.memory_mb)),
+        cgroup_pids: (p.resources.pids > 0).then_some(p.resources.pids),
         disabled: disabled.to_vec(),
     }
 }

@@ -27,6 +27,7 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 
+use crate::cgroup::Cgroups;
 use crate::contain::{self, Namespaces, Readback};
 use crate::spec::{
     DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, NetworkMode,
@@ -228,6 +229,8 @@ struct Prepared {
     argv: Vec<std::ffi::CString>,
     env: Vec<std::ffi::CString>,
     pidns: bool,
+    /// `/argos/<id>` when the launch has cgroup limits: the workload checks it is inside.
+    cgroup_marker: Option<String>,
 }
 
 fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
@@ -286,6 +289,7 @@ fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
         argv,
         env,
         pidns: false,
+        cgroup_marker: None,
     };
     if plan.wants(Dimension::Filesystem) {
         use std::os::unix::fs::PermissionsExt;
@@ -317,12 +321,57 @@ fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
             Err(e) => init_notes.push(format!("process_tree: unshare(CLONE_NEWPID): {e}")),
         }
     }
+    // Whole-tree limits: init joins the groups first thing, so everything below it is in.
+    let cgroups = if plan.wants(Dimension::Resources)
+        && (plan.cgroup_memory_bytes.is_some() || plan.cgroup_pids.is_some())
+    {
+        let (cg, notes) = Cgroups::create(&spec.id, plan.cgroup_memory_bytes, plan.cgroup_pids);
+        init_notes.extend(notes);
+        cg
+    } else {
+        Cgroups::default()
+    };
+    if cgroups.limits_anything() {
+        prepared.cgroup_marker = Some(format!("/argos/{}", spec.id));
+    }
     let init_pid = match raw::fork_single_threaded() {
-        Ok(ForkResult::Child) => init(spec, &prepared, pipes, init_notes),
+        Ok(ForkResult::Child) => {
+            init_notes.extend(cgroups.add_self());
+            init(spec, &prepared, pipes, init_notes)
+        }
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => return failed_before_start(spec, started, LaunchStatus::Failed, e.to_string()),
     };
-    supervise(dir, spec, started, init_pid, pipes)
+    let mut result = supervise(dir, spec, started, init_pid, pipes);
+    // The tree is gone with init (PID namespace); the cgroup proves it, or names who is not.
+    if cgroups.limits_anything() || !cgroups.members().is_empty() {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut left = cgroups.members();
+        while !left.is_empty() && Instant::now() < deadline {
+            cgroups.kill();
+            for pid in &left {
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+            left = cgroups.members();
+        }
+        if !left.is_empty() {
+            result.teardown.complete = false;
+            result.teardown.survivors = left.iter().map(|p| proc::describe(*p)).collect();
+            if result.status != LaunchStatus::ContainmentUnavailable {
+                result.status = LaunchStatus::TeardownFailed;
+            }
+        }
+        if let Some(r) = result
+            .report
+            .iter_mut()
+            .find(|r| r.dimension == Dimension::Resources)
+        {
+            r.detail = format!("{}; cgroup: {}", r.detail, cgroups.limited.join(", "));
+        }
+    }
+    cgroups.remove();
+    result
 }
 
 /// Finds the program to exec the way a shell would, with the workload's PATH.
@@ -658,7 +707,11 @@ fn workload(
         fail(e);
     }
     // 5. Prove it: read the state back from the kernel and judge each dimension.
-    let rb = Readback::take(landlock_ok, rlimits_set.then_some(&plan.rlimits));
+    let rb = Readback::take(
+        landlock_ok,
+        rlimits_set.then_some(&plan.rlimits),
+        prep.cgroup_marker.as_deref(),
+    );
     let mut dims = Vec::new();
     let mut missing = Vec::new();
     for d in Dimension::ALL {

@@ -128,6 +128,9 @@ pub struct Plan {
     pub run_as: Option<(u32, u32)>,
     pub resources: Need,
     pub rlimits: Rlimits,
+    /// Whole-tree limits through a cgroup, where the host delegates one.
+    pub cgroup_memory_bytes: Option<u64>,
+    pub cgroup_pids: Option<u64>,
     /// Dimensions to treat as unavailable on this host (operator config or test hook):
     /// the shim skips the mechanism and reports what that leaves.
     pub disabled: Vec<Dimension>,

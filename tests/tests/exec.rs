@@ -111,6 +111,15 @@ fn an_agent_run_is_contained_in_every_dimension() {
         let (state, detail) = &r.containment[d];
         assert_eq!(*state, DimensionState::Enforced, "{d}: {detail}");
     }
+    // Where the host delegates cgroups (CI's does: v1 pids and memory), the whole tree is
+    // bounded there too, and the workload was seen inside its group.
+    let (_, res) = &r.containment["resources"];
+    if std::path::Path::new("/sys/fs/cgroup/pids/cgroup.procs").exists() {
+        assert!(
+            res.contains("inside the launch's cgroup") && res.contains("512 processes"),
+            "{res}"
+        );
+    }
     // Denied paths are masked in the mount namespace, not carved out rule by rule.
     let (_, fs) = &r.containment["filesystem"];
     assert!(
