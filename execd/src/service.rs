@@ -395,7 +395,8 @@ async fn follow(
     let mut offsets = [r.stdout_offset, r.stderr_offset];
     let names = [files::STDOUT_LOG, files::STDERR_LOG];
     let kinds = [pb::OutputStream::Stdout, pb::OutputStream::Stderr];
-    let mut buf = vec![0u8; 256 * 1024];
+    // Large chunks: the per-message cost of gRPC dominates small ones.
+    let mut buf = vec![0u8; 1024 * 1024];
     let mut ended = false;
     loop {
         let mut progressed = false;

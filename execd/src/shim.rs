@@ -161,6 +161,11 @@ fn pipes(dir: &Path, spec: &LaunchSpec) -> Result<Pipes, String> {
     let p = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe2: {e}"));
     let (out_r, out_w) = p()?;
     let (err_r, err_w) = p()?;
+    // Bigger pipes: fewer, larger writes and reads for chatty workloads (best effort: the
+    // kernel caps it at /proc/sys/fs/pipe-max-size).
+    for fd in [&out_w, &err_w] {
+        let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(1024 * 1024));
+    }
     let (setup_r, setup_w) = p()?;
     let (status_r, status_w) = p()?;
     let stdin_path = if spec.stdin {
@@ -868,7 +873,7 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
     let deadline = clock.then(|| Instant::now() + Duration::from_millis(spec.timeout_ms));
     let mut timed_out = false;
     let mut kill_at: Option<Instant> = None;
-    let mut buf = vec![0u8; 64 * 1024];
+    let mut buf = vec![0u8; 1024 * 1024];
     while streams.iter().any(|s| s.fd.is_some()) {
         let now = Instant::now();
         if let Some(d) = deadline
