@@ -121,3 +121,31 @@ fn systemd_units_verify_cleanly() {
         "systemd-analyze verify:\n{said}"
     );
 }
+
+/// In execd, `unsafe` lives only in `sys/raw.rs` (the audit map is one file).
+#[test]
+fn execd_unsafe_is_confined_to_sys_raw() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../execd/src");
+    let mut stack = vec![src.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let rel = p.strip_prefix(&src).unwrap().display().to_string();
+            let has_unsafe = text.lines().any(|l| {
+                let code = l.split("//").next().unwrap_or("");
+                code.contains("unsafe {")
+                    || code.contains("unsafe fn")
+                    || code.contains("allow(unsafe_code)")
+            });
+            assert!(
+                !has_unsafe || rel == "sys/raw.rs",
+                "unsafe outside sys/raw.rs: {rel}"
+            );
+        }
+    }
+}

@@ -59,6 +59,24 @@ async fn follow(
     panic!("the stream ended without an exit event");
 }
 
+/// Starts a shell command detached; returns its execution as Start reported it.
+async fn start(
+    c: &mut ExecClient<Channel>,
+    command: &str,
+    timeout_ms: u64,
+) -> argos_proto::exec::v1::Execution {
+    c.start(RunRequest {
+        command: command.into(),
+        timeout_ms: Some(timeout_ms),
+        ..Default::default()
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .execution
+    .unwrap()
+}
+
 fn lines(n: u32) -> String {
     (1..=n).map(|i| format!("line{i}\n")).collect()
 }
@@ -69,17 +87,12 @@ fn start_follow_get_list_and_kill() {
     let s = Standalone::start("execd");
     rt().block_on(async {
         let mut c = client(&s);
-        let started = c
-            .start(RunRequest {
-                command: "for i in $(seq 1 20); do echo line$i; sleep 0.01; done".into(),
-                timeout_ms: Some(30_000),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .execution
-            .unwrap();
+        let started = start(
+            &mut c,
+            "for i in $(seq 1 20); do echo line$i; sleep 0.01; done",
+            30_000,
+        )
+        .await;
         assert_eq!(started.status, ExecutionStatus::Running as i32);
         let (out, _, end) = follow(&mut c, &started.id, 0, |_| false).await;
         assert_eq!(String::from_utf8(out).unwrap(), lines(20));
@@ -100,17 +113,7 @@ fn start_follow_get_list_and_kill() {
         assert_eq!(got.stdout.unwrap().head, lines(20).into_bytes());
 
         // Kill: the end is observed, the status says so, the tree is gone.
-        let sleeper = c
-            .start(RunRequest {
-                command: "setsid sleep 300 & sleep 301".into(),
-                timeout_ms: Some(60_000),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .execution
-            .unwrap();
+        let sleeper = start(&mut c, "setsid sleep 300 & sleep 301", 60_000).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let killed = c
             .kill(KillRequest {
@@ -192,30 +195,14 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     let runtime = rt();
     let (id, first, offset, doomed) = runtime.block_on(async {
         let mut c = client(&s);
-        let id = c
-            .start(RunRequest {
-                command: "for i in $(seq 1 60); do echo line$i; sleep 0.03; done".into(),
-                timeout_ms: Some(60_000),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .execution
-            .unwrap()
-            .id;
-        let doomed = c
-            .start(RunRequest {
-                command: "sleep 120".into(),
-                timeout_ms: Some(200_000),
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .execution
-            .unwrap()
-            .id;
+        let id = start(
+            &mut c,
+            "for i in $(seq 1 60); do echo line$i; sleep 0.03; done",
+            60_000,
+        )
+        .await
+        .id;
+        let doomed = start(&mut c, "sleep 120", 200_000).await.id;
         let (first, offset, _) = follow(&mut c, &id, 0, |o| o.ends_with(b"line10\n")).await;
         (id, first, offset, doomed)
     });
