@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, path_beneath_rules,
+    RulesetStatus, Scope, path_beneath_rules,
 };
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -263,6 +263,11 @@ pub fn apply_landlock(readable: &[PathBuf], writable: &[PathBuf]) -> Result<bool
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
+        .map_err(e)?
+        // Landlock ABI 6 scopes: no connecting to abstract UNIX sockets made outside the
+        // sandbox (a host-network profile would otherwise reach D-Bus and the like), no
+        // signals to processes outside it.
+        .scope(Scope::from_all(ABI::V6))
         .map_err(e)?
         .create()
         .map_err(e)?

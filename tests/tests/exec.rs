@@ -251,6 +251,33 @@ print(json.dumps(out))
         "clone3 must be ENOSYS so libc falls back to clone: {v}"
     );
 
+    // A host-network profile still cannot reach the host's abstract UNIX sockets (the
+    // kind D-Bus and X11 listen on): landlock scopes them to the sandbox.
+    let name = format!("argos-escape-{}", std::process::id());
+    let host = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            argv: vec![
+                "/usr/bin/python3".into(),
+                "-c".into(),
+                format!(
+                    "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0{name}'); print('connected')\nexcept OSError as e: print('refused', e.errno)"
+                ),
+            ],
+            profile: "mcp-server".into(),
+            timeout_ms: Some(20_000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.out.trim(), "refused 1", "{} {}", r.out, r.err);
+    host.set_nonblocking(true).unwrap();
+    assert!(host.accept().is_err(), "a connection arrived");
+
     // Gain privileges through a setuid binary: no_new_privs makes su powerless.
     let r = agent(&stack, "su -c 'id -u' root </dev/null; echo done");
     assert!(
