@@ -194,7 +194,33 @@ pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
     .map_err(err)?;
     let a: BpfProgram = eperm.try_into().map_err(err)?;
     let b: BpfProgram = enosys.try_into().map_err(err)?;
-    Ok(vec![a, b])
+    let mut filters = vec![a, b];
+    #[cfg(target_arch = "x86_64")]
+    filters.push(no_x32());
+    Ok(filters)
+}
+
+/// Refuses every x32 syscall (number | 0x40000000, same audit arch as x86_64): the deny
+/// list names x86_64 numbers, so x32 would walk around it on kernels that enable x32.
+/// Written by hand because the filter compiler matches numbers, not ranges.
+#[cfg(target_arch = "x86_64")]
+fn no_x32() -> BpfProgram {
+    use seccompiler::sock_filter;
+    const LD_W_ABS: u16 = 0x20; // BPF_LD (0x00) | BPF_W (0x00) | BPF_ABS (0x20)
+    const JEQ_K: u16 = 0x15; // BPF_JMP (0x05) | BPF_JEQ (0x10) | BPF_K (0x00)
+    const JGE_K: u16 = 0x35; // BPF_JMP (0x05) | BPF_JGE (0x30) | BPF_K (0x00)
+    const RET_K: u16 = 0x06; // BPF_RET (0x06) | BPF_K (0x00)
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    vec![
+        op(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
+        op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
+        op(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
+        op(JGE_K, 0, 1, X32_SYSCALL_BIT),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 /// Loads compiled filters (needs no_new_privs).
@@ -255,7 +281,10 @@ const DEVICES: &[&str] = &[
 
 /// Applies the filesystem policy: read (and execute) the host minus denied paths, write
 /// only the writable paths. Returns true when the kernel enforces all of it.
-pub fn apply_landlock(readable: &[PathBuf], writable: &[PathBuf]) -> Result<bool, String> {
+pub fn apply_landlock(
+    readable: &[PathBuf],
+    writable: &[PathBuf],
+) -> Result<LandlockStatus, String> {
     let e = |e: landlock::RulesetError| e.to_string();
     let read = AccessFs::from_read(LANDLOCK_ABI);
     let all = AccessFs::from_all(LANDLOCK_ABI);
@@ -263,11 +292,6 @@ pub fn apply_landlock(readable: &[PathBuf], writable: &[PathBuf]) -> Result<bool
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
-        .map_err(e)?
-        // Landlock ABI 6 scopes: no connecting to abstract UNIX sockets made outside the
-        // sandbox (a host-network profile would otherwise reach D-Bus and the like), no
-        // signals to processes outside it.
-        .scope(Scope::from_all(ABI::V6))
         .map_err(e)?
         .create()
         .map_err(e)?
@@ -279,7 +303,29 @@ pub fn apply_landlock(readable: &[PathBuf], writable: &[PathBuf]) -> Result<bool
         .map_err(e)?
         .restrict_self()
         .map_err(e)?;
-    Ok(status.ruleset == RulesetStatus::FullyEnforced)
+    let fs_enforced = status.ruleset == RulesetStatus::FullyEnforced;
+    // A second layer, judged on its own (kernels before ABI 6 lack it): no connecting to
+    // abstract UNIX sockets made outside the sandbox (a host-network profile would
+    // otherwise reach D-Bus and the like), no signals to processes outside it.
+    let scoped = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .scope(Scope::from_all(ABI::V6))
+        .and_then(|r| r.create())
+        .and_then(|r| r.restrict_self())
+        .is_ok_and(|s| s.ruleset == RulesetStatus::FullyEnforced);
+    Ok(LandlockStatus {
+        fs_enforced,
+        scoped,
+    })
+}
+
+/// What landlock enforces for a workload.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LandlockStatus {
+    /// The filesystem rules, fully.
+    pub fs_enforced: bool,
+    /// Abstract UNIX sockets and signals scoped to the sandbox (landlock ABI 6).
+    pub scoped: bool,
 }
 
 fn existing<P: AsRef<Path>>(paths: &[P]) -> Vec<&Path> {
@@ -353,7 +399,7 @@ impl Namespaces {
 pub struct Readback {
     pub status: SelfStatus,
     pub namespaces: Namespaces,
-    pub landlock_enforced: bool,
+    pub landlock: LandlockStatus,
     pub rlimits_ok: bool,
     /// Inside the launch's cgroups, when it has any (None: no cgroup limits).
     pub in_cgroup: Option<bool>,
@@ -361,14 +407,14 @@ pub struct Readback {
 
 impl Readback {
     pub fn take(
-        landlock_enforced: bool,
+        landlock_status: LandlockStatus,
         rlimits: Option<&Rlimits>,
         cgroup_marker: Option<&str>,
     ) -> Readback {
         Readback {
             status: self_status().unwrap_or_default(),
             namespaces: Namespaces::of("self"),
-            landlock_enforced,
+            landlock: landlock_status,
             rlimits_ok: rlimits.is_some_and(rlimits_hold),
             in_cgroup: cgroup_marker.map(|m| {
                 std::fs::read_to_string("/proc/self/cgroup")
@@ -382,11 +428,12 @@ impl Readback {
         let s = &self.status;
         match d {
             Dimension::Filesystem => (
-                self.landlock_enforced && self.namespaces.mnt != host.mnt,
+                self.landlock.fs_enforced && self.namespaces.mnt != host.mnt,
                 format!(
-                    "landlock fully enforced: {}; private mounts: {}",
-                    self.landlock_enforced,
-                    self.namespaces.mnt != host.mnt
+                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}",
+                    self.landlock.fs_enforced,
+                    self.namespaces.mnt != host.mnt,
+                    self.landlock.scoped
                 ),
             ),
             Dimension::ProcessTree => (
@@ -455,7 +502,10 @@ mod tests {
 
     #[test]
     fn filters_compile() {
-        assert_eq!(seccomp_filters().unwrap().len(), 2);
+        assert_eq!(
+            seccomp_filters().unwrap().len(),
+            if cfg!(target_arch = "x86_64") { 3 } else { 2 }
+        );
     }
 
     #[test]

@@ -431,7 +431,6 @@ pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome 
     use crate::sys::proc::Verdict;
     use crate::sys::raw::pidfd_send_signal;
     use std::time::{Duration, Instant};
-    let _ = std::fs::write(dir.join(files::KILL_REQUESTED), b"");
     if dir.join(files::EXIT).exists() {
         return KillOutcome::AlreadyGone;
     }
@@ -446,6 +445,9 @@ pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome 
         Err(Verdict::Gone) => return KillOutcome::AlreadyGone,
         Err(other) => return KillOutcome::NotOwned(other),
     };
+    // Only now, with the tree verified and pinned, is the launch ours to end: the shim
+    // reports `killed` only if this marker exists.
+    let _ = std::fs::write(dir.join(files::KILL_REQUESTED), b"");
     let ended = |deadline: Instant| async move {
         while Instant::now() < deadline {
             if dir.join(files::EXIT).exists() {

@@ -26,8 +26,8 @@ pub struct Requester {
 pub enum StartError {
     #[error(transparent)]
     Invalid(#[from] InvalidRequest),
-    #[error("the mcp role may only launch in the mcp-server profile")]
-    ProfileNotAllowed,
+    #[error("profile {profile}: this peer role may only launch in {allowed}")]
+    ProfileNotAllowed { profile: String, allowed: String },
     #[error("recording the launch")]
     Ledger(#[source] sqlx::Error),
     #[error(transparent)]
@@ -106,12 +106,17 @@ impl Manager {
         self: &Arc<Self>,
         req: &LaunchRequest,
         who: &Requester,
-        mcp_only: bool,
+        allowed_profiles: Option<&[&str]>,
     ) -> Result<String, StartError> {
         let id = uuid::Uuid::now_v7().to_string();
         let spec = self.launcher.validate(&id, req)?;
-        if mcp_only && spec.plan.profile != "mcp-server" {
-            return Err(StartError::ProfileNotAllowed);
+        if let Some(allowed) = allowed_profiles
+            && !allowed.contains(&spec.plan.profile.as_str())
+        {
+            return Err(StartError::ProfileNotAllowed {
+                profile: spec.plan.profile.clone(),
+                allowed: allowed.join(", "),
+            });
         }
         let record = Record {
             id: id.clone(),

@@ -38,7 +38,7 @@ pub fn policy() -> MethodPolicy {
     ]);
     MethodPolicy::new()
         .method(m("Status"), RoleSet::all())
-        .method(m("Profiles"), RoleSet::all())
+        .method(m("Profiles"), RoleSet::of(&admin))
         .method(
             m("Run"),
             RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
@@ -55,7 +55,9 @@ struct Access {
     who: Requester,
     /// gateway or operator: every profile, every launch.
     admin: bool,
-    mcp_only: bool,
+    /// Profiles this caller may launch in (None: any). Only admins get root profiles:
+    /// jobd launches agents, mcpd launches MCP servers.
+    allowed_profiles: Option<Vec<&'static str>>,
     roles: RoleSet,
 }
 
@@ -74,7 +76,16 @@ fn access(caller: Option<&Caller>) -> Access {
             })
             .unwrap_or_default(),
         admin,
-        mcp_only: !admin && !roles.contains(PeerRole::Job),
+        allowed_profiles: (!admin).then(|| {
+            let mut p = Vec::new();
+            if roles.contains(PeerRole::Job) {
+                p.push("agent");
+            }
+            if roles.contains(PeerRole::Mcp) {
+                p.push("mcp-server");
+            }
+            p
+        }),
         roles,
     }
 }
@@ -93,7 +104,7 @@ impl Access {
 fn start_status(e: StartError) -> Status {
     match e {
         StartError::Invalid(i) => Status::invalid_argument(i.to_string()),
-        StartError::ProfileNotAllowed => Status::permission_denied(e.to_string()),
+        StartError::ProfileNotAllowed { .. } => Status::permission_denied(e.to_string()),
         other => {
             tracing::error!(
                 error = format!("{:#}", anyhow::Error::from(other)),
@@ -136,7 +147,7 @@ impl ExecService {
     async fn run_to_end(&self, req: LaunchRequest, a: &Access) -> Result<pb::RunResponse, Status> {
         let id = self
             .manager
-            .start(&req, &a.who, a.mcp_only)
+            .start(&req, &a.who, a.allowed_profiles.as_deref())
             .await
             .map_err(start_status)?;
         let mut guard = AbandonGuard {
@@ -196,7 +207,7 @@ impl Exec for ExecService {
         let domain = wire::launch_request(req.into_inner());
         let id = self
             .manager
-            .start(&domain, &a.who, a.mcp_only)
+            .start(&domain, &a.who, a.allowed_profiles.as_deref())
             .await
             .map_err(start_status)?;
         let rec = self
@@ -338,7 +349,7 @@ impl Exec for ExecService {
                 principal: String::new(),
             },
             admin: true,
-            mcp_only: false,
+            allowed_profiles: None,
             roles: access(req.extensions().get::<Caller>()).roles,
         };
         let mut out = Vec::new();

@@ -236,6 +236,8 @@ struct Prepared {
     pidns: bool,
     /// `/argos/<id>` when the launch has cgroup limits: the workload checks it is inside.
     cgroup_marker: Option<String>,
+    /// The denied paths as the host resolves them (symlinks followed), outermost only.
+    denied: Vec<PathBuf>,
 }
 
 fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
@@ -295,6 +297,7 @@ fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
         env,
         pidns: false,
         cgroup_marker: None,
+        denied: resolve_denied(&plan.denied),
     };
     if plan.wants(Dimension::Filesystem) {
         use std::os::unix::fs::PermissionsExt;
@@ -506,7 +509,7 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     // empty mode-000 file over a file. Landlock then grants reading "/" as one rule.
     let mut masked_all = mnt_ok;
     if mnt_ok {
-        for path in &plan.denied {
+        for path in &prep.denied {
             let source = mask_source
                 .as_ref()
                 .map(|(_, p)| p.as_path())
@@ -529,7 +532,7 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
         vec![PathBuf::from("/")]
     } else {
         // No private mounts: carve the denied paths out of the landlock rules instead.
-        contain::readable_roots(&plan.denied)
+        contain::readable_roots(&prep.denied)
     };
     // Signals arrive by sigwait, never asynchronously.
     let mut mask = SigSet::empty();
@@ -600,6 +603,20 @@ fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) ->
     }
 }
 
+/// Resolves denied paths through symlinks (`/var/run` → `/run`; a distribution's `/home`
+/// → `/var/home`), drops missing ones and those inside another denied path.
+fn resolve_denied(denied: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = denied
+        .iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    out.sort();
+    out.dedup();
+    let all = out.clone();
+    out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
+    out
+}
+
 /// Hides one denied path in the current mount namespace.
 fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
     use nix::mount::{MsFlags, mount};
@@ -629,6 +646,20 @@ fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
             none,
         )
         .map_err(|e| e.to_string())
+    }
+}
+
+/// SIGKILL to a process and everything below it, deepest first (collected through
+/// /proc children lists; with a PID namespace, killing init alone would take them all).
+fn kill_tree(root: Pid) {
+    let mut all = vec![root.as_raw()];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(proc::children(all[i]));
+        i += 1;
+    }
+    for pid in all.into_iter().rev() {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     }
 }
 
@@ -682,7 +713,7 @@ fn workload(
         }
     }
     // 2. Filesystem (landlock).
-    let mut landlock_ok = false;
+    let mut landlock_ok = contain::LandlockStatus::default();
     if plan.wants(Dimension::Filesystem) {
         match contain::apply_landlock(readable, &prep.writable) {
             Ok(full) => landlock_ok = full,
@@ -887,7 +918,7 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
         if let Some(k) = kill_at
             && now >= k
         {
-            let _ = kill(init_pid, Signal::SIGKILL);
+            kill_tree(init_pid);
             kill_at = None;
         }
         let wake = [deadline.filter(|_| !timed_out), kill_at]
@@ -923,19 +954,49 @@ fn supervise(dir: &Path, spec: &LaunchSpec, started: i64, init_pid: Pid, p: Pipe
             }
         }
     }
-    // Both streams closed: the tree is gone or closing; wait for init (it reaps all).
+    // Both streams closed: the tree is normally gone or closing and init exits once it
+    // has reaped it. The clock still runs: a workload that closed its output and kept
+    // running is timed out like any other. A pidfd wakes us the moment init exits.
+    let pidfd = raw::pidfd_open(init_pid.as_raw()).ok();
     let init_status = loop {
-        if let Some(k) = kill_at
-            && Instant::now() >= k
+        let now = Instant::now();
+        if let Some(d) = deadline
+            && !timed_out
+            && now >= d
         {
-            let _ = kill(init_pid, Signal::SIGKILL);
+            timed_out = true;
+            let _ = kill(init_pid, Signal::SIGTERM);
+            kill_at = Some(now + Duration::from_millis(spec.grace_ms));
+        }
+        if let Some(k) = kill_at
+            && now >= k
+        {
+            kill_tree(init_pid);
             kill_at = None;
         }
-        // With a kill pending, poll so the escalation happens on time; otherwise block:
-        // init exits as soon as it has reaped the tree.
-        let flags = kill_at.map(|_| WaitPidFlag::WNOHANG);
-        match waitpid(init_pid, flags) {
-            Ok(WaitStatus::StillAlive) => std::thread::sleep(Duration::from_millis(1)),
+        match waitpid(init_pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                let wake = [deadline.filter(|_| !timed_out), kill_at]
+                    .into_iter()
+                    .flatten()
+                    .min();
+                let ms = wake.map_or(60_000, |w| {
+                    w.saturating_duration_since(now)
+                        .as_millis()
+                        .clamp(1, 60_000) as i32
+                });
+                match &pidfd {
+                    Some(fd) => {
+                        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+                        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+                        let _ = poll(
+                            &mut fds,
+                            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+                        );
+                    }
+                    None => std::thread::sleep(Duration::from_millis(ms.min(5) as u64)),
+                }
+            }
             Ok(ws) => break Some(ws),
             Err(nix::errno::Errno::EINTR) => {}
             Err(_) => break None,

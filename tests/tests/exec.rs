@@ -152,6 +152,10 @@ fn escape_suite_every_attempt_is_blocked() {
         r.err
     );
 
+    // /run's UNIX sockets (D-Bus, systemd, the resolver) are hidden from agents.
+    let r = agent(&stack, "ls /run /var/run && echo listed");
+    assert!(!r.out.contains("listed"), "{} {}", r.out, r.err);
+
     // Read /etc/shadow, root's home, or Argos's state (the launch records).
     let launches = stack.root().join("state/execd/launches");
     let r = agent(
@@ -224,6 +228,7 @@ out = {
   "keyctl": sc(250, 0, 0, 0, 0),
   "clone3": sc(435, 0, 0),
   "setuid0": sc(105, 0),
+  "x32_unshare": sc(0x40000000 | 272, 0x10000000),
 }
 sib.kill()
 print(json.dumps(out))
@@ -243,6 +248,7 @@ print(json.dumps(out))
         "bpf",
         "keyctl",
         "setuid0",
+        "x32_unshare",
     ] {
         assert_eq!(v[call], eperm, "{call} was not refused with EPERM: {v}");
     }
@@ -362,6 +368,35 @@ fn bombs_floods_and_timeouts_are_bounded() {
         after < before + 16 * 1024,
         "execd grew from {before} kB to {after} kB"
     );
+
+    // A workload that closes its output and keeps running is still timed out.
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            command: "exec >/dev/null 2>&1; sleep 97.5".into(),
+            timeout_ms: Some(1000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.status, ExecutionStatus::TimedOut);
+    // So is an operator's command that ignores SIGTERM, without a PID namespace.
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            command: "trap '' TERM; exec >/dev/null 2>&1; sleep 98.5".into(),
+            profile: "operator".into(),
+            timeout_ms: Some(1000),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.status, ExecutionStatus::TimedOut, "{}", r.error);
+    assert!(
+        argos_tests::processes_mentioning(std::path::Path::new("sleep 98.5")).is_empty(),
+        "the operator's sleeper survived"
+    );
+    assert!(argos_tests::processes_mentioning(std::path::Path::new("sleep 97.5")).is_empty());
 
     // Sleep past the timeout, with a setsid-detached grandchild: exit 124, all dead.
     let tag = format!("{}.{}", 100 + std::process::id() % 100, std::process::id());
@@ -618,6 +653,16 @@ fn each_peer_role_gets_exactly_its_launch_rights() {
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["principal"], "bob");
     assert_eq!(r["role"], "job");
+    let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "operator", "id -u");
+    assert_eq!(
+        r["code"], "PermissionDenied",
+        "job may not start a root profile: {r}"
+    );
+    let r = launch_as(&stack, MCP_UID, None, "--start", "operator", "id -u");
+    assert_eq!(
+        r["code"], "PermissionDenied",
+        "mcp may not start a root profile: {r}"
+    );
     let r = launch_as(&stack, JOB_UID, Some("bob"), "--run", "agent", "true");
     assert_eq!(r["code"], "PermissionDenied", "job may not Run: {r}");
     // gateway: any profile, for the user it names.
