@@ -56,6 +56,10 @@ pub struct ExecConfig {
     pub output_log_cap_mb: u64,
     /// Where launch workspaces live: outside every profile's denied paths.
     pub work_dir: PathBuf,
+    /// First uid of the range reserved for per-launch users.
+    pub launch_uid_base: u64,
+    /// How many uids the range holds (at most that many launches run at once).
+    pub launch_uid_count: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -261,6 +265,16 @@ impl Config {
                     "exec.work_dir",
                     PathBuf::from("/var/lib/argos-work"),
                     "Parent of each launch's writable workspace. Must lie outside the paths profiles deny (state and runtime dirs, /root, /home).",
+                ),
+                launch_uid_base: r.get(
+                    "exec.launch_uid_base",
+                    1_900_000_000u64,
+                    "First uid of the range execd reserves for per-launch users (profiles with run_as = \"launch\"); no account may use the range.",
+                ),
+                launch_uid_count: r.get(
+                    "exec.launch_uid_count",
+                    65536u64,
+                    "Size of that range: how many such launches can run at once.",
                 ),
             },
         }

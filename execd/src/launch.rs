@@ -101,6 +101,8 @@ pub struct Launcher {
     pub disabled: Vec<Dimension>,
     pub output: OutputLimits,
     pub grace_ms: u64,
+    /// Reserved uids for per-launch users: `[base, base + count)`.
+    pub launch_uids: (u32, u32),
 }
 
 /// A validated launch, ready to start.
@@ -130,7 +132,12 @@ impl Launcher {
     }
 
     /// Checks a request and turns it into a spec. Nothing is created or spawned on error.
-    pub fn validate(&self, id: &str, req: &LaunchRequest) -> Result<LaunchSpec, InvalidRequest> {
+    pub fn validate(
+        &self,
+        id: &str,
+        req: &LaunchRequest,
+        launch_uid: u32,
+    ) -> Result<LaunchSpec, InvalidRequest> {
         let profile_name = if req.profile.is_empty() {
             "agent"
         } else {
@@ -238,6 +245,7 @@ impl Launcher {
             &workspace,
             &self.host,
             &self.disabled,
+            launch_uid,
         );
         Ok(LaunchSpec {
             id: id.to_string(),
@@ -262,7 +270,7 @@ impl Launcher {
     /// that a profile denies (it would be masked from the very launch it belongs to).
     pub fn check_work_root(&self) -> Result<(), String> {
         for (name, p) in &self.profiles.0 {
-            let plan = profile::plan(name, p, &self.work_root.join("x"), &self.host, &[]);
+            let plan = profile::plan(name, p, &self.work_root.join("x"), &self.host, &[], 0);
             if let Some(d) = plan.denied.iter().find(|d| self.work_root.starts_with(d)) {
                 return Err(format!(
                     "exec.work_dir {} lies under {}, which profile {name} denies; move it elsewhere",

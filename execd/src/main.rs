@@ -14,6 +14,18 @@ use argos_execd::profile::{HostPaths, Profiles};
 use argos_execd::service::{self, ExecService};
 use argos_execd::spec::Dimension;
 
+/// The reserved uid range, checked: it must fit below the invalid uid (u32::MAX).
+fn launch_uid_range(c: &argos_common::config::ExecConfig) -> anyhow::Result<(u32, u32)> {
+    let end = c.launch_uid_base.checked_add(c.launch_uid_count);
+    anyhow::ensure!(
+        c.launch_uid_count > 0
+            && end.is_some_and(|e| e < u64::from(u32::MAX))
+            && c.launch_uid_base > 65535,
+        "exec.launch_uid_base/launch_uid_count must describe a non-empty range above 65535 and below 4294967295"
+    );
+    Ok((c.launch_uid_base as u32, c.launch_uid_count as u32))
+}
+
 fn main() -> ExitCode {
     let spec = Spec {
         name: "execd",
@@ -53,6 +65,7 @@ fn main() -> ExitCode {
                 ..OutputLimits::default()
             },
             grace_ms: 2000,
+            launch_uids: launch_uid_range(&ctx.config.exec)?,
         };
         launcher.check_work_root().map_err(anyhow::Error::msg)?;
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;

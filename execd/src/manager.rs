@@ -28,6 +28,8 @@ pub enum StartError {
     Invalid(#[from] InvalidRequest),
     #[error("profile {profile}: this peer role may only launch in {allowed}")]
     ProfileNotAllowed { profile: String, allowed: String },
+    #[error("every per-launch uid is in use")]
+    NoUid,
     #[error("recording the launch")]
     Ledger(#[source] sqlx::Error),
     #[error(transparent)]
@@ -38,6 +40,8 @@ pub struct Manager {
     pub launcher: Launcher,
     pub ledger: Ledger,
     done: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Per-launch uids in use by launches that have not ended.
+    uids: Mutex<HashMap<String, u32>>,
 }
 
 fn now_ms() -> i64 {
@@ -72,6 +76,7 @@ impl Manager {
             launcher,
             ledger,
             done: Mutex::new(HashMap::new()),
+            uids: Mutex::new(HashMap::new()),
         })
     }
 
@@ -109,10 +114,18 @@ impl Manager {
         allowed_profiles: Option<&[&str]>,
     ) -> Result<String, StartError> {
         let id = uuid::Uuid::now_v7().to_string();
-        let spec = self.launcher.validate(&id, req)?;
+        let uid = self.claim_uid(&id).ok_or(StartError::NoUid)?;
+        let spec = match self.launcher.validate(&id, req, uid) {
+            Ok(s) => s,
+            Err(e) => {
+                self.release_uid(&id);
+                return Err(e.into());
+            }
+        };
         if let Some(allowed) = allowed_profiles
             && !allowed.contains(&spec.plan.profile.as_str())
         {
+            self.release_uid(&id);
             return Err(StartError::ProfileNotAllowed {
                 profile: spec.plan.profile.clone(),
                 allowed: allowed.join(", "),
@@ -177,6 +190,37 @@ impl Manager {
         Ok(id)
     }
 
+    /// Picks a uid no running launch has (starting from a hash of the id).
+    fn claim_uid(&self, id: &str) -> Option<u32> {
+        let (base, count) = self.launcher.launch_uids;
+        let mut map = self.uids.lock().unwrap_or_else(|e| e.into_inner());
+        let used: std::collections::HashSet<u32> = map.values().copied().collect();
+        let start =
+            (argos_common::paths::stable_hash(id.as_bytes()) % u64::from(count.max(1))) as u32;
+        let uid = (0..count)
+            .map(|i| base + (start + i) % count)
+            .find(|u| !used.contains(u))?;
+        map.insert(id.to_string(), uid);
+        Some(uid)
+    }
+
+    /// Marks a running launch's uid as taken (after a restart).
+    fn hold_uid(&self, id: &str) {
+        if let Some((uid, _)) = self.spec(id).and_then(|s| s.plan.run_as) {
+            self.uids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(id.to_string(), uid);
+        }
+    }
+
+    fn release_uid(&self, id: &str) {
+        self.uids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+
     /// Reads a launch's result into the ledger and wakes its waiters.
     pub async fn finalize(&self, id: &str) {
         let result = match self.spec(id) {
@@ -187,6 +231,15 @@ impl Manager {
             tracing::error!(id, error = %e, "recording the result");
         }
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
+        // The uid goes back to the pool: take the workspace away from it first, so a later
+        // launch with the same uid cannot read what this one left.
+        if let Some(spec) = self.spec(id)
+            && spec.plan.run_as.is_some()
+            && nix::unistd::geteuid().is_root()
+        {
+            let _ = std::os::unix::fs::chown(&spec.workspace, Some(0), Some(0));
+        }
+        self.release_uid(id);
         self.notify(id);
     }
 
@@ -250,6 +303,7 @@ impl Manager {
                 .unwrap_or(Verdict::Unverifiable);
             if verdict == Verdict::Owned {
                 tracing::info!(id = %rec.id, "re-adopting a live launch");
+                self.hold_uid(&rec.id);
                 let me = self.clone();
                 let shim = shim.expect("owned implies an identity");
                 tokio::spawn(async move { me.adopt(&rec.id, shim).await });

@@ -49,7 +49,8 @@ pub struct NetRule {
 pub struct PrivRule {
     pub need: Need,
     pub reason: String,
-    /// `"uid:gid"`; absent keeps root (capabilities still dropped when needed).
+    /// `"launch"` (a uid of its own per launch, from execd's reserved range), `"uid:gid"`,
+    /// or absent (root; capabilities still dropped when the dimension is on).
     pub run_as: Option<String>,
 }
 
@@ -127,11 +128,31 @@ impl Profile {
         ]
     }
 
-    pub fn run_as(&self) -> Option<(u32, u32)> {
-        let s = self.privileges.run_as.as_deref()?;
-        let (u, g) = s.split_once(':')?;
-        Some((u.parse().ok()?, g.parse().ok()?))
+    pub fn run_as(&self) -> Result<RunAs, String> {
+        match self.privileges.run_as.as_deref() {
+            None => Ok(RunAs::Root),
+            Some("launch") => Ok(RunAs::PerLaunch),
+            Some(s) => {
+                let (u, g) = s
+                    .split_once(':')
+                    .ok_or("run_as must be \"launch\" or \"uid:gid\"")?;
+                match (u.parse(), g.parse()) {
+                    (Ok(u), Ok(g)) => Ok(RunAs::Fixed(u, g)),
+                    _ => Err("run_as must be \"launch\" or \"uid:gid\"".into()),
+                }
+            }
+        }
     }
+}
+
+/// Whom a profile's workloads run as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunAs {
+    Root,
+    Fixed(u32, u32),
+    /// A uid (and same-numbered gid) no other running launch has: launches cannot read
+    /// each other's workspaces or share a per-uid process limit.
+    PerLaunch,
 }
 
 /// All profiles by name.
@@ -153,8 +174,8 @@ impl Profiles {
                     return Err(format!("profile {name}: {} has no reason", d.as_str()));
                 }
             }
-            if p.privileges.run_as.is_some() && p.run_as().is_none() {
-                return Err(format!("profile {name}: run_as must be \"uid:gid\""));
+            if let Err(e) = p.run_as() {
+                return Err(format!("profile {name}: {e}"));
             }
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
@@ -183,6 +204,7 @@ pub fn plan(
     workspace: &Path,
     host: &HostPaths,
     disabled: &[Dimension],
+    launch_uid: u32,
 ) -> Plan {
     let mb = |v: u64| {
         if v == 0 {
@@ -215,10 +237,10 @@ pub fn plan(
         network_mode: p.network.mode,
         syscalls: p.syscalls.need,
         privileges: p.privileges.need,
-        run_as: if p.privileges.need == Need::Off {
-            None
-        } else {
-            p.run_as()
+        run_as: match (p.privileges.need, p.run_as()) {
+            (Need::Off, _) | (_, Ok(RunAs::Root)) | (_, Err(_)) => None,
+            (_, Ok(RunAs::Fixed(u, g))) => Some((u, g)),
+            (_, Ok(RunAs::PerLaunch)) => Some((launch_uid, launch_uid)),
         },
         resources: p.resources.need,
         rlimits: Rlimits {
@@ -252,7 +274,7 @@ mod tests {
                 .all(|(_, need, _)| *need == Need::Required),
             "agent requires everything"
         );
-        assert_eq!(agent.run_as(), Some((65534, 65534)));
+        assert_eq!(agent.run_as(), Ok(RunAs::PerLaunch));
     }
 
     #[test]
@@ -268,7 +290,9 @@ mod tests {
             Path::new("/w/1"),
             &host,
             &[Dimension::Network],
+            1_900_000_007,
         );
+        assert_eq!(plan.run_as, Some((1_900_000_007, 1_900_000_007)));
         assert!(plan.denied.contains(&PathBuf::from("/srv/argos/state")));
         assert!(plan.denied.contains(&PathBuf::from("/srv/argos/run")));
         assert_eq!(plan.writable, vec![PathBuf::from("/w/1")]);
@@ -280,7 +304,9 @@ mod tests {
             Path::new("/w/2"),
             &host,
             &[],
+            5,
         );
+        assert_eq!(op.run_as, None, "the operator profile runs as root");
         assert_eq!(op.rlimits.nofile, u64::MAX);
         assert_eq!(op.need(Dimension::Network), Need::Off);
     }

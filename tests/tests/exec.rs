@@ -97,7 +97,13 @@ fn an_agent_run_is_contained_in_every_dimension() {
     let r = agent(&stack, "echo hello; id -u; echo err >&2");
     assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
     assert_eq!(r.exit, Some(0));
-    assert_eq!(r.out, "hello\n65534\n");
+    let mut lines = r.out.lines();
+    assert_eq!(lines.next(), Some("hello"));
+    let uid: u32 = lines.next().unwrap().parse().unwrap();
+    assert!(
+        uid >= 1_900_000_000,
+        "agents run as a per-launch uid from the reserved range, got {uid}"
+    );
     assert_eq!(r.err, "err\n");
     for d in [
         "filesystem",

@@ -184,6 +184,33 @@ fn start_follow_get_list_and_kill() {
     });
 }
 
+#[test]
+fn concurrent_agent_launches_get_distinct_uids_and_lose_their_workspace_after() {
+    require_root("the per-launch uid test");
+    let s = Standalone::start("execd");
+    rt().block_on(async {
+        let mut c = client(&s);
+        let a = start(&mut c, "id -u; sleep 1", 30_000).await;
+        let b = start(&mut c, "id -u; sleep 1", 30_000).await;
+        let (ua, _, _) = follow(&mut c, &a.id, 0, |_| false).await;
+        let (ub, _, _) = follow(&mut c, &b.id, 0, |_| false).await;
+        let (ua, ub) = (
+            String::from_utf8(ua).unwrap(),
+            String::from_utf8(ub).unwrap(),
+        );
+        assert_ne!(ua, ub, "two running launches shared a uid");
+        // Once a launch ends, its workspace no longer belongs to its uid.
+        let ws = std::path::PathBuf::from(&a.cwd);
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            std::fs::metadata(&ws).unwrap().uid(),
+            0,
+            "{} still owned by the launch's uid",
+            ws.display()
+        );
+    });
+}
+
 fn uuid_like() -> String {
     "01900000-0000-7000-8000-000000000000".into()
 }
