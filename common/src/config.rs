@@ -60,6 +60,8 @@ pub struct ExecConfig {
     pub launch_uid_base: u64,
     /// How many uids the range holds (at most that many launches run at once).
     pub launch_uid_count: u64,
+    /// How long a finished launch's files (logs, workspace) are kept, in seconds (0: forever).
+    pub retention_s: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -275,6 +277,11 @@ impl Config {
                     "exec.launch_uid_count",
                     65536u64,
                     "Size of that range: how many such launches can run at once.",
+                ),
+                retention_s: r.get(
+                    "exec.retention_s",
+                    7 * 24 * 3600u64,
+                    "Seconds a finished launch's files (output logs, workspace) are kept before they are removed; the ledger keeps its record. 0 keeps them forever.",
                 ),
             },
         }

@@ -120,6 +120,17 @@ impl Ledger {
         Ok(row.map(|r| record(&r)))
     }
 
+    /// Ids of executions that ended before `before_ms` (candidates for file retention).
+    pub async fn ended_before(&self, before_ms: i64) -> sqlx::Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT id FROM executions WHERE status != 'running' AND ended_at_ms < ? ORDER BY id",
+        )
+        .bind(before_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| r.get::<String, _>("id")).collect())
+    }
+
     /// Executions still marked running (what a restart must reconcile).
     pub async fn running(&self) -> sqlx::Result<Vec<Record>> {
         let rows = sqlx::query("SELECT * FROM executions WHERE status = 'running' ORDER BY id")

@@ -3,6 +3,7 @@
 #![deny(unsafe_code)]
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
@@ -76,12 +77,31 @@ fn main() -> ExitCode {
             .context("reconciling launches after start")?;
         let svc = ExecService {
             identity: ctx.identity.clone(),
-            manager,
+            manager: manager.clone(),
+        };
+        let sweeper = {
+            let (manager, stop, retention_s) =
+                (manager.clone(), ctx.clone(), ctx.config.exec.retention_s);
+            async move {
+                if retention_s == 0 {
+                    return Ok(());
+                }
+                let retention = Duration::from_secs(retention_s);
+                // Sweep at start, then every half retention (between 1 s and 10 min).
+                let every = (retention / 2).clamp(Duration::from_secs(1), Duration::from_secs(600));
+                loop {
+                    manager.sweep(retention).await;
+                    tokio::select! {
+                        _ = tokio::time::sleep(every) => {}
+                        _ = stop.shutdown() => return Ok(()),
+                    }
+                }
+            }
         };
         Ok(Serve {
             routes: Routes::new().route(service::server(svc)),
             policy: service::policy(),
-            background: Vec::new(),
+            background: vec![Box::pin(sweeper)],
         })
     })
 }

@@ -322,6 +322,40 @@ impl Manager {
         Ok(())
     }
 
+    /// Removes the files (launch dir, workspace) of launches that ended more than
+    /// `retention` ago. The ledger keeps their record; their output is gone.
+    pub async fn sweep(&self, retention: Duration) -> usize {
+        let cutoff = now_ms() - i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        let ids = match self.ledger.ended_before(cutoff).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e, "listing launches to sweep");
+                return 0;
+            }
+        };
+        let mut removed = 0;
+        for id in ids {
+            let dir = self.dir(&id);
+            let workspace = self.launcher.work_root.join(&id);
+            let mut any = false;
+            for path in [&dir, &workspace] {
+                if path.exists() {
+                    any = true;
+                    if let Err(e) = std::fs::remove_dir_all(path) {
+                        tracing::warn!(id, path = %path.display(), error = %e, "removing an expired launch's files");
+                    }
+                }
+            }
+            if any {
+                removed += 1;
+            }
+        }
+        if removed > 0 {
+            tracing::info!(removed, "removed the files of expired launches");
+        }
+        removed
+    }
+
     /// Watches an adopted launch until its shim writes the exit marker (or vanishes).
     async fn adopt(&self, id: &str, shim: Identity) {
         let dir = self.dir(id);

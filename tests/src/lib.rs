@@ -394,12 +394,17 @@ impl Standalone {
     /// Starts `argos-<name>` as the current user with runtime and state under a new temp
     /// root, and waits for its socket to answer.
     pub fn start(name: &'static str) -> Standalone {
+        Self::start_with(name, "")
+    }
+
+    /// Like [`Standalone::start`], with extra keys for the config's `[exec]` table.
+    pub fn start_with(name: &'static str, extra: &str) -> Standalone {
         let root = open_tempdir();
         let cfg = root.path().join("argos.toml");
         std::fs::write(
             &cfg,
             format!(
-                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n[exec]\nwork_dir = \"{0}/work\"\n",
+                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[gateway]\nlisten = \"127.0.0.1:0\"\n[exec]\nwork_dir = \"{0}/work\"\n{extra}",
                 root.path().display()
             ),
         )

@@ -280,3 +280,40 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     });
     s.stop();
 }
+
+#[test]
+fn finished_launches_lose_their_files_after_the_retention_period_but_keep_their_record() {
+    require_root("the retention test");
+    let s = Standalone::start_with("execd", "retention_s = 2\n");
+    rt().block_on(async {
+        let mut c = client(&s);
+        let e = start(&mut c, "echo kept-for-a-while > ./file; echo out", 30_000).await;
+        let (out, _, end) = follow(&mut c, &e.id, 0, |_| false).await;
+        assert_eq!(out, b"out\n");
+        assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
+        let dir = s.root.path().join("state/execd/launches").join(&e.id);
+        let ws = std::path::PathBuf::from(&e.cwd);
+        assert!(dir.exists() && ws.join("file").exists());
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        while (dir.exists() || ws.exists()) && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            !dir.exists() && !ws.exists(),
+            "files outlived the retention period"
+        );
+        let got = c
+            .get(GetRequest {
+                id: e.id.clone(),
+                include_output: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(
+            got.execution.unwrap().status,
+            ExecutionStatus::Succeeded as i32,
+            "the record stays"
+        );
+    });
+}
