@@ -1,5 +1,5 @@
 //! The containment mechanisms, each a small function the shim calls in a fixed order
-//! (see `shim.rs` and docs/containment.md), and the read-back that proves what holds.
+//! (see `shim/` and docs/containment.md), and the read-back that proves what holds.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 
 use crate::profile::{self, HostPaths, Profiles};
-use crate::spec::{Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, files};
+use crate::spec::{Dimension, LaunchResult, LaunchSpec, Need, files};
 
 /// Limits on what a request may carry.
 pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
@@ -321,8 +321,7 @@ impl Launcher {
             std::fs::write(dir.join(files::STDIN), stdin).map_err(prep("stdin", &dir))?;
         }
         let spec_path = dir.join(files::SPEC);
-        crate::shim::write_json_atomic(&spec_path, &spec, crate::shim::Durability::Atomic)
-            .map_err(prep("spec", &spec_path))?;
+        crate::spec::write_json_atomic(&spec_path, &spec).map_err(prep("spec", &spec_path))?;
         Ok(Prepared { spec, dir })
     }
 
@@ -374,21 +373,7 @@ pub fn read_finished(dir: &Path, spec: &LaunchSpec) -> Finished {
     let result: LaunchResult = std::fs::read(dir.join(files::RESULT))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_else(|| LaunchResult {
-            status: LaunchStatus::Lost,
-            exit_code: None,
-            signal: None,
-            started_at_ms: 0,
-            ended_at_ms: 0,
-            report: Vec::new(),
-            stdout: Default::default(),
-            stderr: Default::default(),
-            teardown: crate::spec::Teardown {
-                complete: false,
-                survivors: Vec::new(),
-            },
-            error: Some("the shim ended without writing a result".into()),
-        });
+        .unwrap_or_else(|| LaunchResult::lost("the shim ended without writing a result", 0));
     let cap = |log: &str, tail: &str, total: u64| -> Captured {
         let keep = spec.head_bytes + spec.tail_bytes;
         let mut head = Vec::new();

@@ -32,6 +32,18 @@ pub struct Record {
     pub error: String,
 }
 
+/// What is known of a launch before its shim starts.
+#[derive(Debug, Clone)]
+pub struct NewExecution {
+    pub id: String,
+    pub requested_by_role: String,
+    pub principal: String,
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub profile: String,
+    pub created_at_ms: i64,
+}
+
 /// Filters of a ledger listing.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
@@ -60,8 +72,8 @@ impl Ledger {
         })
     }
 
-    /// Records a launch before its shim starts.
-    pub async fn insert(&self, r: &Record) -> sqlx::Result<()> {
+    /// Records a launch, as running, before its shim starts.
+    pub async fn insert(&self, r: &NewExecution) -> sqlx::Result<()> {
         sqlx::query(
             "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms)
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -72,7 +84,7 @@ impl Ledger {
         .bind(json(&r.argv))
         .bind(&r.cwd)
         .bind(&r.profile)
-        .bind(r.status.as_str())
+        .bind(LaunchStatus::Running.as_str())
         .bind(r.created_at_ms)
         .execute(&self.pool)
         .await
@@ -194,27 +206,15 @@ mod tests {
     use super::*;
     use crate::spec::{StreamTotals, Teardown};
 
-    fn rec(id: &str, principal: &str) -> Record {
-        Record {
+    fn rec(id: &str, principal: &str) -> NewExecution {
+        NewExecution {
             id: id.into(),
             requested_by_role: "gateway".into(),
             principal: principal.into(),
             argv: vec!["echo".into(), "hi".into()],
             cwd: "/w".into(),
             profile: "agent".into(),
-            status: LaunchStatus::Running,
-            exit_code: None,
-            signal: None,
-            containment: Vec::new(),
-            shim: None,
             created_at_ms: 1000,
-            started_at_ms: None,
-            ended_at_ms: None,
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            teardown_complete: false,
-            survivors: Vec::new(),
-            error: String::new(),
         }
     }
 

@@ -3,15 +3,15 @@
 //! files; a launch whose shim cannot be verified is retired as `lost`, never signalled.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};
-use crate::ledger::{Ledger, Record};
-use crate::spec::{Identity, LaunchResult, LaunchSpec, LaunchStatus, Teardown, files};
+use crate::ledger::{Ledger, NewExecution, Record};
+use crate::spec::{Identity, LaunchResult, LaunchSpec, LaunchStatus, files, now_ms};
 use crate::sys::proc::{self, Verdict};
 
 /// Who asked for a launch, as recorded.
@@ -42,32 +42,6 @@ pub struct Manager {
     done: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-launch uids in use by launches that have not ended.
     uids: Mutex<HashMap<String, u32>>,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
-/// A result for a launch whose shim is gone without leaving one.
-fn lost(why: String) -> LaunchResult {
-    LaunchResult {
-        status: LaunchStatus::Lost,
-        exit_code: None,
-        signal: None,
-        started_at_ms: 0,
-        ended_at_ms: now_ms(),
-        report: Vec::new(),
-        stdout: Default::default(),
-        stderr: Default::default(),
-        teardown: Teardown {
-            complete: false,
-            survivors: Vec::new(),
-        },
-        error: Some(why),
-    }
 }
 
 impl Manager {
@@ -131,26 +105,14 @@ impl Manager {
                 allowed: allowed.join(", "),
             });
         }
-        let record = Record {
+        let record = NewExecution {
             id: id.clone(),
             requested_by_role: who.role.clone(),
             principal: who.principal.clone(),
             argv: spec.argv.clone(),
             cwd: spec.cwd.display().to_string(),
             profile: spec.plan.profile.clone(),
-            status: LaunchStatus::Running,
-            exit_code: None,
-            signal: None,
-            containment: Vec::new(),
-            shim: None,
             created_at_ms: now_ms(),
-            started_at_ms: None,
-            ended_at_ms: None,
-            stdout_bytes: 0,
-            stderr_bytes: 0,
-            teardown_complete: false,
-            survivors: Vec::new(),
-            error: String::new(),
         };
         self.ledger
             .insert(&record)
@@ -166,7 +128,10 @@ impl Manager {
             Err(e) => {
                 let _ = self
                     .ledger
-                    .finish(&id, &lost(format!("could not start: {e}")))
+                    .finish(
+                        &id,
+                        &LaunchResult::lost(format!("could not start: {e}"), now_ms()),
+                    )
                     .await;
                 self.notify(&id);
                 return Err(e.into());
@@ -225,7 +190,7 @@ impl Manager {
     pub async fn finalize(&self, id: &str) {
         let result = match self.spec(id) {
             Some(spec) => launch::read_finished(&self.dir(id), &spec).result,
-            None => lost("the launch's spec is gone".into()),
+            None => LaunchResult::lost("the launch's spec is gone", now_ms()),
         };
         if let Err(e) = self.ledger.finish(id, &result).await {
             tracing::error!(id, error = %e, "recording the result");
@@ -245,7 +210,7 @@ impl Manager {
 
     /// Records that a launch's teardown could not be verified.
     pub async fn teardown_failed(&self, id: &str, why: &str) {
-        let mut r = lost(why.to_string());
+        let mut r = LaunchResult::lost(why, now_ms());
         r.status = LaunchStatus::TeardownFailed;
         if let Err(e) = self.ledger.finish(id, &r).await {
             tracing::error!(id, error = %e, "recording a failed teardown");
@@ -315,7 +280,10 @@ impl Manager {
                     "execd restarted and the launch's shim is {}; nothing was signalled",
                     verdict.as_str()
                 );
-                let _ = self.ledger.finish(&rec.id, &lost(why)).await;
+                let _ = self
+                    .ledger
+                    .finish(&rec.id, &LaunchResult::lost(why, now_ms()))
+                    .await;
                 self.notify(&rec.id);
             }
         }
@@ -368,7 +336,10 @@ impl Manager {
                 if !dir.join(files::EXIT).exists() && !dir.join(files::RESULT).exists() {
                     let _ = self
                         .ledger
-                        .finish(id, &lost("the shim ended without a result".into()))
+                        .finish(
+                            id,
+                            &LaunchResult::lost("the shim ended without a result", now_ms()),
+                        )
                         .await;
                     self.notify(id);
                     return;
@@ -379,9 +350,4 @@ impl Manager {
         }
         self.finalize(id).await;
     }
-}
-
-/// Whether a launch dir exists (the launch is known to this execd).
-pub fn exists(dir: &Path) -> bool {
-    dir.join(files::SPEC).exists()
 }

@@ -259,6 +259,14 @@ pub struct Teardown {
     pub survivors: Vec<String>,
 }
 
+/// Wall-clock time in milliseconds since the Unix epoch, as launch records keep it.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// What a shim writes when the launch is over (atomically, before the exit marker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchResult {
@@ -273,6 +281,44 @@ pub struct LaunchResult {
     pub teardown: Teardown,
     /// Why the launch did not run, or why containment was refused.
     pub error: Option<String>,
+}
+
+/// Writes a launch-dir file so that readers see either nothing or all of it (write, then
+/// rename). Not fsynced: it survives any process dying, which is what restart-proof
+/// means here (see ARCHITECTURE.md, "Launches").
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// [`write_atomic`] of a value as pretty JSON.
+pub fn write_json_atomic<T: Serialize>(path: &std::path::Path, v: &T) -> std::io::Result<()> {
+    write_atomic(
+        path,
+        &serde_json::to_vec_pretty(v).map_err(std::io::Error::other)?,
+    )
+}
+
+impl LaunchResult {
+    /// The result of a launch whose shim is gone without leaving one.
+    pub fn lost(why: impl Into<String>, ended_at_ms: i64) -> LaunchResult {
+        LaunchResult {
+            status: LaunchStatus::Lost,
+            exit_code: None,
+            signal: None,
+            started_at_ms: 0,
+            ended_at_ms,
+            report: Vec::new(),
+            stdout: StreamTotals::default(),
+            stderr: StreamTotals::default(),
+            teardown: Teardown {
+                complete: false,
+                survivors: Vec::new(),
+            },
+            error: Some(why.into()),
+        }
+    }
 }
 
 /// File names inside a launch dir.
@@ -295,4 +341,17 @@ pub mod files {
     pub const KILL_REQUESTED: &str = "kill-requested";
     /// The shim's progress counters, rewritten as output arrives (for followers).
     pub const PROGRESS: &str = "progress.json";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The config validates `exec.disabled_dimensions` against its own list (common cannot
+    /// depend on execd): the two must name the same dimensions.
+    #[test]
+    fn config_knows_every_dimension() {
+        let ours: Vec<&str> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
+        assert_eq!(ours, argos_common::config::DIMENSIONS);
+    }
 }

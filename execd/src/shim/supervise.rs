@@ -1,0 +1,340 @@
+//! The shim's watch over a running launch: output into capped logs and tails, the wall
+//! clock (TERM, grace, KILL), waiting for init, and the result.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::{EXIT_EXEC, Pipes, SetupMsg, failed_before_start};
+use crate::spec::{
+    DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
+    now_ms, write_atomic, write_json_atomic,
+};
+use crate::sys::{proc, raw};
+
+/// SIGKILL to a process and everything below it, deepest first (collected through
+/// /proc children lists; with a PID namespace, killing init alone would take them all).
+fn kill_tree(root: Pid) {
+    let mut all = vec![root.as_raw()];
+    let mut i = 0;
+    while i < all.len() {
+        all.extend(proc::children(all[i]));
+        i += 1;
+    }
+    for pid in all.into_iter().rev() {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// The launch's wall clock: TERM to init at the deadline (init forwards it to the tree),
+/// then KILL to the whole tree once the grace period is over.
+struct Clock {
+    deadline: Option<Instant>,
+    grace: Duration,
+    kill_at: Option<Instant>,
+    timed_out: bool,
+}
+
+impl Clock {
+    fn start(spec: &LaunchSpec) -> Clock {
+        let on = spec.timeout_ms > 0 && spec.plan.wants(Dimension::WallClock);
+        Clock {
+            deadline: on.then(|| Instant::now() + Duration::from_millis(spec.timeout_ms)),
+            grace: Duration::from_millis(spec.grace_ms),
+            kill_at: None,
+            timed_out: false,
+        }
+    }
+
+    /// Does whatever is due at `now`.
+    fn tick(&mut self, init: Pid, now: Instant) {
+        if let Some(d) = self.deadline
+            && !self.timed_out
+            && now >= d
+        {
+            self.timed_out = true;
+            let _ = kill(init, Signal::SIGTERM);
+            self.kill_at = Some(now + self.grace);
+        }
+        if let Some(k) = self.kill_at
+            && now >= k
+        {
+            kill_tree(init);
+            self.kill_at = None;
+        }
+    }
+
+    /// When something is next due, if anything is.
+    fn next(&self) -> Option<Instant> {
+        [self.deadline.filter(|_| !self.timed_out), self.kill_at]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// One output stream: a capped log file plus an in-memory tail.
+struct Stream {
+    fd: Option<OwnedFd>,
+    log: File,
+    total: u64,
+    logged: u64,
+    cap: u64,
+    tail: std::collections::VecDeque<u8>,
+    tail_cap: usize,
+}
+
+impl Stream {
+    fn new(fd: OwnedFd, log: File, cap: u64, tail_cap: u64) -> Stream {
+        Stream {
+            fd: Some(fd),
+            log,
+            total: 0,
+            logged: 0,
+            cap,
+            tail: Default::default(),
+            tail_cap: tail_cap as usize,
+        }
+    }
+
+    /// Reads what is there; false at EOF.
+    fn pump(&mut self, buf: &mut [u8]) -> bool {
+        let Some(fd) = &self.fd else { return false };
+        match nix::unistd::read(fd, buf) {
+            Ok(0) => {
+                self.fd = None;
+                false
+            }
+            Ok(n) => {
+                let chunk = &buf[..n];
+                self.total += n as u64;
+                let room = self.cap.saturating_sub(self.logged) as usize;
+                if room > 0 {
+                    let keep = &chunk[..room.min(n)];
+                    if self.log.write_all(keep).is_ok() {
+                        self.logged += keep.len() as u64;
+                    }
+                }
+                let skip = n.saturating_sub(self.tail_cap);
+                self.tail.extend(&chunk[skip..]);
+                while self.tail.len() > self.tail_cap {
+                    self.tail.pop_front();
+                }
+                true
+            }
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => true,
+            Err(_) => {
+                self.fd = None;
+                false
+            }
+        }
+    }
+}
+
+pub(super) fn supervise(
+    dir: &Path,
+    spec: &LaunchSpec,
+    started: i64,
+    init_pid: Pid,
+    p: Pipes,
+) -> LaunchResult {
+    drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.stdin));
+    if let Ok(id) = proc::identity(init_pid.as_raw()) {
+        let _ = write_json_atomic(&dir.join(files::INIT), &id);
+    }
+    // Setup: read the channel to EOF (exec closed it) or to the workload's refusal.
+    let mut setup_error = None;
+    let mut report: Vec<DimReport> = Vec::new();
+    let mut missing = Vec::new();
+    let mut init_notes = Vec::new();
+    for line in BufReader::new(File::from(p.setup_r)).lines() {
+        let Ok(line) = line else { break };
+        match serde_json::from_str::<SetupMsg>(&line) {
+            Ok(SetupMsg::Init { notes }) => init_notes = notes,
+            Ok(SetupMsg::Report { dims, missing: m }) => {
+                report = dims;
+                missing = m;
+            }
+            Ok(SetupMsg::Failed { error }) => setup_error = Some(error),
+            Err(e) => setup_error = Some(format!("bad setup message: {e}")),
+        }
+    }
+    for note in &init_notes {
+        if let Some(r) = report.iter_mut().find(|r| {
+            note.starts_with(r.dimension.as_str())
+                || note.contains(&format!("{} ", r.dimension.as_str()))
+        }) {
+            r.detail = format!("{}; {note}", r.detail);
+        }
+    }
+    let _ = write_json_atomic(&dir.join(files::REPORT), &report);
+
+    let open_log = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(dir.join(name))
+    };
+    let (Ok(out_log), Ok(err_log)) = (open_log(files::STDOUT_LOG), open_log(files::STDERR_LOG))
+    else {
+        let _ = kill(init_pid, Signal::SIGKILL);
+        let _ = waitpid(init_pid, None);
+        return failed_before_start(
+            spec,
+            started,
+            LaunchStatus::Failed,
+            "cannot create log files".into(),
+        );
+    };
+    let mut streams = [
+        Stream::new(p.out_r, out_log, spec.log_cap_bytes, spec.tail_bytes),
+        Stream::new(p.err_r, err_log, spec.log_cap_bytes, spec.tail_bytes),
+    ];
+    let mut clock = Clock::start(spec);
+    let mut buf = vec![0u8; 1024 * 1024];
+    while streams.iter().any(|s| s.fd.is_some()) {
+        let now = Instant::now();
+        clock.tick(init_pid, now);
+        let timeout_ms = clock
+            .next()
+            .map(|w| w.saturating_duration_since(now).as_millis().min(60_000) as u16 as i32)
+            .unwrap_or(1000);
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let mut fds = Vec::new();
+        let mut which = Vec::new();
+        for (i, s) in streams.iter().enumerate() {
+            if let Some(fd) = &s.fd {
+                fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
+                which.push(i);
+            }
+        }
+        let ready = poll(
+            &mut fds,
+            PollTimeout::try_from(timeout_ms.max(1)).unwrap_or(PollTimeout::MAX),
+        );
+        let revents: Vec<bool> = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+            .collect();
+        drop(fds);
+        if ready.is_ok() {
+            for (k, i) in which.into_iter().enumerate() {
+                if revents[k] {
+                    streams[i].pump(&mut buf);
+                }
+            }
+        }
+    }
+    // Both streams closed: the tree is normally gone or closing and init exits once it
+    // has reaped it. The clock still runs: a workload that closed its output and kept
+    // running is timed out like any other. A pidfd wakes us the moment init exits.
+    let pidfd = raw::pidfd_open(init_pid.as_raw()).ok();
+    let init_status = loop {
+        let now = Instant::now();
+        clock.tick(init_pid, now);
+        match waitpid(init_pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) => {
+                let ms = clock.next().map_or(60_000, |w| {
+                    w.saturating_duration_since(now)
+                        .as_millis()
+                        .clamp(1, 60_000) as i32
+                });
+                match &pidfd {
+                    Some(fd) => {
+                        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+                        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+                        let _ = poll(
+                            &mut fds,
+                            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+                        );
+                    }
+                    None => std::thread::sleep(Duration::from_millis(ms.min(5) as u64)),
+                }
+            }
+            Ok(ws) => break Some(ws),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => break None,
+        }
+    };
+    let mut status_line = String::new();
+    let _ = File::from(p.status_r).read_to_string(&mut status_line);
+    let (mut exit_code, mut signal) = parse_status(&status_line);
+    if exit_code.is_none() && signal.is_none() {
+        // init itself was killed (timeout escalation): the whole namespace died with it.
+        if let Some(WaitStatus::Signaled(_, sig, _)) = init_status {
+            signal = Some(sig as i32);
+        }
+    }
+    let kill_requested = dir.join(files::KILL_REQUESTED).exists();
+    let mut error = setup_error;
+    let status = if !missing.is_empty() {
+        exit_code = None;
+        signal = None;
+        let names: Vec<&str> = missing.iter().map(|d| d.as_str()).collect();
+        error = Some(format!(
+            "required containment unavailable: {}",
+            names.join(", ")
+        ));
+        LaunchStatus::ContainmentUnavailable
+    } else if error.is_some() {
+        exit_code = Some(EXIT_EXEC);
+        signal = None;
+        LaunchStatus::Failed
+    } else if clock.timed_out {
+        exit_code = Some(124);
+        LaunchStatus::TimedOut
+    } else if let Some(sig) = signal {
+        exit_code = Some(128 + sig);
+        if kill_requested {
+            LaunchStatus::Killed
+        } else {
+            LaunchStatus::Failed
+        }
+    } else if exit_code == Some(0) {
+        LaunchStatus::Succeeded
+    } else {
+        LaunchStatus::Failed
+    };
+    let [out, err] = streams;
+    for (s, name) in [(&out, files::STDOUT_TAIL), (&err, files::STDERR_TAIL)] {
+        let (a, b) = s.tail.as_slices();
+        let _ = write_atomic(&dir.join(name), &[a, b].concat());
+    }
+    LaunchResult {
+        status,
+        exit_code,
+        signal,
+        started_at_ms: started,
+        ended_at_ms: now_ms(),
+        report,
+        stdout: StreamTotals {
+            total: out.total,
+            logged: out.logged,
+        },
+        stderr: StreamTotals {
+            total: err.total,
+            logged: err.logged,
+        },
+        teardown: Teardown {
+            complete: init_status.is_some(),
+            survivors: Vec::new(),
+        },
+        error,
+    }
+}
+
+fn parse_status(line: &str) -> (Option<i32>, Option<i32>) {
+    let mut it = line.split_whitespace();
+    match (it.next(), it.next().and_then(|v| v.parse().ok())) {
+        (Some("exit"), Some(c)) => (Some(c), None),
+        (Some("signal"), Some(s)) => (None, Some(s)),
+        _ => (None, None),
+    }
+}

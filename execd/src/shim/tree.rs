@@ -1,0 +1,371 @@
+//! Inside the launch: the namespace's init (mounts, masks, reaping, signal forwarding)
+//! and the workload's last steps before exec, in the order docs/containment.md narrates.
+
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use nix::sched::CloneFlags;
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid};
+
+use super::{EXIT_CONTAINMENT, EXIT_EXEC, Pipes, Prepared, SetupMsg, send};
+use crate::contain::{self, Readback};
+use crate::spec::{DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode};
+use crate::sys::{proc, raw};
+
+/// The launch's init: PID 1 of its namespace (when the host allows one).
+pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) -> ! {
+    let plan = &spec.plan;
+    drop((p.out_r, p.err_r, p.setup_r, p.status_r));
+    // If the shim dies, so does the tree (and the kernel kills the namespace with us).
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    if !prep.pidns {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+    }
+    // Namespaces for everything below us: mounts, IPC, hostname, and network.
+    let mut ns = vec![
+        (CloneFlags::CLONE_NEWIPC, "ipc", None),
+        (CloneFlags::CLONE_NEWUTS, "uts", None),
+    ];
+    if plan.wants(Dimension::Filesystem) {
+        ns.push((
+            CloneFlags::CLONE_NEWNS,
+            "mount",
+            Some(Dimension::Filesystem),
+        ));
+    }
+    if plan.wants(Dimension::Network) {
+        ns.push((
+            CloneFlags::CLONE_NEWNET,
+            "network",
+            Some(Dimension::Network),
+        ));
+    }
+    let mut mnt_ok = false;
+    let mut net_ok = false;
+    for (flag, name, _) in ns {
+        match nix::sched::unshare(flag) {
+            Ok(()) => {
+                mnt_ok |= flag == CloneFlags::CLONE_NEWNS;
+                net_ok |= flag == CloneFlags::CLONE_NEWNET;
+            }
+            Err(e) => notes.push(format!("{name} namespace: {e}")),
+        }
+    }
+    // Hold the mask file by fd too: it lives in the launch dir, which the mounts below
+    // may cover (a private /tmp, a masked state dir).
+    let mask_source = File::open(&prep.masked_file)
+        .map(|f| {
+            use std::os::fd::AsRawFd;
+            let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+            (f, path)
+        })
+        .ok();
+    if mnt_ok {
+        use nix::mount::{MsFlags, mount};
+        let none: Option<&str> = None;
+        if let Err(e) = mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none) {
+            notes.push(format!("making mounts private: {e}"));
+        }
+        if prep.pidns
+            && let Err(e) = mount(
+                Some("proc"),
+                "/proc",
+                Some("proc"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                none,
+            )
+        {
+            notes.push(format!("mounting /proc for the PID namespace: {e}"));
+        }
+        // A private /tmp. A workspace that lives under the host's /tmp stays reachable:
+        // hold it by fd, mount over /tmp, and bind it back at the same path.
+        let held = if spec.workspace.starts_with("/tmp") {
+            File::open(&spec.workspace).ok()
+        } else {
+            None
+        };
+        if let Err(e) = mount(
+            Some("tmpfs"),
+            "/tmp",
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+            Some("mode=1777,size=268435456"),
+        ) {
+            notes.push(format!("mounting a private /tmp: {e}"));
+        } else if let Some(fd) = held {
+            use std::os::fd::AsRawFd;
+            let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
+            let bound = std::fs::create_dir_all(&spec.workspace)
+                .map_err(|e| e.to_string())
+                .and_then(|()| {
+                    mount(
+                        Some(source.as_str()),
+                        &spec.workspace,
+                        none,
+                        MsFlags::MS_BIND,
+                        none,
+                    )
+                    .map_err(|e| e.to_string())
+                });
+            if let Err(e) = bound {
+                notes.push(format!("keeping the workspace under the private /tmp: {e}"));
+            }
+        }
+    }
+    // Denied paths disappear from the view: an empty, mode-000 tmpfs over a directory, an
+    // empty mode-000 file over a file. Landlock then grants reading "/" as one rule.
+    let mut masked_all = mnt_ok;
+    if mnt_ok {
+        for path in &prep.denied {
+            let source = mask_source
+                .as_ref()
+                .map(|(_, p)| p.as_path())
+                .unwrap_or(&prep.masked_file);
+            if let Err(e) = mask(path, source) {
+                masked_all = false;
+                notes.push(format!("filesystem: masking {}: {e}", path.display()));
+            }
+        }
+    }
+    if net_ok
+        && plan.network_mode == NetworkMode::Loopback
+        && let Err(e) = raw::loopback_up()
+    {
+        notes.push(format!("bringing up lo: {e}"));
+    }
+    let _ = nix::unistd::sethostname("argos");
+    send(&p.setup_w, &SetupMsg::Init { notes });
+    let readable = if masked_all {
+        vec![PathBuf::from("/")]
+    } else {
+        // No private mounts: carve the denied paths out of the landlock rules instead.
+        contain::readable_roots(&prep.denied)
+    };
+    // Signals arrive by sigwait, never asynchronously.
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        mask.add(s);
+    }
+    let _ = mask.thread_block();
+    let workload = match raw::fork_single_threaded() {
+        Ok(ForkResult::Child) => {
+            workload(spec, prep, &readable, p.stdin, p.out_w, p.err_w, p.setup_w)
+        }
+        Ok(ForkResult::Parent { child }) => child,
+        Err(e) => {
+            send(
+                &p.setup_w,
+                &SetupMsg::Failed {
+                    error: e.to_string(),
+                },
+            );
+            raw::exit_now(EXIT_EXEC);
+        }
+    };
+    drop((p.stdin, p.out_w, p.err_w, p.setup_w));
+    let mut outcome: Option<WaitStatus> = None;
+    loop {
+        match mask.wait() {
+            Ok(Signal::SIGCHLD) => {}
+            Ok(sig) => {
+                // Forward to the whole tree: inside a PID namespace -1 is "everyone but me".
+                let target = if prep.pidns {
+                    Pid::from_raw(-1)
+                } else {
+                    Pid::from_raw(-workload.as_raw())
+                };
+                let _ = kill(target, sig);
+                continue;
+            }
+            Err(_) => continue,
+        }
+        // Reap everything that has exited.
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(ws) => {
+                    if ws.pid() == Some(workload) {
+                        outcome = Some(ws);
+                        kill_rest(prep.pidns, workload);
+                    }
+                }
+                Err(nix::errno::Errno::ECHILD) => {
+                    let msg = match outcome {
+                        Some(WaitStatus::Exited(_, code)) => format!("exit {code}\n"),
+                        Some(WaitStatus::Signaled(_, sig, _)) => format!("signal {}\n", sig as i32),
+                        _ => "unknown\n".into(),
+                    };
+                    let _ = nix::unistd::write(&p.status_w, msg.as_bytes());
+                    raw::exit_now(0);
+                }
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// Hides one denied path in the current mount namespace.
+fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let none: Option<&str> = None;
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    if meta.is_dir() {
+        mount(
+            Some("tmpfs"),
+            path,
+            Some("tmpfs"),
+            flags | MsFlags::MS_RDONLY,
+            Some("mode=000,size=4k"),
+        )
+        .map_err(|e| e.to_string())
+    } else {
+        mount(Some(masked_file), path, none, MsFlags::MS_BIND, none).map_err(|e| e.to_string())?;
+        mount(
+            none,
+            path,
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+            none,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// When the workload is done, nothing it started may outlive it.
+fn kill_rest(pidns: bool, workload: Pid) {
+    if pidns {
+        let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+        return;
+    }
+    // Without a PID namespace: the group, then every child we (as subreaper) inherited.
+    let _ = kill(Pid::from_raw(-workload.as_raw()), Signal::SIGKILL);
+    for child in proc::children(std::process::id() as i32) {
+        let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+    }
+}
+
+/// The workload's last steps before exec, in the order the design fixes.
+fn workload(
+    spec: &LaunchSpec,
+    prep: &Prepared,
+    readable: &[PathBuf],
+    stdin: OwnedFd,
+    out: OwnedFd,
+    err: OwnedFd,
+    setup: OwnedFd,
+) -> ! {
+    let plan = &spec.plan;
+    let fail = |error: String| -> ! {
+        send(&setup, &SetupMsg::Failed { error });
+        raw::exit_now(EXIT_EXEC);
+    };
+    let _ = SigSet::all().thread_unblock();
+    if nix::unistd::dup2_stdin(&stdin).is_err()
+        || nix::unistd::dup2_stdout(&out).is_err()
+        || nix::unistd::dup2_stderr(&err).is_err()
+    {
+        fail("dup2 of stdio failed".into());
+    }
+    drop((stdin, out, err));
+    let _ = nix::unistd::setsid();
+    if let Err(e) = nix::unistd::chdir(&spec.cwd) {
+        fail(format!("cwd {}: {e}", spec.cwd.display()));
+    }
+    // 1. Resources.
+    let mut rlimits_set = false;
+    if plan.wants(Dimension::Resources) {
+        match contain::set_rlimits(&plan.rlimits) {
+            Ok(()) => rlimits_set = true,
+            Err(e) if plan.need(Dimension::Resources) == Need::Required => fail(e),
+            Err(_) => {}
+        }
+    }
+    // 2. Filesystem (landlock).
+    let mut landlock_ok = contain::LandlockStatus::default();
+    if plan.wants(Dimension::Filesystem) {
+        match contain::apply_landlock(readable, &prep.writable) {
+            Ok(full) => landlock_ok = full,
+            Err(e) if plan.need(Dimension::Filesystem) == Need::Required => {
+                fail(format!("landlock: {e}"))
+            }
+            Err(_) => {}
+        }
+    }
+    // 3. Privileges: capabilities, run-as, no_new_privs (seccomp needs the latter too).
+    if plan.wants(Dimension::Privileges)
+        && let Err(e) = contain::drop_privileges(plan.run_as)
+        && plan.need(Dimension::Privileges) == Need::Required
+    {
+        fail(e);
+    }
+    if (plan.wants(Dimension::Privileges) || plan.wants(Dimension::Syscalls))
+        && let Err(e) = contain::set_no_new_privs()
+    {
+        fail(e);
+    }
+    // 4. Syscalls: last, so the setup above is not itself filtered.
+    if let Some(filters) = &prep.filters
+        && let Err(e) = contain::load_seccomp(filters)
+        && plan.need(Dimension::Syscalls) == Need::Required
+    {
+        fail(e);
+    }
+    // 5. Prove it: read the state back from the kernel and judge each dimension.
+    let rb = Readback::take(
+        landlock_ok,
+        rlimits_set.then_some(&plan.rlimits),
+        prep.cgroup_marker.as_deref(),
+    );
+    let mut dims = Vec::new();
+    let mut missing = Vec::new();
+    for d in Dimension::ALL {
+        let need = plan.need(d);
+        if need == Need::Off {
+            dims.push(DimReport {
+                dimension: d,
+                state: DimState::NotRequested,
+                detail: "not requested by the profile".into(),
+            });
+            continue;
+        }
+        let (holds, detail) = if plan.disabled.contains(&d) {
+            (false, "disabled on this host".to_string())
+        } else {
+            rb.holds(d, plan, &prep.host_ns)
+        };
+        if !holds && need == Need::Required {
+            missing.push(d);
+        }
+        dims.push(DimReport {
+            dimension: d,
+            state: if holds {
+                DimState::Enforced
+            } else {
+                DimState::Unavailable
+            },
+            detail,
+        });
+    }
+    let refuse = !missing.is_empty();
+    send(&setup, &SetupMsg::Report { dims, missing });
+    if refuse {
+        raw::exit_now(EXIT_CONTAINMENT);
+    }
+    // 6. Exec. On success the CLOEXEC setup pipe closes: the shim reads EOF.
+    let e = nix::unistd::execve(&prep.program, &prep.argv, &prep.env).unwrap_err();
+    fail(format!("exec {}: {e}", prep.program.to_string_lossy()));
+}
