@@ -354,10 +354,18 @@ pub enum Daemon {
 }
 
 impl Daemon {
+    /// In start order (the launcher stops them in reverse).
     pub const ALL: [Daemon; 4] = [Daemon::Execd, Daemon::Mcpd, Daemon::Jobd, Daemon::Gatewayd];
+    /// Their short names, in the same order.
+    pub const NAMES: [&'static str; 4] = [
+        Daemon::Execd.name(),
+        Daemon::Mcpd.name(),
+        Daemon::Jobd.name(),
+        Daemon::Gatewayd.name(),
+    ];
 
     /// Short name: names the socket and the state dir.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Daemon::Execd => "execd",
             Daemon::Mcpd => "mcpd",

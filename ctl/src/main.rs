@@ -112,10 +112,10 @@ async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
         "{:<9} {:<8} {:>8} {:>6}  {:<10} you are",
         "daemon", "version", "pid", "uid", "state"
     );
-    for d in up::DAEMONS {
+    for daemon in argos_common::grpc::Daemon::ALL {
+        let d = daemon.name();
         let ch = argos_common::grpc::unix_channel(&runtime_dir.join(format!("{d}.sock")))?;
         let req = tonic::Request::new(StatusRequest {});
-        let daemon = argos_common::grpc::Daemon::from_name(d).expect("known daemon");
         let fut = daemon.status(ch, req);
         match tokio::time::timeout(Duration::from_secs(3), fut).await {
             Ok(Ok(s)) => print_status(d, &s),

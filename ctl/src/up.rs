@@ -27,7 +27,7 @@ macro_rules! say {
 }
 
 /// Daemons in start order; they stop in the reverse order.
-pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
+pub const DAEMONS: [&str; 4] = argos_common::grpc::Daemon::NAMES;
 
 /// Binaries the stack runs: the daemons and execd's per-launch shim (`argos-<name>`).
 const BINARIES: [&str; 5] = ["execd", "mcpd", "jobd", "gatewayd", "shim"];

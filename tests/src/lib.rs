@@ -21,7 +21,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 /// The daemons, in start order.
-pub const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
+pub const DAEMONS: [&str; 4] = argos_common::grpc::Daemon::NAMES;
 
 /// Ids `argosctl up` uses when root (its default `--id-base`).
 pub const ID_BASE: u32 = 64200;
