@@ -62,6 +62,8 @@ pub struct ExecConfig {
     pub launch_uid_count: u64,
     /// How long a finished launch's files (logs, workspace) are kept, in seconds (0: forever).
     pub retention_s: u64,
+    /// Shims kept set up and waiting, per profile (0: each launch sets up its own).
+    pub warm_shims: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -282,6 +284,11 @@ impl Config {
                     "exec.retention_s",
                     7 * 24 * 3600u64,
                     "Seconds a finished launch's files (output logs, workspace) are kept before they are removed; the ledger keeps its record. 0 keeps them forever.",
+                ),
+                warm_shims: r.get(
+                    "exec.warm_shims",
+                    2u64,
+                    "Shims kept ready per profile, their namespaces, mounts and seccomp filters already set up, so a launch starts without paying for them. 0 sets up each launch's shim on demand.",
                 ),
             },
         }

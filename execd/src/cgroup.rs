@@ -122,11 +122,11 @@ impl Cgroups {
         (cg, notes)
     }
 
-    /// Moves the calling process (and so its future children) into every group.
-    pub fn add_self(&self) -> Vec<String> {
+    /// Moves a process (and so its future children) into every group.
+    pub fn add(&self, pid: i32) -> Vec<String> {
         self.dirs
             .iter()
-            .filter_map(|d| write(&d.join("cgroup.procs"), "0").err())
+            .filter_map(|d| write(&d.join("cgroup.procs"), &pid.to_string()).err())
             .map(|e| format!("resources: {e}"))
             .collect()
     }

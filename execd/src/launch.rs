@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, chown};
 use std::path::{Component, Path, PathBuf};
-use std::process::Stdio;
 
 use crate::profile::{self, HostPaths, Profiles};
 use crate::spec::{Dimension, LaunchResult, LaunchSpec, Need, files};
@@ -129,6 +128,34 @@ fn check_path(field: &'static str, p: &str) -> Result<PathBuf, InvalidRequest> {
 impl Launcher {
     pub fn launches_dir(&self) -> PathBuf {
         self.state_dir.join("launches")
+    }
+
+    /// The empty, mode-000 file shims bind over denied files.
+    pub fn mask_file(&self) -> PathBuf {
+        self.state_dir.join("masked")
+    }
+
+    /// Creates what every launch needs before the first one: the launches dir (0700), the
+    /// workspace root (0711: a workload's uid reaches its own workspace only) and the mask
+    /// file.
+    pub fn ensure_dirs(&self) -> Result<(), LaunchError> {
+        let prep = |what: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| LaunchError::Prepare { what, path, source }
+        };
+        let launches = self.launches_dir();
+        std::fs::create_dir_all(&launches).map_err(prep("launches dir", &launches))?;
+        std::fs::set_permissions(&launches, std::fs::Permissions::from_mode(0o700))
+            .map_err(prep("launches dir", &launches))?;
+        std::fs::create_dir_all(&self.work_root)
+            .map_err(prep("workspace root", &self.work_root))?;
+        std::fs::set_permissions(&self.work_root, std::fs::Permissions::from_mode(0o711))
+            .map_err(prep("workspace root", &self.work_root))?;
+        let mask = self.mask_file();
+        std::fs::File::create(&mask).map_err(prep("mask file", &mask))?;
+        std::fs::set_permissions(&mask, std::fs::Permissions::from_mode(0o000))
+            .map_err(prep("mask file", &mask))?;
+        Ok(())
     }
 
     /// Checks a request and turns it into a spec. Nothing is created or spawned on error.
@@ -263,6 +290,8 @@ impl Launcher {
                 .log_cap_bytes
                 .max(self.output.head_bytes + self.output.tail_bytes),
             plan,
+            shim: None,
+            init: None,
         })
     }
 
@@ -291,62 +320,32 @@ impl Launcher {
             .join(", ")
     }
 
-    /// Lays out the launch dir (0700 root) and workspace (owned by the workload's uid).
+    /// Lays out the launch dir (root only, inside the 0700 launches dir) and the
+    /// workspace (owned by the workload's uid), and writes the spec: the launch's receipt.
     pub fn prepare(&self, spec: LaunchSpec, stdin: &[u8]) -> Result<Prepared, LaunchError> {
         let prep = |what: &'static str, path: &Path| {
             let path = path.to_path_buf();
             move |source| LaunchError::Prepare { what, path, source }
         };
         let dir = self.launches_dir().join(&spec.id);
-        std::fs::create_dir_all(self.launches_dir())
-            .map_err(prep("launches dir", &self.launches_dir()))?;
-        std::fs::create_dir(&dir).map_err(prep("launch dir", &dir))?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(prep("launch dir", &dir))?;
-        // Workspaces: the root is traversable (0711) so a workload's uid reaches its own.
-        std::fs::create_dir_all(&self.work_root)
-            .map_err(prep("workspace root", &self.work_root))?;
-        std::fs::set_permissions(&self.work_root, std::fs::Permissions::from_mode(0o711))
-            .map_err(prep("workspace root", &self.work_root))?;
-        std::fs::create_dir(&spec.workspace).map_err(prep("workspace", &spec.workspace))?;
+        let mut private = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut private, 0o700);
+        private.create(&dir).map_err(prep("launch dir", &dir))?;
+        private
+            .create(&spec.workspace)
+            .map_err(prep("workspace", &spec.workspace))?;
         if let Some((uid, gid)) = spec.plan.run_as
             && nix::unistd::geteuid().is_root()
         {
             chown(&spec.workspace, Some(uid), Some(gid))
                 .map_err(prep("workspace", &spec.workspace))?;
         }
-        std::fs::set_permissions(&spec.workspace, std::fs::Permissions::from_mode(0o700))
-            .map_err(prep("workspace", &spec.workspace))?;
         if !stdin.is_empty() {
             std::fs::write(dir.join(files::STDIN), stdin).map_err(prep("stdin", &dir))?;
         }
         let spec_path = dir.join(files::SPEC);
         crate::spec::write_json_atomic(&spec_path, &spec).map_err(prep("spec", &spec_path))?;
         Ok(Prepared { spec, dir })
-    }
-
-    /// Starts the shim for a prepared launch. It runs in its own session and outlives
-    /// execd; the returned child is only for reaping it while execd lives.
-    pub fn start(&self, p: &Prepared) -> Result<tokio::process::Child, LaunchError> {
-        let log = std::fs::File::create(p.dir.join("shim.log")).map_err(|source| {
-            LaunchError::Prepare {
-                what: "shim log",
-                path: p.dir.clone(),
-                source,
-            }
-        })?;
-        tokio::process::Command::new(&self.shim)
-            .arg(&p.dir)
-            .env_clear()
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .kill_on_drop(false)
-            .spawn()
-            .map_err(|source| LaunchError::Shim {
-                path: self.shim.clone(),
-                source,
-            })
     }
 }
 
@@ -427,9 +426,10 @@ pub async fn kill_launch(dir: &Path, grace: std::time::Duration) -> KillOutcome 
     if dir.join(files::EXIT).exists() {
         return KillOutcome::AlreadyGone;
     }
-    let init: Option<crate::spec::Identity> = std::fs::read(dir.join(files::INIT))
+    let init = std::fs::read(dir.join(files::SPEC))
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+        .and_then(|b| serde_json::from_slice::<LaunchSpec>(&b).ok())
+        .and_then(|s| s.init);
     let Some(init) = init else {
         return KillOutcome::NotOwned(Verdict::Unverifiable);
     };

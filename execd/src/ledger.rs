@@ -1,5 +1,6 @@
-//! The executions ledger in execd's SQLite database: a row is written before a shim
-//! starts and completed from the shim's result, so a restart finds every launch.
+//! The executions ledger in execd's SQLite database: a row is written before a launch is
+//! handed to its shim and completed from the shim's result, so a restart finds every
+//! launch.
 
 use sqlx::Row;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
@@ -32,7 +33,7 @@ pub struct Record {
     pub error: String,
 }
 
-/// What is known of a launch before its shim starts.
+/// What is known of a launch before it is handed to its shim.
 #[derive(Debug, Clone)]
 pub struct NewExecution {
     pub id: String,
@@ -42,6 +43,9 @@ pub struct NewExecution {
     pub cwd: String,
     pub profile: String,
     pub created_at_ms: i64,
+    /// The shim that will run it and its tree's root.
+    pub shim: Identity,
+    pub init: Identity,
 }
 
 /// Filters of a ledger listing.
@@ -72,11 +76,11 @@ impl Ledger {
         })
     }
 
-    /// Records a launch, as running, before its shim starts.
+    /// Records a launch, as running, before it is handed to its shim.
     pub async fn insert(&self, r: &NewExecution) -> sqlx::Result<()> {
         sqlx::query(
-            "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&r.id)
         .bind(&r.requested_by_role)
@@ -86,18 +90,11 @@ impl Ledger {
         .bind(&r.profile)
         .bind(LaunchStatus::Running.as_str())
         .bind(r.created_at_ms)
+        .bind(json(&r.shim))
+        .bind(json(&r.init))
         .execute(&self.pool)
         .await
         .map(|_| ())
-    }
-
-    pub async fn set_shim(&self, id: &str, shim: &Identity) -> sqlx::Result<()> {
-        sqlx::query("UPDATE executions SET shim_identity = ? WHERE id = ?")
-            .bind(json(shim))
-            .bind(id)
-            .execute(&self.pool)
-            .await
-            .map(|_| ())
     }
 
     /// Completes a row from the shim's result (once: a final status is never rewritten).
@@ -215,6 +212,16 @@ mod tests {
             cwd: "/w".into(),
             profile: "agent".into(),
             created_at_ms: 1000,
+            shim: Identity {
+                pid: 10,
+                start_time: 20,
+                boot_id: "b".into(),
+            },
+            init: Identity {
+                pid: 11,
+                start_time: 21,
+                boot_id: "b".into(),
+            },
         }
     }
 

@@ -10,6 +10,7 @@ pub mod contain;
 pub mod launch;
 pub mod ledger;
 pub mod manager;
+pub mod pool;
 pub mod profile;
 pub mod service;
 pub mod shim;

@@ -69,12 +69,19 @@ fn main() -> ExitCode {
             launch_uids: launch_uid_range(&ctx.config.exec)?,
         };
         launcher.check_work_root().map_err(anyhow::Error::msg)?;
+        launcher.ensure_dirs()?;
+        let warm_shims = ctx.config.exec.warm_shims;
+        anyhow::ensure!(
+            warm_shims <= 64,
+            "exec.warm_shims is {warm_shims}; at most 64 shims per profile may wait"
+        );
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
-        let manager = Manager::new(launcher, ledger);
+        let manager = Manager::new(launcher, ledger, warm_shims as usize);
         manager
             .reconcile()
             .await
             .context("reconciling launches after start")?;
+        manager.pool.fill();
         let svc = ExecService {
             identity: ctx.identity.clone(),
             manager: manager.clone(),

@@ -1,6 +1,7 @@
 //! Launch lifecycle: record, start, watch, finalize, and reconcile after a restart.
-//! The ledger row exists before the shim starts; the result comes only from the shim's
-//! files; a launch whose shim cannot be verified is retired as `lost`, never signalled.
+//! The ledger row exists before a launch is handed to its shim; the result comes only
+//! from the shim's files; a launch whose shim cannot be verified is retired as `lost`,
+//! never signalled.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use tokio::sync::watch;
 
 use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};
 use crate::ledger::{Ledger, NewExecution, Record};
+use crate::pool::Pool;
 use crate::spec::{Identity, LaunchResult, LaunchSpec, LaunchStatus, files, now_ms};
 use crate::sys::proc::{self, Verdict};
 
@@ -39,16 +41,20 @@ pub enum StartError {
 pub struct Manager {
     pub launcher: Launcher,
     pub ledger: Ledger,
+    pub pool: Arc<Pool>,
     done: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-launch uids in use by launches that have not ended.
     uids: Mutex<HashMap<String, u32>>,
 }
 
 impl Manager {
-    pub fn new(launcher: Launcher, ledger: Ledger) -> Arc<Manager> {
+    /// `warm_shims`: how many shims per profile to keep set up and waiting.
+    pub fn new(launcher: Launcher, ledger: Ledger, warm_shims: usize) -> Arc<Manager> {
+        let pool = Pool::new(&launcher, warm_shims);
         Arc::new(Manager {
             launcher,
             ledger,
+            pool,
             done: Mutex::new(HashMap::new()),
             uids: Mutex::new(HashMap::new()),
         })
@@ -105,6 +111,13 @@ impl Manager {
                 allowed: allowed.join(", "),
             });
         }
+        let shim = match self.pool.take(&spec.plan.profile).await {
+            Ok(s) => s,
+            Err(e) => {
+                self.release_uid(&id);
+                return Err(e.into());
+            }
+        };
         let record = NewExecution {
             id: id.clone(),
             requested_by_role: who.role.clone(),
@@ -113,17 +126,25 @@ impl Manager {
             cwd: spec.cwd.display().to_string(),
             profile: spec.plan.profile.clone(),
             created_at_ms: now_ms(),
+            shim: shim.ready.shim.clone(),
+            init: shim.ready.init.clone(),
         };
-        self.ledger
-            .insert(&record)
-            .await
-            .map_err(StartError::Ledger)?;
+        if let Err(e) = self.ledger.insert(&record).await {
+            // The unused shim ends its tree when its pipe closes.
+            self.release_uid(&id);
+            return Err(StartError::Ledger(e));
+        }
         let _rx = self.watch(&id);
-        let started = self
-            .launcher
-            .prepare(spec, &req.stdin)
-            .and_then(|p| Ok((self.launcher.start(&p)?, p)));
-        let (mut child, prepared) = match started {
+        let spec = LaunchSpec {
+            shim: Some(shim.ready.shim.clone()),
+            init: Some(shim.ready.init.clone()),
+            ..spec
+        };
+        let started = match self.launcher.prepare(spec, &req.stdin) {
+            Ok(p) => shim.assign(&id).await.map(|child| (child, p)),
+            Err(e) => Err(e),
+        };
+        let (running, prepared) = match started {
             Ok(v) => v,
             Err(e) => {
                 let _ = self
@@ -133,23 +154,17 @@ impl Manager {
                         &LaunchResult::lost(format!("could not start: {e}"), now_ms()),
                     )
                     .await;
+                self.release_uid(&id);
                 self.notify(&id);
                 return Err(e.into());
             }
         };
-        if let Some(pid) = child.id()
-            && let Ok(shim) = proc::identity(pid as i32)
-        {
-            let _ = self.ledger.set_shim(&id, &shim).await;
-        }
         tracing::info!(id = %id, profile = %prepared.spec.plan.profile, role = %who.role,
             principal = %who.principal, argv = ?prepared.spec.argv, "launch started");
         let me = self.clone();
         let task_id = id.clone();
         tokio::spawn(async move {
-            if let Err(e) = child.wait().await {
-                tracing::error!(id = %task_id, error = %e, "waiting for shim");
-            }
+            running.ended().await;
             me.finalize(&task_id).await;
         });
         Ok(id)
@@ -258,10 +273,8 @@ impl Manager {
                 self.finalize(&rec.id).await;
                 continue;
             }
-            let shim: Option<Identity> = std::fs::read(dir.join(files::SHIM))
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())
-                .or(rec.shim.clone());
+            let shim: Option<Identity> =
+                self.spec(&rec.id).and_then(|s| s.shim).or(rec.shim.clone());
             let verdict = shim
                 .as_ref()
                 .map(proc::probe)

@@ -311,6 +311,40 @@ mod tests {
         assert_eq!(op.need(Dimension::Network), Need::Off);
     }
 
+    /// A warm shim set up for one profile takes any launch of that profile (only the
+    /// workspace and uid differ) and no launch of another.
+    #[test]
+    fn a_shim_setup_fits_its_profiles_launches_only() {
+        let p = Profiles::builtin().unwrap();
+        let host = HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+        };
+        let mk = |name: &str, ws: &str, uid: u32, disabled: &[Dimension]| {
+            plan(
+                name,
+                p.get(name).unwrap(),
+                Path::new(ws),
+                &host,
+                disabled,
+                uid,
+            )
+        };
+        let setup = crate::spec::ShimSetup {
+            plan: mk("agent", "/w/pool", 100_000, &[]),
+            launches_dir: "/s/launches".into(),
+            work_root: "/w".into(),
+            mask_file: "/s/masked".into(),
+        };
+        assert!(setup.fits(&mk("agent", "/w/7", 100_007, &[])));
+        assert!(!setup.fits(&mk("mcp-server", "/w/7", 100_007, &[])));
+        assert!(!setup.fits(&mk("operator", "/w/7", 0, &[])));
+        assert!(
+            !setup.fits(&mk("agent", "/w/7", 100_007, &[Dimension::Network])),
+            "a shim with a network namespace must not run a launch planned without one"
+        );
+    }
+
     #[test]
     fn a_rule_without_reason_is_rejected() {
         let text = PROFILES_TOML.replacen(

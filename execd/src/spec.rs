@@ -181,6 +181,46 @@ pub struct LaunchSpec {
     /// Cap of each stream's full log in the launch dir.
     pub log_cap_bytes: u64,
     pub plan: Plan,
+    /// The shim that runs the launch and the root of its tree (PID-namespace init),
+    /// recorded by execd when it hands the launch to that shim: the receipt that lets a
+    /// restarted execd re-adopt, and a kill verify, without trusting a bare pid.
+    #[serde(default)]
+    pub shim: Option<Identity>,
+    #[serde(default)]
+    pub init: Option<Identity>,
+}
+
+/// What execd tells a new shim before any launch exists (the first line on its stdin):
+/// the containment its profile needs up front (namespaces, mounts, masks, seccomp), and
+/// where launches will appear.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShimSetup {
+    /// The profile's plan; the per-launch parts (workspace, run-as uid) come with the spec.
+    pub plan: Plan,
+    pub launches_dir: PathBuf,
+    pub work_root: PathBuf,
+    /// An empty, mode-000, root-owned file that is bound over denied files.
+    pub mask_file: PathBuf,
+}
+
+impl ShimSetup {
+    /// Whether a launch's plan is the one this shim set up for: equal but for the parts
+    /// applied per launch.
+    pub fn fits(&self, plan: &Plan) -> bool {
+        let per_launch = Plan {
+            writable: self.plan.writable.clone(),
+            run_as: self.plan.run_as,
+            ..plan.clone()
+        };
+        per_launch == self.plan
+    }
+}
+
+/// What a shim answers once its setup is done (one line on its stdout).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShimReady {
+    pub shim: Identity,
+    pub init: Identity,
 }
 
 /// How a launch ended.
@@ -329,18 +369,11 @@ pub mod files {
     pub const STDERR_LOG: &str = "stderr.log";
     pub const STDOUT_TAIL: &str = "stdout.tail";
     pub const STDERR_TAIL: &str = "stderr.tail";
-    /// The shim's own identity, written by the shim at start.
-    pub const SHIM: &str = "shim.json";
-    /// The workload tree's root (PID-namespace init) identity.
-    pub const INIT: &str = "init.json";
-    pub const REPORT: &str = "report.json";
     pub const RESULT: &str = "result.json";
     /// Written after the result: the launch is over and everything is on disk.
     pub const EXIT: &str = "exit";
     /// Written by execd before it signals a launch, so the shim reports `killed`.
     pub const KILL_REQUESTED: &str = "kill-requested";
-    /// The shim's progress counters, rewritten as output arrives (for followers).
-    pub const PROGRESS: &str = "progress.json";
 }
 
 #[cfg(test)]

@@ -233,14 +233,27 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
         let (first, offset, _) = follow(&mut c, &id, 0, |o| o.ends_with(b"line10\n")).await;
         (id, first, offset, doomed)
     });
+    // Every shim execd started: the two running launches' and the warm ones waiting.
+    let execd_pid = s.pid();
+    let spawned: Vec<i32> = std::fs::read_dir(format!("/proc/{execd_pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
     // execd dies mid-stream. The shims do not.
     s.kill9();
     let launches = s.root.path().join("state/execd/launches");
     let shim_pid = |id: &str| -> i32 {
+        // The receipt names the shim that runs the launch.
         let v: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(launches.join(id).join("shim.json")).unwrap())
+            serde_json::from_slice(&std::fs::read(launches.join(id).join("spec.json")).unwrap())
                 .unwrap();
-        v["pid"].as_i64().unwrap() as i32
+        v["shim"]["pid"].as_i64().unwrap() as i32
     };
     assert!(
         std::path::Path::new(&format!("/proc/{}", shim_pid(&id))).exists(),
@@ -253,6 +266,28 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));
+    // A warm shim holds no launch: it ends with execd (its pipe closes). Only the running
+    // launch's shim is left of all execd had started.
+    let alive: Vec<i32> = spawned
+        .iter()
+        .copied()
+        .filter(|p| {
+            // A zombie is gone but for its parent's wait.
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|st| st.rsplit_once(") ").map(|(_, r)| !r.starts_with('Z')))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(
+        spawned.len() >= 3,
+        "execd should have had warm shims: {spawned:?}"
+    );
+    assert_eq!(
+        alive,
+        vec![shim_pid(&id)],
+        "warm shims outlived execd (started {spawned:?})"
+    );
     s.restart();
     runtime.block_on(async {
         let mut c = client(&s);
@@ -316,4 +351,46 @@ fn finished_launches_lose_their_files_after_the_retention_period_but_keep_their_
             "the record stays"
         );
     });
+}
+
+/// With no warm shims, each launch sets up its own: the same containment, the same result,
+/// and no shim is left waiting.
+#[test]
+fn without_warm_shims_each_launch_sets_up_its_own() {
+    require_root("the cold-start test");
+    let s = Standalone::start_with("execd", "warm_shims = 0\n");
+    rt().block_on(async {
+        let mut c = client(&s);
+        for i in 0..2 {
+            let e = start(&mut c, &format!("echo cold{i}"), 30_000).await;
+            let (out, _, end) = follow(&mut c, &e.id, 0, |_| false).await;
+            assert_eq!(out, format!("cold{i}\n").as_bytes());
+            let end = end.unwrap();
+            assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+            assert!(
+                end.containment
+                    .iter()
+                    .all(|d| d.state == argos_proto::exec::v1::DimensionState::Enforced as i32),
+                "{end:?}"
+            );
+        }
+    });
+    // Nothing waits: execd's only children would be shims, and every launch is over.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let children = || -> Vec<i32> {
+        std::fs::read_dir(format!("/proc/{}/task", s.pid()))
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<i32>>()
+            })
+            .collect()
+    };
+    while !children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(children(), Vec::<i32>::new(), "a shim is waiting");
 }

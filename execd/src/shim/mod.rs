@@ -1,6 +1,8 @@
 //! The per-launch shim: a freshly exec'd, single-threaded process (no async runtime) that
 //! sets up containment, runs the workload, keeps its output and writes its result. It is
-//! its own session, so it outlives an execd restart; execd re-reads its launch dir.
+//! its own session, so it outlives an execd restart; execd re-reads its launch dir. It
+//! sets up its tree before its launch exists (execd keeps a few standing, `pool.rs`) and
+//! runs exactly one launch.
 //!
 //! Process tree of one launch:
 //!
@@ -13,10 +15,11 @@
 //! ```
 //!
 //! The setup sequence is mirrored, step by step, in docs/containment.md. This module
-//! prepares and forks; `tree` runs inside the launch (init, workload); `supervise` keeps
+//! sets up the standing tree and takes the launch; `tree` runs inside the launch (init, workload); `supervise` keeps
 //! the output, the clock and the result.
 
 use std::fs::File;
+use std::io::BufRead;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -33,8 +36,8 @@ mod tree;
 use crate::cgroup::Cgroups;
 use crate::contain::{self, Namespaces};
 use crate::spec::{
-    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, StreamTotals,
-    Teardown, files, now_ms, write_atomic, write_json_atomic,
+    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, ShimReady,
+    ShimSetup, StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
 use crate::sys::{proc, raw};
 
@@ -57,45 +60,135 @@ enum SetupMsg {
     Failed { error: String },
 }
 
-/// Entry point of `argos-shim <launch-dir>`. Exit code: 0 when a result was written.
+/// Entry point of `argos-shim --pool`. Exit code: 0 when a result was written or when no
+/// launch was ever assigned.
+///
+/// The shim sets up its tree before any launch exists, so a launch handed to a waiting
+/// shim pays none of it: stdin's first line is the [`ShimSetup`]; once the tree stands,
+/// the shim prints a [`ShimReady`] line and waits for one more line, the launch id. EOF
+/// instead (execd stopped, or drained its pool) ends the tree and the shim.
 pub fn main() -> i32 {
     // Sanitise first: nothing inherited from execd beyond stdio, default signal actions.
     let _ = raw::close_fds_from(3);
     raw::reset_signal_dispositions();
     let _ = SigSet::all().thread_unblock();
-    let Some(dir) = std::env::args_os().nth(1).map(PathBuf::from) else {
-        eprintln!("usage: argos-shim LAUNCH_DIR");
+    if std::env::args_os().nth(1).is_none_or(|a| a != "--pool") {
+        eprintln!("usage: argos-shim --pool  (setup and launch id on stdin; run by argos-execd)");
         return 2;
-    };
-    let spec: LaunchSpec = match std::fs::read(dir.join(files::SPEC))
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-    {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "argos-shim: reading {}: {e}",
-                dir.join(files::SPEC).display()
-            );
-            return 2;
-        }
-    };
+    }
     // Own session: execd's process group and terminal signals no longer reach us.
     let _ = nix::unistd::setsid();
-    if let Ok(me) = proc::identity(std::process::id() as i32) {
-        let _ = write_json_atomic(&dir.join(files::SHIM), &me);
+    let mut control = std::io::stdin().lock();
+    let mut line = String::new();
+    let setup: ShimSetup = match control
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())
+        .and_then(|_| serde_json::from_str(&line).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => return answer(&format!("error: bad setup line: {e}")),
+    };
+    let tree = match Tree::start(&setup) {
+        Ok(t) => t,
+        Err(e) => return answer(&format!("error: {e}")),
+    };
+    let (Ok(shim), Ok(init)) = (
+        proc::identity(std::process::id() as i32),
+        proc::identity(tree.init.as_raw()),
+    ) else {
+        tree.end();
+        return answer("error: cannot read the shim's or init's identity");
+    };
+    let ready = serde_json::to_string(&ShimReady { shim, init }).unwrap_or_default();
+    if answer(&ready) != 0 {
+        tree.end();
+        return 1;
     }
-    let result = run(&dir, &spec);
+    line.clear();
+    let id = match control.read_line(&mut line) {
+        Ok(n) if n > 0 => line.trim().to_string(),
+        // No launch for us: the pool was drained or execd is gone.
+        _ => {
+            tree.end();
+            return 0;
+        }
+    };
+    drop(control);
+    // execd's control pipe is done with. Our stdout stays open until the exit marker is
+    // written: its EOF tells execd the launch is over.
+    let null = File::options().read(true).write(true).open("/dev/null");
+    if let Ok(null) = &null {
+        let _ = nix::unistd::dup2_stdin(null);
+    }
+    if id.is_empty() || id.contains('/') || id.starts_with('.') {
+        tree.end();
+        return 2;
+    }
+    let dir = setup.launches_dir.join(&id);
+    let started = now_ms();
+    let mut cleanup = Cgroups::default();
+    let result = match std::fs::read(dir.join(files::SPEC))
+        .map_err(|e| format!("reading the spec: {e}"))
+        .and_then(|b| {
+            serde_json::from_slice::<LaunchSpec>(&b).map_err(|e| format!("parsing the spec: {e}"))
+        }) {
+        Ok(spec) if spec.id == id && setup.fits(&spec.plan) => {
+            let (result, cgroups) = tree.run(&dir, &spec, started);
+            cleanup = cgroups;
+            result
+        }
+        Ok(spec) => {
+            tree.end();
+            failed_before_start(
+                &spec,
+                started,
+                LaunchStatus::Failed,
+                "the launch's plan is not the one its shim was set up for".into(),
+            )
+        }
+        Err(e) => {
+            tree.end();
+            LaunchResult::lost(e, now_ms())
+        }
+    };
     if let Err(e) = write_json_atomic(&dir.join(files::RESULT), &result) {
-        eprintln!("argos-shim: writing result: {e}");
+        note(&dir, &format!("writing the result: {e}"));
         return 1;
     }
-    // The exit marker comes only after the result is durable.
+    // The exit marker comes only after the result is complete.
     if let Err(e) = write_atomic(&dir.join(files::EXIT), b"") {
-        eprintln!("argos-shim: writing exit marker: {e}");
+        note(&dir, &format!("writing the exit marker: {e}"));
         return 1;
     }
+    if let Ok(null) = &null {
+        let _ = nix::unistd::dup2_stdout(null);
+    }
+    // Housekeeping after the answer: removing a cgroup can wait for the kernel to take it
+    // offline (milliseconds). Its emptiness was already checked.
+    cleanup.remove();
     0
+}
+
+/// One line to execd on stdout; non-zero if it cannot be delivered.
+fn answer(line: &str) -> i32 {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
+/// Something the shim could not do once execd may be gone: kept in the launch dir.
+fn note(dir: &Path, msg: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = File::options()
+        .create(true)
+        .append(true)
+        .open(dir.join("shim.log"))
+    {
+        let _ = writeln!(f, "argos-shim: {msg}");
+    }
 }
 
 struct Pipes {
@@ -107,10 +200,12 @@ struct Pipes {
     setup_w: OwnedFd,
     status_r: OwnedFd,
     status_w: OwnedFd,
-    stdin: OwnedFd,
+    /// The launch, from shim to init (one [`Go`] line).
+    go_r: OwnedFd,
+    go_w: OwnedFd,
 }
 
-fn pipes(dir: &Path, spec: &LaunchSpec) -> Result<Pipes, String> {
+fn pipes() -> Result<Pipes, String> {
     let p = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe2: {e}"));
     let (out_r, out_w) = p()?;
     let (err_r, err_w) = p()?;
@@ -121,13 +216,7 @@ fn pipes(dir: &Path, spec: &LaunchSpec) -> Result<Pipes, String> {
     }
     let (setup_r, setup_w) = p()?;
     let (status_r, status_w) = p()?;
-    let stdin_path = if spec.stdin {
-        dir.join(files::STDIN)
-    } else {
-        PathBuf::from("/dev/null")
-    };
-    let stdin =
-        File::open(&stdin_path).map_err(|e| format!("opening {}: {e}", stdin_path.display()))?;
+    let (go_r, go_w) = p()?;
     Ok(Pipes {
         out_r,
         out_w,
@@ -137,8 +226,17 @@ fn pipes(dir: &Path, spec: &LaunchSpec) -> Result<Pipes, String> {
         setup_w,
         status_r,
         status_w,
-        stdin: stdin.into(),
+        go_r,
+        go_w,
     })
+}
+
+/// The launch, as the shim hands it to init once execd assigned it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Go {
+    id: String,
+    /// `/argos/<id>` when the launch has cgroup limits: the workload checks it is inside.
+    cgroup_marker: Option<String>,
 }
 
 fn failed_before_start(
@@ -175,164 +273,150 @@ fn failed_before_start(
     }
 }
 
-/// Everything the forked children need (computed before fork: no allocation-heavy work
-/// or file scanning happens between fork and exec that could be done before).
-struct Prepared {
+/// What init keeps from the setup for every launch (computed before fork: nothing is
+/// done between fork and exec that could be done before).
+struct Base {
     host_ns: Namespaces,
     filters: Option<Vec<seccompiler::BpfProgram>>,
-    /// An empty mode-000 file in the launch dir, bound over denied files.
-    masked_file: PathBuf,
-    writable: Vec<PathBuf>,
-    program: std::ffi::CString,
-    argv: Vec<std::ffi::CString>,
-    env: Vec<std::ffi::CString>,
     pidns: bool,
-    /// `/argos/<id>` when the launch has cgroup limits: the workload checks it is inside.
-    cgroup_marker: Option<String>,
     /// The denied paths as the host resolves them (symlinks followed), outermost only.
     denied: Vec<PathBuf>,
 }
 
-fn run(dir: &Path, spec: &LaunchSpec) -> LaunchResult {
-    let started = now_ms();
-    let plan = &spec.plan;
-    let filters = if plan.wants(Dimension::Syscalls) {
-        match contain::seccomp_filters() {
-            Ok(f) => Some(f),
-            Err(e) => {
-                return failed_before_start(
-                    spec,
-                    started,
-                    LaunchStatus::ContainmentUnavailable,
-                    format!("seccomp: {e}"),
-                );
+/// The name of the shim's cgroups (`argos/<name>` in each hierarchy): unique to this
+/// process, even across pid reuse.
+fn cgroup_name() -> String {
+    let me = std::process::id();
+    let start = proc::identity(me as i32).map_or(0, |i| i.start_time);
+    format!("shim-{me}-{start}")
+}
+
+/// A shim's standing tree: init forked (PID 1 of its namespace where that dimension is
+/// on), its namespaces and mounts made, waiting for a launch.
+struct Tree {
+    init: Pid,
+    pipes: Pipes,
+    /// The whole-tree limits, joined by init at once (moving a process between cgroups
+    /// can wait for an RCU grace period, milliseconds: that wait happens here, not when a
+    /// launch arrives). Named after the shim: cgroup v2 cannot rename a group.
+    cgroups: Cgroups,
+    cgroup_notes: Vec<String>,
+}
+
+impl Tree {
+    fn start(setup: &ShimSetup) -> Result<Tree, String> {
+        let plan = &setup.plan;
+        let filters = if plan.wants(Dimension::Syscalls) {
+            Some(contain::seccomp_filters().map_err(|e| format!("seccomp: {e}"))?)
+        } else {
+            None
+        };
+        let mut base = Base {
+            host_ns: Namespaces::of("self"),
+            filters,
+            pidns: false,
+            denied: resolve_denied(&plan.denied),
+        };
+        let pipes = pipes()?;
+        // A PID namespace applies to children: unshare here, and the next fork is its init.
+        let mut notes = Vec::new();
+        if plan.wants(Dimension::ProcessTree) {
+            match nix::sched::unshare(CloneFlags::CLONE_NEWPID) {
+                Ok(()) => base.pidns = true,
+                Err(e) => notes.push(format!("process_tree: unshare(CLONE_NEWPID): {e}")),
             }
         }
-    } else {
-        None
-    };
-    let mut writable = plan.writable.clone();
-    if plan.wants(Dimension::Filesystem) {
-        writable.push(PathBuf::from("/tmp"));
+        let (cgroups, cgroup_notes) = if plan.wants(Dimension::Resources)
+            && (plan.cgroup_memory_bytes.is_some() || plan.cgroup_pids.is_some())
+        {
+            Cgroups::create(&cgroup_name(), plan.cgroup_memory_bytes, plan.cgroup_pids)
+        } else {
+            (Cgroups::default(), Vec::new())
+        };
+        match raw::fork_single_threaded() {
+            Ok(ForkResult::Child) => {
+                notes.extend(cgroups.add(0));
+                tree::init(setup, &base, pipes, notes)
+            }
+            Ok(ForkResult::Parent { child }) => Ok(Tree {
+                init: child,
+                pipes,
+                cgroups,
+                cgroup_notes,
+            }),
+            Err(e) => {
+                cgroups.remove();
+                Err(format!("fork: {e}"))
+            }
+        }
     }
-    let env_path = spec
-        .env
-        .iter()
-        .find(|(k, _)| k == "PATH")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    let program = match resolve_program(&spec.argv[0], &env_path) {
-        Ok(p) => p,
-        Err(e) => return failed_before_start(spec, started, LaunchStatus::Failed, e),
-    };
-    let cstr = |s: &str| std::ffi::CString::new(s).map_err(|_| format!("NUL byte in {s:?}"));
-    let argv: Result<Vec<_>, _> = spec.argv.iter().map(|a| cstr(a)).collect();
-    let env: Result<Vec<_>, _> = spec
-        .env
-        .iter()
-        .map(|(k, v)| cstr(&format!("{k}={v}")))
-        .collect();
-    let (Ok(argv), Ok(env), Ok(program)) = (argv, env, cstr(&program.display().to_string())) else {
-        return failed_before_start(
-            spec,
-            started,
-            LaunchStatus::Failed,
-            "NUL byte in argv or env".into(),
-        );
-    };
-    let prepared = Prepared {
-        host_ns: Namespaces::of("self"),
-        filters,
-        masked_file: dir.join("masked"),
-        writable,
-        program,
-        argv,
-        env,
-        pidns: false,
-        cgroup_marker: None,
-        denied: resolve_denied(&plan.denied),
-    };
-    if plan.wants(Dimension::Filesystem) {
-        use std::os::unix::fs::PermissionsExt;
-        let made = File::create(&prepared.masked_file).and_then(|_| {
-            std::fs::set_permissions(
-                &prepared.masked_file,
-                std::fs::Permissions::from_mode(0o000),
-            )
-        });
-        if let Err(e) = made {
-            return failed_before_start(
+
+    /// Ends a tree that will run nothing (its namespace dies with init).
+    fn end(self) {
+        let _ = kill(self.init, Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(self.init, None);
+        self.cgroups.remove();
+    }
+
+    /// Runs one launch in the standing tree and returns its result, and its cgroups for
+    /// removal (empty by then, or the result names the survivors).
+    fn run(self, dir: &Path, spec: &LaunchSpec, started: i64) -> (LaunchResult, Cgroups) {
+        let Tree {
+            init,
+            pipes,
+            cgroups,
+            cgroup_notes,
+        } = self;
+        let go = Go {
+            id: spec.id.clone(),
+            cgroup_marker: cgroups
+                .limits_anything()
+                .then(|| format!("/argos/{}", cgroup_name())),
+        };
+        let mut line = serde_json::to_vec(&go).unwrap_or_default();
+        line.push(b'\n');
+        if let Err(e) = nix::unistd::write(&pipes.go_w, &line) {
+            let _ = kill(init, Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(init, None);
+            let failed = failed_before_start(
                 spec,
                 started,
                 LaunchStatus::Failed,
-                format!("creating the mask file: {e}"),
+                format!("handing the launch to init: {e}"),
             );
+            return (failed, cgroups);
         }
-    }
-    let pipes = match pipes(dir, spec) {
-        Ok(p) => p,
-        Err(e) => return failed_before_start(spec, started, LaunchStatus::Failed, e),
-    };
-    // A PID namespace applies to children: unshare here, and the next fork is its init.
-    let mut prepared = prepared;
-    let mut init_notes = Vec::new();
-    if plan.wants(Dimension::ProcessTree) {
-        match nix::sched::unshare(CloneFlags::CLONE_NEWPID) {
-            Ok(()) => prepared.pidns = true,
-            Err(e) => init_notes.push(format!("process_tree: unshare(CLONE_NEWPID): {e}")),
-        }
-    }
-    // Whole-tree limits: init joins the groups first thing, so everything below it is in.
-    let cgroups = if plan.wants(Dimension::Resources)
-        && (plan.cgroup_memory_bytes.is_some() || plan.cgroup_pids.is_some())
-    {
-        let (cg, notes) = Cgroups::create(&spec.id, plan.cgroup_memory_bytes, plan.cgroup_pids);
-        init_notes.extend(notes);
-        cg
-    } else {
-        Cgroups::default()
-    };
-    if cgroups.limits_anything() {
-        prepared.cgroup_marker = Some(format!("/argos/{}", spec.id));
-    }
-    let init_pid = match raw::fork_single_threaded() {
-        Ok(ForkResult::Child) => {
-            init_notes.extend(cgroups.add_self());
-            tree::init(spec, &prepared, pipes, init_notes)
-        }
-        Ok(ForkResult::Parent { child }) => child,
-        Err(e) => return failed_before_start(spec, started, LaunchStatus::Failed, e.to_string()),
-    };
-    let mut result = supervise::supervise(dir, spec, started, init_pid, pipes);
-    // The tree is gone with init (PID namespace); the cgroup proves it, or names who is not.
-    if cgroups.limits_anything() || !cgroups.members().is_empty() {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let mut left = cgroups.members();
-        while !left.is_empty() && Instant::now() < deadline {
-            cgroups.kill();
-            for pid in &left {
-                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        let mut result = supervise::supervise(dir, spec, started, init, pipes, cgroup_notes);
+        // The tree is gone with init (PID namespace); the cgroup proves it, or names who
+        // is not.
+        if cgroups.limits_anything() || !cgroups.members().is_empty() {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            let mut left = cgroups.members();
+            while !left.is_empty() && Instant::now() < deadline {
+                cgroups.kill();
+                for pid in &left {
+                    let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+                left = cgroups.members();
             }
-            std::thread::sleep(Duration::from_millis(5));
-            left = cgroups.members();
-        }
-        if !left.is_empty() {
-            result.teardown.complete = false;
-            result.teardown.survivors = left.iter().map(|p| proc::describe(*p)).collect();
-            if result.status != LaunchStatus::ContainmentUnavailable {
-                result.status = LaunchStatus::TeardownFailed;
+            if !left.is_empty() {
+                result.teardown.complete = false;
+                result.teardown.survivors = left.iter().map(|p| proc::describe(*p)).collect();
+                if result.status != LaunchStatus::ContainmentUnavailable {
+                    result.status = LaunchStatus::TeardownFailed;
+                }
+            }
+            if let Some(r) = result
+                .report
+                .iter_mut()
+                .find(|r| r.dimension == Dimension::Resources)
+            {
+                r.detail = format!("{}; cgroup: {}", r.detail, cgroups.limited.join(", "));
             }
         }
-        if let Some(r) = result
-            .report
-            .iter_mut()
-            .find(|r| r.dimension == Dimension::Resources)
-        {
-            r.detail = format!("{}; cgroup: {}", r.detail, cgroups.limited.join(", "));
-        }
+        (result, cgroups)
     }
-    cgroups.remove();
-    result
 }
 
 /// Finds the program to exec the way a shell would, with the workload's PATH.

@@ -4,17 +4,17 @@
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::{EXIT_EXEC, Pipes, SetupMsg, failed_before_start};
+use super::{EXIT_EXEC, Pipes, SetupMsg};
 use crate::spec::{
     DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
-    now_ms, write_atomic, write_json_atomic,
+    now_ms, write_atomic,
 };
 use crate::sys::{proc, raw};
 
@@ -79,10 +79,12 @@ impl Clock {
     }
 }
 
-/// One output stream: a capped log file plus an in-memory tail.
+/// One output stream: a capped log file (created with the first byte: a quiet launch
+/// leaves none) plus an in-memory tail.
 struct Stream {
     fd: Option<OwnedFd>,
-    log: File,
+    path: PathBuf,
+    log: Option<File>,
     total: u64,
     logged: u64,
     cap: u64,
@@ -91,10 +93,11 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(fd: OwnedFd, log: File, cap: u64, tail_cap: u64) -> Stream {
+    fn new(fd: OwnedFd, path: PathBuf, cap: u64, tail_cap: u64) -> Stream {
         Stream {
             fd: Some(fd),
-            log,
+            path,
+            log: None,
             total: 0,
             logged: 0,
             cap,
@@ -116,8 +119,13 @@ impl Stream {
                 self.total += n as u64;
                 let room = self.cap.saturating_sub(self.logged) as usize;
                 if room > 0 {
+                    if self.log.is_none() {
+                        self.log = File::create(&self.path).ok();
+                    }
                     let keep = &chunk[..room.min(n)];
-                    if self.log.write_all(keep).is_ok() {
+                    if let Some(log) = &mut self.log
+                        && log.write_all(keep).is_ok()
+                    {
                         self.logged += keep.len() as u64;
                     }
                 }
@@ -143,20 +151,17 @@ pub(super) fn supervise(
     started: i64,
     init_pid: Pid,
     p: Pipes,
+    mut init_notes: Vec<String>,
 ) -> LaunchResult {
-    drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.stdin));
-    if let Ok(id) = proc::identity(init_pid.as_raw()) {
-        let _ = write_json_atomic(&dir.join(files::INIT), &id);
-    }
+    drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.go_r, p.go_w));
     // Setup: read the channel to EOF (exec closed it) or to the workload's refusal.
     let mut setup_error = None;
     let mut report: Vec<DimReport> = Vec::new();
     let mut missing = Vec::new();
-    let mut init_notes = Vec::new();
     for line in BufReader::new(File::from(p.setup_r)).lines() {
         let Ok(line) = line else { break };
         match serde_json::from_str::<SetupMsg>(&line) {
-            Ok(SetupMsg::Init { notes }) => init_notes = notes,
+            Ok(SetupMsg::Init { notes }) => init_notes.extend(notes),
             Ok(SetupMsg::Report { dims, missing: m }) => {
                 report = dims;
                 missing = m;
@@ -173,29 +178,19 @@ pub(super) fn supervise(
             r.detail = format!("{}; {note}", r.detail);
         }
     }
-    let _ = write_json_atomic(&dir.join(files::REPORT), &report);
-
-    let open_log = |name: &str| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .open(dir.join(name))
-    };
-    let (Ok(out_log), Ok(err_log)) = (open_log(files::STDOUT_LOG), open_log(files::STDERR_LOG))
-    else {
-        let _ = kill(init_pid, Signal::SIGKILL);
-        let _ = waitpid(init_pid, None);
-        return failed_before_start(
-            spec,
-            started,
-            LaunchStatus::Failed,
-            "cannot create log files".into(),
-        );
-    };
     let mut streams = [
-        Stream::new(p.out_r, out_log, spec.log_cap_bytes, spec.tail_bytes),
-        Stream::new(p.err_r, err_log, spec.log_cap_bytes, spec.tail_bytes),
+        Stream::new(
+            p.out_r,
+            dir.join(files::STDOUT_LOG),
+            spec.log_cap_bytes,
+            spec.tail_bytes,
+        ),
+        Stream::new(
+            p.err_r,
+            dir.join(files::STDERR_LOG),
+            spec.log_cap_bytes,
+            spec.tail_bytes,
+        ),
     ];
     let mut clock = Clock::start(spec);
     let mut buf = vec![0u8; 1024 * 1024];
@@ -303,9 +298,12 @@ pub(super) fn supervise(
         LaunchStatus::Failed
     };
     let [out, err] = streams;
+    // The tail is only needed where the head does not already hold everything.
     for (s, name) in [(&out, files::STDOUT_TAIL), (&err, files::STDERR_TAIL)] {
-        let (a, b) = s.tail.as_slices();
-        let _ = write_atomic(&dir.join(name), &[a, b].concat());
+        if s.total > spec.head_bytes + spec.tail_bytes {
+            let (a, b) = s.tail.as_slices();
+            let _ = write_atomic(&dir.join(name), &[a, b].concat());
+        }
     }
     LaunchResult {
         status,

@@ -10,20 +10,48 @@ use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 
-use super::{EXIT_CONTAINMENT, EXIT_EXEC, Pipes, Prepared, SetupMsg, send};
+use nix::fcntl::OFlag;
+
+use super::{Base, EXIT_CONTAINMENT, EXIT_EXEC, Go, Pipes, SetupMsg, resolve_program, send};
 use crate::contain::{self, Readback};
-use crate::spec::{DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode};
+use crate::spec::{
+    DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode, ShimSetup, files,
+};
 use crate::sys::{proc, raw};
 
-/// The launch's init: PID 1 of its namespace (when the host allows one).
-pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<String>) -> ! {
-    let plan = &spec.plan;
-    drop((p.out_r, p.err_r, p.setup_r, p.status_r));
+/// The launch's init: PID 1 of its namespace (when the host allows one). Sets up the
+/// namespaces and mounts, then waits for the shim to hand it a launch.
+pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<String>) -> ! {
+    let plan = &setup.plan;
+    drop((p.out_r, p.err_r, p.setup_r, p.status_r, p.go_w));
+    // execd's pipes (our stdin and stdout) are the shim's business, not ours.
+    if let Ok(null) = File::options().read(true).write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdin(&null);
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
     // If the shim dies, so does the tree (and the kernel kills the namespace with us).
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-    if !prep.pidns {
+    if !base.pidns {
         let _ = nix::sys::prctl::set_child_subreaper(true);
     }
+    // Held by fd before any mount covers it: the launches dir (masked below: it is in
+    // execd's state dir).
+    let launches = match nix::fcntl::open(
+        &setup.launches_dir,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(e) => {
+            send(
+                &p.setup_w,
+                &SetupMsg::Failed {
+                    error: format!("opening {}: {e}", setup.launches_dir.display()),
+                },
+            );
+            raw::exit_now(EXIT_EXEC);
+        }
+    };
     // Namespaces for everything below us: mounts, IPC, hostname, and network.
     let mut ns = vec![
         (CloneFlags::CLONE_NEWIPC, "ipc", None),
@@ -54,9 +82,9 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
             Err(e) => notes.push(format!("{name} namespace: {e}")),
         }
     }
-    // Hold the mask file by fd too: it lives in the launch dir, which the mounts below
-    // may cover (a private /tmp, a masked state dir).
-    let mask_source = File::open(&prep.masked_file)
+    // The file bound over denied files, held by fd too (it is in execd's state dir),
+    // opened in the new mount namespace: a bind source must be one of its mounts.
+    let mask_source = File::open(&setup.mask_file)
         .map(|f| {
             use std::os::fd::AsRawFd;
             let path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
@@ -69,7 +97,7 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
         if let Err(e) = mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none) {
             notes.push(format!("making mounts private: {e}"));
         }
-        if prep.pidns
+        if base.pidns
             && let Err(e) = mount(
                 Some("proc"),
                 "/proc",
@@ -80,10 +108,10 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
         {
             notes.push(format!("mounting /proc for the PID namespace: {e}"));
         }
-        // A private /tmp. A workspace that lives under the host's /tmp stays reachable:
-        // hold it by fd, mount over /tmp, and bind it back at the same path.
-        let held = if spec.workspace.starts_with("/tmp") {
-            File::open(&spec.workspace).ok()
+        // A private /tmp. Workspaces that live under the host's /tmp stay reachable: hold
+        // their root by fd, mount over /tmp, and bind it back at the same path.
+        let held = if setup.work_root.starts_with("/tmp") {
+            File::open(&setup.work_root).ok()
         } else {
             None
         };
@@ -98,12 +126,12 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
         } else if let Some(fd) = held {
             use std::os::fd::AsRawFd;
             let source = format!("/proc/self/fd/{}", fd.as_raw_fd());
-            let bound = std::fs::create_dir_all(&spec.workspace)
+            let bound = std::fs::create_dir_all(&setup.work_root)
                 .map_err(|e| e.to_string())
                 .and_then(|()| {
                     mount(
                         Some(source.as_str()),
-                        &spec.workspace,
+                        &setup.work_root,
                         none,
                         MsFlags::MS_BIND,
                         none,
@@ -111,7 +139,9 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
                     .map_err(|e| e.to_string())
                 });
             if let Err(e) = bound {
-                notes.push(format!("keeping the workspace under the private /tmp: {e}"));
+                notes.push(format!(
+                    "keeping the workspaces under the private /tmp: {e}"
+                ));
             }
         }
     }
@@ -119,17 +149,18 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
     // empty mode-000 file over a file. Landlock then grants reading "/" as one rule.
     let mut masked_all = mnt_ok;
     if mnt_ok {
-        for path in &prep.denied {
+        for path in &base.denied {
             let source = mask_source
                 .as_ref()
                 .map(|(_, p)| p.as_path())
-                .unwrap_or(&prep.masked_file);
+                .unwrap_or(&setup.mask_file);
             if let Err(e) = mask(path, source) {
                 masked_all = false;
                 notes.push(format!("filesystem: masking {}: {e}", path.display()));
             }
         }
     }
+    drop(mask_source);
     if net_ok
         && plan.network_mode == NetworkMode::Loopback
         && let Err(e) = raw::loopback_up()
@@ -137,12 +168,43 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
         notes.push(format!("bringing up lo: {e}"));
     }
     let _ = nix::unistd::sethostname("argos");
+    // Standing: wait for the launch. EOF means the shim ended the tree unused.
+    let mut go = String::new();
+    let got = {
+        use std::io::BufRead;
+        std::io::BufReader::new(File::from(p.go_r)).read_line(&mut go)
+    };
+    let go: Go = match got
+        .ok()
+        .filter(|n| *n > 0)
+        .map(|_| serde_json::from_str(&go))
+    {
+        Some(Ok(go)) => go,
+        Some(Err(e)) => {
+            send(
+                &p.setup_w,
+                &SetupMsg::Failed {
+                    error: format!("bad launch hand-over: {e}"),
+                },
+            );
+            raw::exit_now(EXIT_EXEC);
+        }
+        None => raw::exit_now(0),
+    };
+    let (spec, work, stdin) = match launch(&launches, &go) {
+        Ok(v) => v,
+        Err(error) => {
+            send(&p.setup_w, &SetupMsg::Failed { error });
+            raw::exit_now(EXIT_EXEC);
+        }
+    };
+    drop(launches);
     send(&p.setup_w, &SetupMsg::Init { notes });
     let readable = if masked_all {
         vec![PathBuf::from("/")]
     } else {
         // No private mounts: carve the denied paths out of the landlock rules instead.
-        contain::readable_roots(&prep.denied)
+        contain::readable_roots(&base.denied)
     };
     // Signals arrive by sigwait, never asynchronously.
     let mut mask = SigSet::empty();
@@ -157,9 +219,9 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
     }
     let _ = mask.thread_block();
     let workload = match raw::fork_single_threaded() {
-        Ok(ForkResult::Child) => {
-            workload(spec, prep, &readable, p.stdin, p.out_w, p.err_w, p.setup_w)
-        }
+        Ok(ForkResult::Child) => workload(
+            &spec, base, &work, &readable, stdin, p.out_w, p.err_w, p.setup_w,
+        ),
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
             send(
@@ -171,14 +233,14 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
             raw::exit_now(EXIT_EXEC);
         }
     };
-    drop((p.stdin, p.out_w, p.err_w, p.setup_w));
+    drop((stdin, p.out_w, p.err_w, p.setup_w));
     let mut outcome: Option<WaitStatus> = None;
     loop {
         match mask.wait() {
             Ok(Signal::SIGCHLD) => {}
             Ok(sig) => {
                 // Forward to the whole tree: inside a PID namespace -1 is "everyone but me".
-                let target = if prep.pidns {
+                let target = if base.pidns {
                     Pid::from_raw(-1)
                 } else {
                     Pid::from_raw(-workload.as_raw())
@@ -195,7 +257,7 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
                 Ok(ws) => {
                     if ws.pid() == Some(workload) {
                         outcome = Some(ws);
-                        kill_rest(prep.pidns, workload);
+                        kill_rest(base.pidns, workload);
                     }
                 }
                 Err(nix::errno::Errno::ECHILD) => {
@@ -211,6 +273,72 @@ pub(super) fn init(spec: &LaunchSpec, prep: &Prepared, p: Pipes, mut notes: Vec<
             }
         }
     }
+}
+
+/// What the workload execs and may write, worked out by init for one launch (before the
+/// workload's fork: it only execs what is ready).
+pub(super) struct Work {
+    program: std::ffi::CString,
+    argv: Vec<std::ffi::CString>,
+    env: Vec<std::ffi::CString>,
+    writable: Vec<PathBuf>,
+    cgroup_marker: Option<String>,
+}
+
+/// Reads the handed-over launch through the launches dir held by fd (the path itself is
+/// masked in here), resolves the program in the workload's view, and opens its stdin.
+fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), String> {
+    use std::io::Read;
+    let open = |name: &str| {
+        nix::fcntl::openat(
+            launches,
+            format!("{}/{name}", go.id).as_str(),
+            OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .map_err(|e| format!("opening the launch's {name}: {e}"))
+    };
+    let mut bytes = Vec::new();
+    File::from(open(files::SPEC)?)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the spec: {e}"))?;
+    let spec: LaunchSpec =
+        serde_json::from_slice(&bytes).map_err(|e| format!("parsing the spec: {e}"))?;
+    let stdin = if spec.stdin {
+        open(files::STDIN)?
+    } else {
+        File::open("/dev/null")
+            .map_err(|e| format!("opening /dev/null: {e}"))?
+            .into()
+    };
+    let mut writable = spec.plan.writable.clone();
+    if spec.plan.wants(Dimension::Filesystem) {
+        writable.push(PathBuf::from("/tmp"));
+    }
+    let path = spec
+        .env
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+    let program = resolve_program(&spec.argv[0], path)?;
+    let cstr = |s: &str| std::ffi::CString::new(s).map_err(|_| format!("NUL byte in {s:?}"));
+    let work = Work {
+        program: cstr(&program.display().to_string())?,
+        argv: spec
+            .argv
+            .iter()
+            .map(|a| cstr(a))
+            .collect::<Result<_, _>>()?,
+        env: spec
+            .env
+            .iter()
+            .map(|(k, v)| cstr(&format!("{k}={v}")))
+            .collect::<Result<_, _>>()?,
+        writable,
+        cgroup_marker: go.cgroup_marker.clone(),
+    };
+    Ok((spec, work, stdin))
 }
 
 /// Hides one denied path in the current mount namespace.
@@ -259,9 +387,11 @@ fn kill_rest(pidns: bool, workload: Pid) {
 }
 
 /// The workload's last steps before exec, in the order the design fixes.
+#[allow(clippy::too_many_arguments)]
 fn workload(
     spec: &LaunchSpec,
-    prep: &Prepared,
+    base: &Base,
+    work: &Work,
     readable: &[PathBuf],
     stdin: OwnedFd,
     out: OwnedFd,
@@ -297,7 +427,7 @@ fn workload(
     // 2. Filesystem (landlock).
     let mut landlock_ok = contain::LandlockStatus::default();
     if plan.wants(Dimension::Filesystem) {
-        match contain::apply_landlock(readable, &prep.writable) {
+        match contain::apply_landlock(readable, &work.writable) {
             Ok(full) => landlock_ok = full,
             Err(e) if plan.need(Dimension::Filesystem) == Need::Required => {
                 fail(format!("landlock: {e}"))
@@ -318,7 +448,7 @@ fn workload(
         fail(e);
     }
     // 4. Syscalls: last, so the setup above is not itself filtered.
-    if let Some(filters) = &prep.filters
+    if let Some(filters) = &base.filters
         && let Err(e) = contain::load_seccomp(filters)
         && plan.need(Dimension::Syscalls) == Need::Required
     {
@@ -328,7 +458,7 @@ fn workload(
     let rb = Readback::take(
         landlock_ok,
         rlimits_set.then_some(&plan.rlimits),
-        prep.cgroup_marker.as_deref(),
+        work.cgroup_marker.as_deref(),
     );
     let mut dims = Vec::new();
     let mut missing = Vec::new();
@@ -345,7 +475,7 @@ fn workload(
         let (holds, detail) = if plan.disabled.contains(&d) {
             (false, "disabled on this host".to_string())
         } else {
-            rb.holds(d, plan, &prep.host_ns)
+            rb.holds(d, plan, &base.host_ns)
         };
         if !holds && need == Need::Required {
             missing.push(d);
@@ -366,6 +496,6 @@ fn workload(
         raw::exit_now(EXIT_CONTAINMENT);
     }
     // 6. Exec. On success the CLOEXEC setup pipe closes: the shim reads EOF.
-    let e = nix::unistd::execve(&prep.program, &prep.argv, &prep.env).unwrap_err();
-    fail(format!("exec {}: {e}", prep.program.to_string_lossy()));
+    let e = nix::unistd::execve(&work.program, &work.argv, &work.env).unwrap_err();
+    fail(format!("exec {}: {e}", work.program.to_string_lossy()));
 }

@@ -1,0 +1,234 @@
+//! Warm shims: per profile, a few shims whose tree already stands (PID namespace and
+//! init, mount/net/IPC/UTS namespaces, private /proc and /tmp, masks, compiled seccomp
+//! filters), each waiting for one launch. A launch takes one, and a new one is set up in
+//! the background; with none ready, the launch sets one up itself. A shim runs exactly one
+//! launch and never sees another: nothing carries over between launches.
+//!
+//! A waiting shim holds nothing of a user's and reads its launch id on a pipe from execd:
+//! when execd goes away the pipe closes and the shim ends its tree and exits.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+use crate::launch::{LaunchError, Launcher};
+use crate::profile;
+use crate::spec::{ShimReady, ShimSetup};
+
+/// How long a shim may take to set up its tree.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A shim whose tree stands, waiting for its launch.
+pub struct Shim {
+    child: Child,
+    control: ChildStdin,
+    out: BufReader<ChildStdout>,
+    pub ready: ShimReady,
+}
+
+/// A shim running a launch, as execd sees it while it lives.
+pub struct Running {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Running {
+    /// Returns once the launch is over: the shim closes its stdout right after writing the
+    /// exit marker (or by dying). The shim is reaped in the background.
+    pub async fn ended(mut self) {
+        let mut rest = Vec::new();
+        let _ = self.out.read_to_end(&mut rest).await;
+        tokio::spawn(async move {
+            if let Err(e) = self.child.wait().await {
+                tracing::warn!(error = %e, "reaping a shim");
+            }
+        });
+    }
+}
+
+impl Shim {
+    /// Hands the launch to the shim (its spec is in the launch dir by now).
+    pub async fn assign(mut self, id: &str) -> Result<Running, LaunchError> {
+        let line = format!("{id}\n");
+        let sent = self.control.write_all(line.as_bytes()).await;
+        drop(self.control);
+        sent.map_err(|source| LaunchError::Shim {
+            path: PathBuf::from("argos-shim"),
+            source,
+        })?;
+        Ok(Running {
+            child: self.child,
+            out: self.out,
+        })
+    }
+}
+
+/// The warm shims of every profile.
+pub struct Pool {
+    shim: PathBuf,
+    setups: HashMap<String, ShimSetup>,
+    size: usize,
+    ready: Mutex<HashMap<String, VecDeque<Shim>>>,
+    /// Shims being set up, per profile (so a refill does not overshoot).
+    filling: Mutex<HashMap<String, usize>>,
+}
+
+impl Pool {
+    /// One setup per profile, as the launcher would plan it (the workspace and run-as uid
+    /// come with each launch).
+    pub fn new(launcher: &Launcher, size: usize) -> Arc<Pool> {
+        let setups = launcher
+            .profiles
+            .0
+            .iter()
+            .map(|(name, p)| {
+                let plan = profile::plan(
+                    name,
+                    p,
+                    &launcher.work_root.join("pool"),
+                    &launcher.host,
+                    &launcher.disabled,
+                    launcher.launch_uids.0,
+                );
+                let setup = ShimSetup {
+                    plan,
+                    launches_dir: launcher.launches_dir(),
+                    work_root: launcher.work_root.clone(),
+                    mask_file: launcher.mask_file(),
+                };
+                (name.clone(), setup)
+            })
+            .collect();
+        Arc::new(Pool {
+            shim: launcher.shim.clone(),
+            setups,
+            size,
+            ready: Mutex::new(HashMap::new()),
+            filling: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Fills every profile's pool (in the background).
+    pub fn fill(self: &Arc<Self>) {
+        for name in self.setups.keys() {
+            self.refill(name);
+        }
+    }
+
+    /// A shim ready for a launch in `profile`: a warm one if there is one, else one set up
+    /// now. Either way the pool is topped up behind it.
+    pub async fn take(self: &Arc<Self>, profile: &str) -> Result<Shim, LaunchError> {
+        let warm = {
+            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            let queue = ready.entry(profile.to_string()).or_default();
+            let mut found = None;
+            while let Some(mut s) = queue.pop_front() {
+                // One that died while waiting (killed by hand, say) is passed over.
+                if matches!(s.child.try_wait(), Ok(None)) {
+                    found = Some(s);
+                    break;
+                }
+            }
+            found
+        };
+        self.refill(profile);
+        match warm {
+            Some(s) => Ok(s),
+            None => self.spawn(profile).await,
+        }
+    }
+
+    fn refill(self: &Arc<Self>, profile: &str) {
+        let want = {
+            let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            let mut filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());
+            let have = ready.get(profile).map_or(0, VecDeque::len);
+            let busy = filling.entry(profile.to_string()).or_default();
+            let want = self.size.saturating_sub(have + *busy);
+            *busy += want;
+            want
+        };
+        for _ in 0..want {
+            let me = self.clone();
+            let profile = profile.to_string();
+            tokio::spawn(async move {
+                let made = me.spawn(&profile).await;
+                let mut ready = me.ready.lock().unwrap_or_else(|e| e.into_inner());
+                let mut filling = me.filling.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(n) = filling.get_mut(&profile) {
+                    *n = n.saturating_sub(1);
+                }
+                match made {
+                    Ok(s) => ready.entry(profile).or_default().push_back(s),
+                    Err(e) => {
+                        tracing::warn!(profile, error = %e, "setting up a warm shim");
+                    }
+                }
+            });
+        }
+    }
+
+    /// Starts a shim and waits until its tree stands.
+    async fn spawn(&self, profile: &str) -> Result<Shim, LaunchError> {
+        let shim_err = |source: std::io::Error| LaunchError::Shim {
+            path: self.shim.clone(),
+            source,
+        };
+        let setup = self.setups.get(profile).ok_or_else(|| {
+            shim_err(std::io::Error::other(format!(
+                "no setup for profile {profile}"
+            )))
+        })?;
+        let mut child = Command::new(&self.shim)
+            .arg("--pool")
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(false)
+            .spawn()
+            .map_err(shim_err)?;
+        let mut control = child.stdin.take().expect("piped stdin");
+        let out = child.stdout.take().expect("piped stdout");
+        let mut line = serde_json::to_vec(setup).map_err(|e| shim_err(e.into()))?;
+        line.push(b'\n');
+        let mut out = BufReader::new(out);
+        let answer = async {
+            control.write_all(&line).await?;
+            let mut answer = String::new();
+            out.read_line(&mut answer).await?;
+            Ok::<_, std::io::Error>(answer)
+        };
+        let answer = match tokio::time::timeout(SETUP_TIMEOUT, answer).await {
+            Ok(Ok(a)) => a,
+            Ok(Err(e)) => return Err(shim_err(e)),
+            Err(_) => {
+                let _ = child.start_kill();
+                return Err(shim_err(std::io::Error::other(
+                    "the shim did not finish its setup in time",
+                )));
+            }
+        };
+        match serde_json::from_str::<ShimReady>(&answer) {
+            Ok(ready) => Ok(Shim {
+                child,
+                control,
+                out,
+                ready,
+            }),
+            Err(_) => {
+                let status = child.wait().await.ok();
+                Err(shim_err(std::io::Error::other(format!(
+                    "the shim's setup failed: {} ({})",
+                    answer.trim(),
+                    status.map_or("no status".into(), |s| s.to_string())
+                ))))
+            }
+        }
+    }
+}
