@@ -344,7 +344,19 @@ impl Launcher {
             std::fs::write(dir.join(files::STDIN), stdin).map_err(prep("stdin", &dir))?;
         }
         let spec_path = dir.join(files::SPEC);
-        crate::spec::write_json_atomic(&spec_path, &spec).map_err(prep("spec", &spec_path))?;
+        // Written once into a new dir, before any reader may look (no write-and-rename: a
+        // spec torn by a crash does not parse, and its launch is retired as lost).
+        let bytes = serde_json::to_vec_pretty(&spec).map_err(std::io::Error::other);
+        bytes
+            .and_then(|b| {
+                use std::io::Write;
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&spec_path)?
+                    .write_all(&b)
+            })
+            .map_err(prep("spec", &spec_path))?;
         Ok(Prepared { spec, dir })
     }
 }

@@ -98,11 +98,12 @@ impl Ledger {
     }
 
     /// Completes a row from the shim's result (once: a final status is never rewritten).
-    pub async fn finish(&self, id: &str, res: &LaunchResult) -> sqlx::Result<()> {
-        sqlx::query(
+    /// Returns the completed record, or `None` if it was already final.
+    pub async fn finish(&self, id: &str, res: &LaunchResult) -> sqlx::Result<Option<Record>> {
+        let row = sqlx::query(
             "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = ?,
                ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, error = ?
-             WHERE id = ? AND status = 'running'",
+             WHERE id = ? AND status = 'running' RETURNING *",
         )
         .bind(res.status.as_str())
         .bind(res.exit_code)
@@ -116,9 +117,9 @@ impl Ledger {
         .bind(json(&res.teardown.survivors))
         .bind(res.error.clone().unwrap_or_default())
         .bind(id)
-        .execute(&self.pool)
-        .await
-        .map(|_| ())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| record(&r)))
     }
 
     pub async fn get(&self, id: &str) -> sqlx::Result<Option<Record>> {

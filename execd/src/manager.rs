@@ -38,11 +38,19 @@ pub enum StartError {
     Launch(#[from] launch::LaunchError),
 }
 
+/// How a launch ended, handed from its finalizer to its waiters (so a `Run` answers from
+/// memory, not from a second read of the ledger and the launch dir).
+#[derive(Debug, Clone)]
+pub struct Ended {
+    pub record: Record,
+    pub finished: Option<Finished>,
+}
+
 pub struct Manager {
     pub launcher: Launcher,
     pub ledger: Ledger,
     pub pool: Arc<Pool>,
-    done: Mutex<HashMap<String, watch::Sender<bool>>>,
+    done: Mutex<HashMap<String, watch::Sender<Option<Arc<Ended>>>>>,
     /// Per-launch uids in use by launches that have not ended.
     uids: Mutex<HashMap<String, u32>>,
 }
@@ -71,17 +79,18 @@ impl Manager {
             .and_then(|b| serde_json::from_slice(&b).ok())
     }
 
-    fn watch(&self, id: &str) -> watch::Receiver<bool> {
+    fn watch(&self, id: &str) -> watch::Receiver<Option<Arc<Ended>>> {
         let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
         map.entry(id.to_string())
-            .or_insert_with(|| watch::channel(false).0)
+            .or_insert_with(|| watch::channel(None).0)
             .subscribe()
     }
 
-    fn notify(&self, id: &str) {
+    /// Wakes a launch's waiters, with its end when known (else they read the ledger).
+    fn notify(&self, id: &str, ended: Option<Ended>) {
         let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = map.remove(id) {
-            let _ = tx.send(true);
+            let _ = tx.send(ended.map(Arc::new));
         }
     }
 
@@ -111,7 +120,8 @@ impl Manager {
                 allowed: allowed.join(", "),
             });
         }
-        let shim = match self.pool.take(&spec.plan.profile).await {
+        let profile = spec.plan.profile.clone();
+        let shim = match self.pool.take(&profile).await {
             Ok(s) => s,
             Err(e) => {
                 self.release_uid(&id);
@@ -129,21 +139,33 @@ impl Manager {
             shim: shim.ready.shim.clone(),
             init: shim.ready.init.clone(),
         };
-        if let Err(e) = self.ledger.insert(&record).await {
-            // The unused shim ends its tree when its pipe closes.
-            self.release_uid(&id);
-            return Err(StartError::Ledger(e));
-        }
-        let _rx = self.watch(&id);
         let spec = LaunchSpec {
             shim: Some(shim.ready.shim.clone()),
             init: Some(shim.ready.init.clone()),
             ..spec
         };
-        let started = match self.launcher.prepare(spec, &req.stdin) {
-            Ok(p) => shim.assign(&id).await.map(|child| (child, p)),
+        let _rx = self.watch(&id);
+        // The ledger write (on its own thread) and the launch dir overlap; the launch is
+        // handed to its shim only once both are done.
+        let (inserted, prepared) = tokio::join!(self.ledger.insert(&record), async {
+            self.launcher.prepare(spec, &req.stdin)
+        });
+        if let Err(e) = inserted {
+            // Unrecorded, so it never starts: the unused shim ends its tree when its pipe
+            // closes, and the launch dir goes.
+            if let Ok(p) = &prepared {
+                let _ = std::fs::remove_dir_all(&p.dir);
+                let _ = std::fs::remove_dir(&p.spec.workspace);
+            }
+            self.release_uid(&id);
+            self.notify(&id, None);
+            return Err(StartError::Ledger(e));
+        }
+        let started = match prepared {
+            Ok(p) => shim.assign(&id).await.map(|running| (running, p)),
             Err(e) => Err(e),
         };
+        self.pool.refill(&profile);
         let (running, prepared) = match started {
             Ok(v) => v,
             Err(e) => {
@@ -155,7 +177,7 @@ impl Manager {
                     )
                     .await;
                 self.release_uid(&id);
-                self.notify(&id);
+                self.notify(&id, None);
                 return Err(e.into());
             }
         };
@@ -203,24 +225,32 @@ impl Manager {
 
     /// Reads a launch's result into the ledger and wakes its waiters.
     pub async fn finalize(&self, id: &str) {
-        let result = match self.spec(id) {
-            Some(spec) => launch::read_finished(&self.dir(id), &spec).result,
-            None => LaunchResult::lost("the launch's spec is gone", now_ms()),
+        let spec = self.spec(id);
+        let finished = spec
+            .as_ref()
+            .map(|spec| launch::read_finished(&self.dir(id), spec));
+        let result = finished.as_ref().map_or_else(
+            || LaunchResult::lost("the launch's spec is gone", now_ms()),
+            |f| f.result.clone(),
+        );
+        let record = match self.ledger.finish(id, &result).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(id, error = %e, "recording the result");
+                None
+            }
         };
-        if let Err(e) = self.ledger.finish(id, &result).await {
-            tracing::error!(id, error = %e, "recording the result");
-        }
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
         // The uid goes back to the pool: take the workspace away from it first, so a later
         // launch with the same uid cannot read what this one left.
-        if let Some(spec) = self.spec(id)
+        if let Some(spec) = &spec
             && spec.plan.run_as.is_some()
             && nix::unistd::geteuid().is_root()
         {
             let _ = std::os::unix::fs::chown(&spec.workspace, Some(0), Some(0));
         }
         self.release_uid(id);
-        self.notify(id);
+        self.notify(id, record.map(|record| Ended { record, finished }));
     }
 
     /// Records that a launch's teardown could not be verified.
@@ -230,23 +260,42 @@ impl Manager {
         if let Err(e) = self.ledger.finish(id, &r).await {
             tracing::error!(id, error = %e, "recording a failed teardown");
         }
-        self.notify(id);
+        self.notify(id, None);
     }
 
     /// Waits until a launch is final in the ledger, and returns its record.
     pub async fn wait(&self, id: &str) -> Option<Record> {
+        self.wait_end(id).await.map(|e| e.record)
+    }
+
+    /// Waits until a launch is final; its captured output comes along when this execd
+    /// finalized it just now (else read it with [`Manager::finished`]).
+    pub async fn wait_end(&self, id: &str) -> Option<Ended> {
         let mut rx = self.watch(id);
         loop {
+            if let Some(ended) = rx.borrow_and_update().as_ref()
+                && ended.record.status.is_final()
+                && ended.record.id == id
+            {
+                return Some(Ended::clone(ended));
+            }
             match self.ledger.get(id).await {
                 Ok(Some(r)) if r.status.is_final() => {
                     self.notify_if_idle(id);
-                    return Some(r);
+                    return Some(Ended {
+                        record: r,
+                        finished: None,
+                    });
                 }
                 Ok(Some(_)) => {}
                 _ => return None,
             }
             // Woken by finalize; the timeout covers a launch adopted by another path.
-            let _ = tokio::time::timeout(Duration::from_millis(500), rx.wait_for(|d| *d)).await;
+            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(500), rx.changed()).await
+            {
+                // Notified and gone: whatever comes next arrives on a new channel.
+                rx = self.watch(id);
+            }
         }
     }
 
@@ -297,7 +346,7 @@ impl Manager {
                     .ledger
                     .finish(&rec.id, &LaunchResult::lost(why, now_ms()))
                     .await;
-                self.notify(&rec.id);
+                self.notify(&rec.id, None);
             }
         }
         Ok(())
@@ -354,7 +403,7 @@ impl Manager {
                             &LaunchResult::lost("the shim ended without a result", now_ms()),
                         )
                         .await;
-                    self.notify(id);
+                    self.notify(id, None);
                     return;
                 }
                 break;

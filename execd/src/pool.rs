@@ -121,7 +121,8 @@ impl Pool {
     }
 
     /// A shim ready for a launch in `profile`: a warm one if there is one, else one set up
-    /// now. Either way the pool is topped up behind it.
+    /// now. The caller tops the pool up ([`Pool::refill`]) once its launch is handed over,
+    /// so the refill does not compete with that launch's start.
     pub async fn take(self: &Arc<Self>, profile: &str) -> Result<Shim, LaunchError> {
         let warm = {
             let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
@@ -136,14 +137,14 @@ impl Pool {
             }
             found
         };
-        self.refill(profile);
         match warm {
             Some(s) => Ok(s),
             None => self.spawn(profile).await,
         }
     }
 
-    fn refill(self: &Arc<Self>, profile: &str) {
+    /// Starts shims in the background until `profile` has its number standing.
+    pub fn refill(self: &Arc<Self>, profile: &str) {
         let want = {
             let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
             let mut filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());

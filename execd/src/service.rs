@@ -154,15 +154,16 @@ impl ExecService {
             dir: Some(self.manager.dir(&id)),
             grace: self.grace(),
         };
-        let rec = self
+        let ended = self
             .manager
-            .wait(&id)
+            .wait_end(&id)
             .await
             .ok_or_else(|| Status::internal("launch record vanished"))?;
         guard.dir = None;
-        let (stdout, stderr) = wire::outputs(self.manager.finished(&id).as_ref());
+        let finished = ended.finished.or_else(|| self.manager.finished(&id));
+        let (stdout, stderr) = wire::outputs(finished.as_ref());
         Ok(pb::RunResponse {
-            execution: Some(wire::execution(&rec)),
+            execution: Some(wire::execution(&ended.record)),
             stdout,
             stderr,
         })

@@ -78,6 +78,9 @@ pub fn main() -> i32 {
     }
     // Own session: execd's process group and terminal signals no longer reach us.
     let _ = nix::unistd::setsid();
+    // Set up on idle CPU time only: a launch in progress keeps the CPU. Back to normal
+    // when the launch comes (init and the workload do the same for themselves).
+    let _ = raw::set_sched_idle(true);
     let mut control = std::io::stdin().lock();
     let mut line = String::new();
     let setup: ShimSetup = match control
@@ -106,7 +109,10 @@ pub fn main() -> i32 {
     }
     line.clear();
     let id = match control.read_line(&mut line) {
-        Ok(n) if n > 0 => line.trim().to_string(),
+        Ok(n) if n > 0 => {
+            let _ = raw::set_sched_idle(false);
+            line.trim().to_string()
+        }
         // No launch for us: the pool was drained or execd is gone.
         _ => {
             tree.end();
@@ -126,15 +132,15 @@ pub fn main() -> i32 {
     }
     let dir = setup.launches_dir.join(&id);
     let started = now_ms();
-    let mut cleanup = Cgroups::default();
+    let mut cleanup = (Cgroups::default(), None);
     let result = match std::fs::read(dir.join(files::SPEC))
         .map_err(|e| format!("reading the spec: {e}"))
         .and_then(|b| {
             serde_json::from_slice::<LaunchSpec>(&b).map_err(|e| format!("parsing the spec: {e}"))
         }) {
         Ok(spec) if spec.id == id && setup.fits(&spec.plan) => {
-            let (result, cgroups) = tree.run(&dir, &spec, started);
-            cleanup = cgroups;
+            let (result, cgroups, init) = tree.run(&dir, &spec, started);
+            cleanup = (cgroups, Some(init));
             result
         }
         Ok(spec) => {
@@ -163,9 +169,13 @@ pub fn main() -> i32 {
     if let Ok(null) = &null {
         let _ = nix::unistd::dup2_stdout(null);
     }
-    // Housekeeping after the answer: removing a cgroup can wait for the kernel to take it
-    // offline (milliseconds). Its emptiness was already checked.
-    cleanup.remove();
+    // Housekeeping after the answer: reap init (the tree below it is already gone), and
+    // remove the cgroups (removal can wait milliseconds for the kernel to take them
+    // offline; their emptiness was already checked).
+    if let Some(init) = cleanup.1 {
+        let _ = nix::sys::wait::waitpid(init, None);
+    }
+    cleanup.0.remove();
     0
 }
 
@@ -360,7 +370,7 @@ impl Tree {
 
     /// Runs one launch in the standing tree and returns its result, and its cgroups for
     /// removal (empty by then, or the result names the survivors).
-    fn run(self, dir: &Path, spec: &LaunchSpec, started: i64) -> (LaunchResult, Cgroups) {
+    fn run(self, dir: &Path, spec: &LaunchSpec, started: i64) -> (LaunchResult, Cgroups, Pid) {
         let Tree {
             init,
             pipes,
@@ -384,21 +394,26 @@ impl Tree {
                 LaunchStatus::Failed,
                 format!("handing the launch to init: {e}"),
             );
-            return (failed, cgroups);
+            return (failed, cgroups, init);
         }
         let mut result = supervise::supervise(dir, spec, started, init, pipes, cgroup_notes);
-        // The tree is gone with init (PID namespace); the cgroup proves it, or names who
-        // is not.
-        if cgroups.limits_anything() || !cgroups.members().is_empty() {
+        // The tree is gone (init reaped it, or died with its PID namespace); the cgroup
+        // proves it, or names who is not. init itself may still be on its way out.
+        let others = || -> Vec<i32> {
+            let mut m = cgroups.members();
+            m.retain(|p| *p != init.as_raw());
+            m
+        };
+        if cgroups.limits_anything() || !others().is_empty() {
             let deadline = Instant::now() + Duration::from_secs(2);
-            let mut left = cgroups.members();
+            let mut left = others();
             while !left.is_empty() && Instant::now() < deadline {
                 cgroups.kill();
                 for pid in &left {
                     let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
                 }
                 std::thread::sleep(Duration::from_millis(5));
-                left = cgroups.members();
+                left = others();
             }
             if !left.is_empty() {
                 result.teardown.complete = false;
@@ -415,7 +430,7 @@ impl Tree {
                 r.detail = format!("{}; cgroup: {}", r.detail, cgroups.limited.join(", "));
             }
         }
-        (result, cgroups)
+        (result, cgroups, init)
     }
 }
 

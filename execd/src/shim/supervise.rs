@@ -2,13 +2,13 @@
 //! clock (TERM, grace, KILL), waiting for init, and the result.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use super::{EXIT_EXEC, Pipes, SetupMsg};
@@ -16,7 +16,7 @@ use crate::spec::{
     DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
     now_ms, write_atomic,
 };
-use crate::sys::{proc, raw};
+use crate::sys::proc;
 
 /// SIGKILL to a process and everything below it, deepest first (collected through
 /// /proc children lists; with a PID namespace, killing init alone would take them all).
@@ -227,46 +227,57 @@ pub(super) fn supervise(
             }
         }
     }
-    // Both streams closed: the tree is normally gone or closing and init exits once it
-    // has reaped it. The clock still runs: a workload that closed its output and kept
-    // running is timed out like any other. A pidfd wakes us the moment init exits.
-    let pidfd = raw::pidfd_open(init_pid.as_raw()).ok();
-    let init_status = loop {
+    // Both streams closed: the tree is normally gone or closing. init writes the
+    // workload's status once it has reaped every process of the tree (nothing left to
+    // wait for: in a PID namespace every orphan is init's), then exits; EOF without a word
+    // means init itself died (killed at the timeout), and the namespace with it. The
+    // clock still runs: a workload that closed its output and kept running is timed out
+    // like any other.
+    let mut status_line = String::new();
+    let status = File::from(p.status_r);
+    loop {
         let now = Instant::now();
         clock.tick(init_pid, now);
-        match waitpid(init_pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) => {
-                let ms = clock.next().map_or(60_000, |w| {
-                    w.saturating_duration_since(now)
-                        .as_millis()
-                        .clamp(1, 60_000) as i32
-                });
-                match &pidfd {
-                    Some(fd) => {
-                        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-                        let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-                        let _ = poll(
-                            &mut fds,
-                            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
-                        );
-                    }
-                    None => std::thread::sleep(Duration::from_millis(ms.min(5) as u64)),
+        let ms = clock.next().map_or(60_000, |w| {
+            w.saturating_duration_since(now)
+                .as_millis()
+                .clamp(1, 60_000) as i32
+        });
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        let mut fds = [PollFd::new(status.as_fd(), PollFlags::POLLIN)];
+        match poll(
+            &mut fds,
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
+        ) {
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {
+                // One write of a short line (atomic on a pipe), or EOF.
+                let mut word = [0u8; 64];
+                if let Ok(n) = nix::unistd::read(&status, &mut word) {
+                    status_line = String::from_utf8_lossy(&word[..n]).into_owned();
                 }
+                break;
             }
-            Ok(ws) => break Some(ws),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(_) => break None,
-        }
-    };
-    let mut status_line = String::new();
-    let _ = File::from(p.status_r).read_to_string(&mut status_line);
-    let (mut exit_code, mut signal) = parse_status(&status_line);
-    if exit_code.is_none() && signal.is_none() {
-        // init itself was killed (timeout escalation): the whole namespace died with it.
-        if let Some(WaitStatus::Signaled(_, sig, _)) = init_status {
-            signal = Some(sig as i32);
+            Err(_) => break,
         }
     }
+    let (mut exit_code, mut signal) = parse_status(&status_line);
+    // Without init's word, only its own end proves the tree's.
+    let init_status = if exit_code.is_none() && signal.is_none() {
+        let ws = loop {
+            match waitpid(init_pid, None) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                other => break other.ok(),
+            }
+        };
+        // init itself was killed (timeout escalation): the whole namespace died with it.
+        if let Some(WaitStatus::Signaled(_, sig, _)) = ws {
+            signal = Some(sig as i32);
+        }
+        ws
+    } else {
+        Some(WaitStatus::StillAlive)
+    };
     let kill_requested = dir.join(files::KILL_REQUESTED).exists();
     let mut error = setup_error;
     let status = if !missing.is_empty() {

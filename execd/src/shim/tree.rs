@@ -191,6 +191,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
         None => raw::exit_now(0),
     };
+    let _ = raw::set_sched_idle(false);
     let (spec, work, stdin) = match launch(&launches, &go) {
         Ok(v) => v,
         Err(error) => {

@@ -127,3 +127,26 @@ pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and touches no Rust state.
     unsafe { libc::_exit(code) }
 }
+
+/// Sets the calling thread's scheduling policy: `SCHED_IDLE` (runs only on a CPU nothing
+/// else wants) or back to `SCHED_OTHER`. A warm shim sets itself up idle, so it never
+/// takes the CPU from a launch in progress, and returns to normal when its launch comes.
+pub fn set_sched_idle(idle: bool) -> SysResult<()> {
+    let policy = if idle {
+        libc::SCHED_IDLE
+    } else {
+        libc::SCHED_OTHER
+    };
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid, initialised sched_param
+    // that outlives the call.
+    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
+    if r < 0 {
+        return Err(SysError::on(
+            "sched_setscheduler",
+            policy,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}

@@ -36,6 +36,96 @@ fn time_n(n: usize, mut f: impl FnMut()) -> Vec<f64> {
         .collect()
 }
 
+/// One execd with its state (launch dirs, ledger, workspaces) under `root`.
+struct Execd {
+    child: std::process::Child,
+    client: ExecClient<tonic::transport::Channel>,
+}
+
+impl Execd {
+    async fn start(bin_dir: &std::path::Path, root: &std::path::Path) -> Execd {
+        std::fs::write(
+            root.join("argos.toml"),
+            format!(
+                "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[log]\nlevel = \"warn\"\n[exec]\noutput_log_cap_mb = 1100\nwork_dir = \"{0}/work\"\n",
+                root.display()
+            ),
+        )
+        .unwrap();
+        let child = Command::new(bin_dir.join("argos-execd"))
+            .arg("--config")
+            .arg(root.join("argos.toml"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket = root.join("run/execd.sock");
+        let mut client = ExecClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while client
+            .profiles(argos_proto::exec::v1::ProfilesRequest {})
+            .await
+            .is_err()
+        {
+            assert!(Instant::now() < deadline, "execd did not come up");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Execd { child, client }
+    }
+
+    fn stop(mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let _ = self.child.wait();
+    }
+
+    /// Medians of `runs` contained /bin/true launches: paced (each finds the warm pool
+    /// refilled, as an interactive caller would) and back to back (the refill competes
+    /// with the next launch).
+    async fn p1(&mut self, runs: usize) -> (f64, f64) {
+        let req = || RunRequest {
+            argv: vec!["/bin/true".into()],
+            timeout_ms: Some(10_000),
+            ..Default::default()
+        };
+        let first = self
+            .client
+            .run(req())
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        assert_eq!(first.status, ExecutionStatus::Succeeded as i32, "{first:?}");
+        assert!(
+            first
+                .containment
+                .iter()
+                .all(|d| d.state == DimensionState::Enforced as i32),
+            "every dimension must be enforced for the figure to mean anything: {first:?}"
+        );
+        let mut paced = Vec::new();
+        let mut b2b = Vec::new();
+        for pace in [true, false] {
+            for _ in 0..runs {
+                if pace {
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                }
+                let t = Instant::now();
+                let r = self.client.run(req()).await.unwrap().into_inner();
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                if pace { &mut paced } else { &mut b2b }.push(ms);
+                assert_eq!(
+                    r.execution.unwrap().status,
+                    ExecutionStatus::Succeeded as i32
+                );
+            }
+        }
+        (median(&mut paced), median(&mut b2b))
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -63,71 +153,25 @@ async fn main() {
             .unwrap()
             .to_path_buf()
     });
-    let root = argos_tests::open_tempdir();
-    std::fs::write(
-        root.path().join("argos.toml"),
-        format!(
-            "runtime_dir = \"{0}/run\"\nstate_dir = \"{0}/state\"\n[log]\nlevel = \"warn\"\n[exec]\noutput_log_cap_mb = 1100\nwork_dir = \"{0}/work\"\n",
-            root.path().display()
-        ),
-    )
-    .unwrap();
-    let mut execd = Command::new(bin_dir.join("argos-execd"))
-        .arg("--config")
-        .arg(root.path().join("argos.toml"))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let socket = root.path().join("run/execd.sock");
-    let mut c = ExecClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while c
-        .profiles(argos_proto::exec::v1::ProfilesRequest {})
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "execd did not come up");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-
-    // P1: contained /bin/true.
-    let req = || RunRequest {
-        argv: vec!["/bin/true".into()],
-        timeout_ms: Some(10_000),
-        ..Default::default()
-    };
-    let first = c.run(req()).await.unwrap().into_inner().execution.unwrap();
-    assert_eq!(first.status, ExecutionStatus::Succeeded as i32, "{first:?}");
-    assert!(
-        first
-            .containment
-            .iter()
-            .all(|d| d.state == DimensionState::Enforced as i32),
-        "every dimension must be enforced for the figure to mean anything: {first:?}"
-    );
-    // Paced: each launch finds the warm pool refilled, as an interactive caller would.
-    // Back to back: the refill competes with the next launch for the CPU.
-    let mut argos = Vec::new();
-    let mut argos_b2b = Vec::new();
-    for paced in [true, false] {
-        for _ in 0..runs {
-            if paced {
-                tokio::time::sleep(Duration::from_millis(40)).await;
-            }
-            let t = Instant::now();
-            let r = c.run(req()).await.unwrap().into_inner();
-            let ms = t.elapsed().as_secs_f64() * 1000.0;
-            if paced {
-                argos.push(ms);
-            } else {
-                argos_b2b.push(ms);
-            }
-            assert_eq!(
-                r.execution.unwrap().status,
-                ExecutionStatus::Succeeded as i32
-            );
+    // P1 twice: execd's state on the disk the temp dir is on, and on a tmpfs (/dev/shm),
+    // which shows what the launch files cost on this disk.
+    let shm = tempfile::Builder::new()
+        .prefix("argos-bench-")
+        .tempdir_in("/dev/shm")
+        .ok();
+    let (t_paced, t_b2b) = match &shm {
+        Some(dir) => {
+            let mut e = Execd::start(&bin_dir, dir.path()).await;
+            let r = e.p1(runs).await;
+            e.stop();
+            (Some(r.0), Some(r.1))
         }
-    }
+        None => (None, None),
+    };
+    drop(shm);
+    let root = argos_tests::open_tempdir();
+    let mut execd = Execd::start(&bin_dir, root.path()).await;
+    let (a, a2) = execd.p1(runs).await;
     let mut bwrap = time_n(runs, || {
         let s = Command::new("bwrap")
             .args([
@@ -149,13 +193,8 @@ async fn main() {
     let mut bare = time_n(runs, || {
         assert!(Command::new("/bin/true").status().unwrap().success());
     });
-    let (a, a2, b, f) = (
-        median(&mut argos),
-        median(&mut argos_b2b),
-        median(&mut bwrap),
-        median(&mut bare),
-    );
-
+    let (b, f) = (median(&mut bwrap), median(&mut bare));
+    let c = &mut execd.client;
     // Streaming 1 GiB.
     let started = c
         .start(RunRequest {
@@ -210,11 +249,7 @@ async fn main() {
     let pipe_s = t.elapsed().as_secs_f64();
     assert_eq!(raw, GIB);
 
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(execd.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let _ = execd.wait();
+    execd.stop();
 
     let mibs = |secs: f64| GIB as f64 / (1024.0 * 1024.0) / secs;
     println!("Argos execd benchmark ({runs} runs each; medians)");
@@ -224,6 +259,16 @@ async fn main() {
         "Argos execd Run over gRPC (warm pool)", a
     );
     println!("  {:<44} {:>9.2} ms", "Argos execd Run, back to back", a2);
+    if let (Some(tp), Some(tb)) = (t_paced, t_b2b) {
+        println!(
+            "  {:<44} {:>9.2} ms",
+            "Argos, launch files on tmpfs (warm pool)", tp
+        );
+        println!(
+            "  {:<44} {:>9.2} ms",
+            "Argos, launch files on tmpfs, back to back", tb
+        );
+    }
     println!(
         "  {:<44} {:>9.2} ms",
         "bwrap --unshare-all ... /bin/true", b
@@ -231,6 +276,9 @@ async fn main() {
     println!("  {:<44} {:>9.2} ms", "bare fork/exec", f);
     println!("  {:<44} {:>9.2}x   (goal <= 0.4x)", "Argos / bwrap", a / b);
     println!("  {:<44} {:>9.2}x", "Argos back to back / bwrap", a2 / b);
+    if let Some(tp) = t_paced {
+        println!("  {:<44} {:>9.2}x", "Argos, files on tmpfs / bwrap", tp / b);
+    }
     println!("  {:<44} {:>9.2}x", "Argos / bare fork/exec", a / f);
     println!("Stream 1 GiB of output");
     println!(
