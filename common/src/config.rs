@@ -263,7 +263,7 @@ impl Config {
                 output_log_cap_mb: r.get(
                     "exec.output_log_cap_mb",
                     256u64,
-                    "Each output stream of a launch keeps at most this many MiB on disk (head and tail are always kept); Follow streams what is kept.",
+                    "Each output stream of a launch keeps at most this many MiB on disk (head and tail are always kept). A follower connected while the launch runs still gets everything, live; one that comes later can replay only what was kept.",
                 ),
                 work_dir: r.get(
                     "exec.work_dir",

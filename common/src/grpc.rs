@@ -247,6 +247,13 @@ pub fn bind_unix(
 
 /// Serves `routes` behind [`PeerAuth`] on `listener` until `shutdown` resolves, then gives
 /// open calls `grace` to finish, cuts the rest and removes the socket file.
+/// HTTP/2 flow-control windows of Argos's own sockets (both ends).
+const STREAM_WINDOW: u32 = 8 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
+/// Largest HTTP/2 frame either end accepts (the protocol's default is 16 KiB): a 1 MiB
+/// output chunk then crosses in a few frames, not sixty-four.
+const MAX_FRAME: u32 = 1024 * 1024;
+
 pub async fn serve_unix(
     listener: tokio::net::UnixListener,
     path: &Path,
@@ -259,13 +266,13 @@ pub async fn serve_unix(
     let svc = PeerAuth::new(routes, table, policy);
     let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tonic::transport::Server::builder().serve_with_incoming_shutdown(
-        svc,
-        incoming,
-        async move {
+    let server = tonic::transport::Server::builder()
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME)
+        .serve_with_incoming_shutdown(svc, incoming, async move {
             let _ = stop_rx.await;
-        },
-    );
+        });
     tokio::pin!(server);
     let result = tokio::select! {
         r = &mut server => Some(r),
@@ -325,7 +332,12 @@ pub fn unix_channel(path: &Path) -> Result<tonic::transport::Channel, tonic::tra
     // The authority is not sent anywhere; h2 needs a valid one, not the socket path.
     let endpoint = tonic::transport::Endpoint::from_shared(format!("unix://{}", path.display()))?
         .origin("http://localhost".parse().expect("static uri"))
-        .connect_timeout(Duration::from_secs(2));
+        .connect_timeout(Duration::from_secs(2))
+        // A local socket has no bandwidth-delay product to guess: large windows let a
+        // stream (Follow) run at memory speed instead of waiting on window updates.
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .max_frame_size(MAX_FRAME);
     Ok(endpoint.connect_lazy())
 }
 

@@ -28,6 +28,7 @@ fn launch_uid_range(c: &argos_common::config::ExecConfig) -> anyhow::Result<(u32
 }
 
 fn main() -> ExitCode {
+    argos_execd::sys::raw::keep_large_buffers();
     let spec = Spec {
         name: "execd",
         privilege: Privilege::MayBeRoot,

@@ -52,12 +52,28 @@ impl Running {
 }
 
 impl Shim {
-    /// Hands the launch to the shim (its spec is in the launch dir by now).
+    /// Hands the launch to the shim (its spec is in the launch dir by now) and waits for
+    /// its "ok": from then on the launch is the shim's, and its followers' socket is up.
     pub async fn assign(mut self, id: &str) -> Result<Running, LaunchError> {
         let line = format!("{id}\n");
-        let sent = self.control.write_all(line.as_bytes()).await;
+        let handed = async {
+            self.control.write_all(line.as_bytes()).await?;
+            let mut ok = String::new();
+            self.out.read_line(&mut ok).await?;
+            if ok.trim() == "ok" {
+                Ok(())
+            } else {
+                Err(std::io::Error::other(format!(
+                    "the shim did not take the launch: {:?}",
+                    ok.trim()
+                )))
+            }
+        };
+        let handed = tokio::time::timeout(SETUP_TIMEOUT, handed)
+            .await
+            .unwrap_or_else(|_| Err(std::io::Error::other("the shim did not answer")));
         drop(self.control);
-        sent.map_err(|source| LaunchError::Shim {
+        handed.map_err(|source| LaunchError::Shim {
             path: PathBuf::from("argos-shim"),
             source,
         })?;

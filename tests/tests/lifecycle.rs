@@ -41,7 +41,11 @@ async fn follow(
         .into_inner();
     let mut out = Vec::new();
     let mut at = offset;
-    while let Some(ev) = stream.message().await.unwrap() {
+    while let Some(ev) = stream
+        .message()
+        .await
+        .unwrap_or_else(|e| panic!("follow {id} from {offset}: {e:?}"))
+    {
         match ev.event.unwrap() {
             Event::Chunk(c) => {
                 if c.stream == OutputStream::Stdout as i32 {
@@ -393,4 +397,95 @@ fn without_warm_shims_each_launch_sets_up_its_own() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(children(), Vec::<i32>::new(), "a shim is waiting");
+}
+
+/// Follow is not limited to what the log keeps: a follower connected while the launch
+/// runs receives every byte, live, past the log's cap (the workload waits for it rather
+/// than lose its output); the log on disk stops at the cap.
+#[test]
+fn a_live_follower_gets_every_byte_past_the_log_cap() {
+    require_root("the live follow test");
+    let s = Standalone::start_with("execd", "output_log_cap_mb = 1\n");
+    rt().block_on(async {
+        let mut c = client(&s);
+        let n = 3_000_000u32;
+        let e = start(&mut c, &format!("seq 1 {n}"), 120_000).await;
+        let (out, at, end) = follow(&mut c, &e.id, 0, |_| false).await;
+        let want: String = (1..=n).map(|i| format!("{i}\n")).collect();
+        assert_eq!(at as usize, want.len());
+        assert!(out == want.as_bytes(), "the followed output differs");
+        let end = end.unwrap();
+        assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+        let log = s
+            .root
+            .path()
+            .join("state/execd/launches")
+            .join(&e.id)
+            .join("stdout.log");
+        assert_eq!(std::fs::metadata(log).unwrap().len(), 1024 * 1024);
+    });
+}
+
+/// A follower that stops reading holds the workload back only so long: after five
+/// seconds it loses its place (DATA_LOSS, naming what it missed) and the launch runs on to
+/// the end.
+#[test]
+fn a_stalled_follower_is_cut_off_and_the_launch_runs_on() {
+    require_root("the stalled follower test");
+    let s = Standalone::start_with("execd", "output_log_cap_mb = 1\n");
+    rt().block_on(async {
+        let mut c = client(&s);
+        // The output starts after the follower is in place (a later follower could only
+        // replay the log and the last few MiB).
+        let e = start(&mut c, "sleep 0.5; head -c 300000000 /dev/zero", 120_000).await;
+        let mut stream = c
+            .follow(FollowRequest {
+                id: e.id.clone(),
+                stdout_offset: 0,
+                stderr_offset: 0,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        let first = stream.message().await.unwrap().unwrap();
+        assert!(matches!(first.event, Some(Event::Chunk(_))));
+        // Stop reading. The launch must still end, on its own.
+        let t = std::time::Instant::now();
+        let mut c2 = client(&s);
+        let end = loop {
+            let got = c2
+                .get(GetRequest {
+                    id: e.id.clone(),
+                    include_output: false,
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .execution
+                .unwrap();
+            if got.status != ExecutionStatus::Running as i32 {
+                break got;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "a stalled follower held the launch"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+        assert!(
+            t.elapsed() >= Duration::from_secs(4),
+            "the follower was cut off before its grace"
+        );
+        // Reading again: what was buffered, then the loss, named.
+        let err = loop {
+            match stream.message().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("the stream ended without reporting the loss"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(err.code(), tonic::Code::DataLoss, "{err:?}");
+        assert!(err.message().contains("cut off"), "{}", err.message());
+    });
 }

@@ -30,6 +30,7 @@ use nix::sys::signal::{SigSet, Signal, kill};
 use nix::unistd::{ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 
+pub mod follow;
 mod supervise;
 mod tree;
 
@@ -71,6 +72,7 @@ pub fn main() -> i32 {
     // Sanitise first: nothing inherited from execd beyond stdio, default signal actions.
     let _ = raw::close_fds_from(3);
     raw::reset_signal_dispositions();
+    raw::keep_large_buffers();
     let _ = SigSet::all().thread_unblock();
     if std::env::args_os().nth(1).is_none_or(|a| a != "--pool") {
         eprintln!("usage: argos-shim --pool  (setup and launch id on stdin; run by argos-execd)");
@@ -95,6 +97,9 @@ pub fn main() -> i32 {
         Ok(t) => t,
         Err(e) => return answer(&format!("error: {e}")),
     };
+    // A write to execd or a follower that went away must fail, not kill the shim (init,
+    // already forked, keeps the default for the workload).
+    let _ = raw::ignore_sigpipe();
     let (Ok(shim), Ok(init)) = (
         proc::identity(std::process::id() as i32),
         proc::identity(tree.init.as_raw()),
@@ -132,6 +137,10 @@ pub fn main() -> i32 {
     }
     let dir = setup.launches_dir.join(&id);
     let started = now_ms();
+    // Listening before execd hears "ok": a Follow right after Start finds the shim.
+    let followers = follow::Followers::listen(&id);
+    // execd may be gone already: the launch runs regardless (it is recorded).
+    let _ = answer("ok");
     let mut cleanup = (Cgroups::default(), None);
     let result = match std::fs::read(dir.join(files::SPEC))
         .map_err(|e| format!("reading the spec: {e}"))
@@ -139,7 +148,7 @@ pub fn main() -> i32 {
             serde_json::from_slice::<LaunchSpec>(&b).map_err(|e| format!("parsing the spec: {e}"))
         }) {
         Ok(spec) if spec.id == id && setup.fits(&spec.plan) => {
-            let (result, cgroups, init) = tree.run(&dir, &spec, started);
+            let (result, cgroups, init) = tree.run(&dir, &spec, started, followers);
             cleanup = (cgroups, Some(init));
             result
         }
@@ -370,7 +379,13 @@ impl Tree {
 
     /// Runs one launch in the standing tree and returns its result, and its cgroups for
     /// removal (empty by then, or the result names the survivors).
-    fn run(self, dir: &Path, spec: &LaunchSpec, started: i64) -> (LaunchResult, Cgroups, Pid) {
+    fn run(
+        self,
+        dir: &Path,
+        spec: &LaunchSpec,
+        started: i64,
+        followers: follow::Followers,
+    ) -> (LaunchResult, Cgroups, Pid) {
         let Tree {
             init,
             pipes,
@@ -396,7 +411,8 @@ impl Tree {
             );
             return (failed, cgroups, init);
         }
-        let mut result = supervise::supervise(dir, spec, started, init, pipes, cgroup_notes);
+        let mut result =
+            supervise::supervise(dir, spec, started, init, pipes, cgroup_notes, followers);
         // The tree is gone (init reaped it, or died with its PID namespace); the cgroup
         // proves it, or names who is not. init itself may still be on its way out.
         let others = || -> Vec<i32> {

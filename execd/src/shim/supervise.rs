@@ -11,6 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::follow::{Followers, Source};
 use super::{EXIT_EXEC, Pipes, SetupMsg};
 use crate::spec::{
     DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
@@ -106,13 +107,14 @@ impl Stream {
         }
     }
 
-    /// Reads what is there; false at EOF.
-    fn pump(&mut self, buf: &mut [u8]) -> bool {
-        let Some(fd) = &self.fd else { return false };
+    /// Reads what is there: the number of new bytes (now at the end of `buf[..n]`), or
+    /// `None` at EOF.
+    fn pump(&mut self, buf: &mut [u8]) -> Option<usize> {
+        let fd = self.fd.as_ref()?;
         match nix::unistd::read(fd, buf) {
             Ok(0) => {
                 self.fd = None;
-                false
+                None
             }
             Ok(n) => {
                 let chunk = &buf[..n];
@@ -120,7 +122,14 @@ impl Stream {
                 let room = self.cap.saturating_sub(self.logged) as usize;
                 if room > 0 {
                     if self.log.is_none() {
-                        self.log = File::create(&self.path).ok();
+                        // Readable too: live followers catch up from it.
+                        self.log = File::options()
+                            .read(true)
+                            .write(true)
+                            .create(true)
+                            .truncate(true)
+                            .open(&self.path)
+                            .ok();
                     }
                     let keep = &chunk[..room.min(n)];
                     if let Some(log) = &mut self.log
@@ -131,18 +140,25 @@ impl Stream {
                 }
                 let skip = n.saturating_sub(self.tail_cap);
                 self.tail.extend(&chunk[skip..]);
-                while self.tail.len() > self.tail_cap {
-                    self.tail.pop_front();
-                }
-                true
+                let excess = self.tail.len().saturating_sub(self.tail_cap);
+                self.tail.drain(..excess);
+                Some(n)
             }
-            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => true,
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => Some(0),
             Err(_) => {
                 self.fd = None;
-                false
+                None
             }
         }
     }
+}
+
+fn sources(streams: &[Stream; 2]) -> [Source<'_>; 2] {
+    [0, 1].map(|i| Source {
+        total: streams[i].total,
+        logged: streams[i].logged,
+        log: streams[i].log.as_ref(),
+    })
 }
 
 pub(super) fn supervise(
@@ -152,6 +168,7 @@ pub(super) fn supervise(
     init_pid: Pid,
     p: Pipes,
     mut init_notes: Vec<String>,
+    mut followers: Followers,
 ) -> LaunchResult {
     drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.go_r, p.go_w));
     // Setup: read the channel to EOF (exec closed it) or to the workload's refusal.
@@ -204,12 +221,30 @@ pub(super) fn supervise(
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
         let mut fds = Vec::new();
         let mut which = Vec::new();
+        let held = [0, 1].map(|i| followers.holds(i, &sources(&streams)[i], buf.len()));
         for (i, s) in streams.iter().enumerate() {
-            if let Some(fd) = &s.fd {
+            if let Some(fd) = &s.fd
+                && !held[i]
+            {
                 fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
                 which.push(i);
             }
         }
+        let src = sources(&streams);
+        for (fd, out) in followers.poll_fds(&src) {
+            let flags = if out {
+                PollFlags::POLLIN | PollFlags::POLLOUT
+            } else {
+                PollFlags::POLLIN
+            };
+            fds.push(PollFd::new(fd, flags));
+        }
+        // While a follower holds a stream back, look again soon: it may stall for good.
+        let timeout_ms = if held.contains(&true) {
+            timeout_ms.min(250)
+        } else {
+            timeout_ms
+        };
         let ready = poll(
             &mut fds,
             PollTimeout::try_from(timeout_ms.max(1)).unwrap_or(PollTimeout::MAX),
@@ -222,11 +257,17 @@ pub(super) fn supervise(
         if ready.is_ok() {
             for (k, i) in which.into_iter().enumerate() {
                 if revents[k] {
-                    streams[i].pump(&mut buf);
+                    let at = streams[i].total;
+                    if let Some(n) = streams[i].pump(&mut buf) {
+                        followers.record(i, at, &buf[..n], streams[i].logged);
+                    }
                 }
             }
         }
+        followers.serve(&sources(&streams));
     }
+    // Followers get the rest before anything else (a slow one gets two seconds).
+    followers.finish(&sources(&streams), Duration::from_secs(2));
     // Both streams closed: the tree is normally gone or closing. init writes the
     // workload's status once it has reaped every process of the tree (nothing left to
     // wait for: in a PID namespace every orphan is init's), then exits; EOF without a word

@@ -82,6 +82,17 @@ pub fn reset_signal_dispositions() {
     }
 }
 
+/// Ignores SIGPIPE in the calling process: a write to a closed pipe or socket then fails
+/// with EPIPE instead of killing it.
+pub fn ignore_sigpipe() -> SysResult<()> {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    let ign = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+    // SAFETY: installing SIG_IGN runs no Rust code in signal context.
+    unsafe { sigaction(Signal::SIGPIPE, &ign) }
+        .map(|_| ())
+        .map_err(|e| SysError::new("sigaction(SIGPIPE)", e))
+}
+
 /// Brings the loopback interface up in the current network namespace.
 pub fn loopback_up() -> SysResult<()> {
     // SAFETY: socket(2) with constant arguments; the fd is wrapped at once.
@@ -149,4 +160,20 @@ pub fn set_sched_idle(idle: bool) -> SysResult<()> {
         ));
     }
     Ok(())
+}
+
+/// Keeps large buffers (output chunks of up to a few MiB) in malloc's heap instead of a
+/// fresh mmap per allocation, and stops malloc returning freed memory to the kernel at
+/// every free: a stream of 1 MiB chunks then reuses the same pages instead of faulting in
+/// new ones (glibc; elsewhere this is a no-op).
+pub fn keep_large_buffers() {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: mallopt only changes allocator parameters; it is called once at start,
+        // before the runtime's threads exist, with documented parameter values.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, 64 * 1024 * 1024);
+        }
+    }
 }
