@@ -112,6 +112,19 @@ pub struct ShutdownConfig {
 pub struct GatewayConfig {
     /// Address of the gateway's HTTP listener.
     pub listen: SocketAddr,
+    /// `auto`, `true` or `false`: whether session cookies are `Secure` (and `__Host-`).
+    pub cookie_secure: String,
+    /// Peers whose `X-Forwarded-Proto` (first hop) is believed.
+    pub trusted_proxies: Vec<String>,
+    /// Origins (`scheme://host[:port]`) besides the gateway's own that may send requests
+    /// carrying a session cookie.
+    pub allowed_origins: Vec<String>,
+    /// A session ends after this many seconds without a request…
+    pub session_idle_s: u64,
+    /// …and after this many in any case.
+    pub session_max_s: u64,
+    /// Password hashes computed at once (each takes about 19 MiB for a moment).
+    pub max_concurrent_hashes: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -251,6 +264,39 @@ impl Config {
                     "gateway.listen",
                     SocketAddr::from(([127, 0, 0, 1], 7000)),
                     "Address of the gateway's HTTP listener.",
+                ),
+                cookie_secure: r.get_with(
+                    "gateway.cookie_secure",
+                    "auto".to_string(),
+                    "Session cookies are Secure (and named __Host-argos_session): `true`, `false`, or `auto` (when the request came over HTTPS, as the first X-Forwarded-Proto hop from a trusted proxy says).",
+                    Choice(&["auto", "true", "false"]),
+                ),
+                trusted_proxies: r.get_with(
+                    "gateway.trusted_proxies",
+                    Vec::new(),
+                    "IP addresses of reverse proxies whose X-Forwarded-Proto and X-Forwarded-For (first hop) are believed.",
+                    IpList,
+                ),
+                allowed_origins: r.get_with(
+                    "gateway.allowed_origins",
+                    Vec::new(),
+                    "Origins (`https://host[:port]`) besides the gateway's own from which a browser may send state-changing requests with a session cookie.",
+                    Origins,
+                ),
+                session_idle_s: r.get(
+                    "gateway.session_idle_s",
+                    3600u64,
+                    "A web session ends after this many seconds without a request.",
+                ),
+                session_max_s: r.get(
+                    "gateway.session_max_s",
+                    12 * 3600u64,
+                    "A web session ends this many seconds after login, however busy.",
+                ),
+                max_concurrent_hashes: r.get(
+                    "gateway.max_concurrent_hashes",
+                    2u64,
+                    "Password hashes (argon2id, about 19 MiB each) computed at once; more logins wait, so logins cannot exhaust memory.",
                 ),
             },
             exec: ExecConfig {
@@ -521,6 +567,102 @@ impl Codec<u32> for Mode {
 }
 
 /// A list of containment dimension names.
+/// One of a fixed set of words.
+struct Choice(&'static [&'static str]);
+
+impl Codec<String> for Choice {
+    fn read_toml(&self, v: &toml::Value) -> Result<String, String> {
+        self.read_env(&String::from_toml(v)?)
+    }
+    fn read_env(&self, s: &str) -> Result<String, String> {
+        if self.0.contains(&s) {
+            Ok(s.to_string())
+        } else {
+            Err(format!("{s:?} is not one of {}", self.0.join(", ")))
+        }
+    }
+    fn show(&self, v: &String) -> toml::Value {
+        toml::Value::String(v.clone())
+    }
+}
+
+/// A list of strings, each checked by `check`.
+fn string_list(
+    v: &toml::Value,
+    what: &str,
+    check: impl Fn(&str) -> Result<(), String>,
+) -> Result<Vec<String>, String> {
+    match v {
+        toml::Value::Array(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(String::from_toml)
+                .collect::<Result<_, _>>()?;
+            items.iter().try_for_each(|i| check(i))?;
+            Ok(items)
+        }
+        v => type_err(what, v),
+    }
+}
+
+fn comma_list(s: &str, check: impl Fn(&str) -> Result<(), String>) -> Result<Vec<String>, String> {
+    let items: Vec<String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
+    items.iter().try_for_each(|i| check(i))?;
+    Ok(items)
+}
+
+fn check_ip(s: &str) -> Result<(), String> {
+    s.parse::<std::net::IpAddr>()
+        .map(|_| ())
+        .map_err(|_| format!("{s:?} is not an IP address"))
+}
+
+fn check_origin(s: &str) -> Result<(), String> {
+    let rest = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .ok_or_else(|| format!("{s:?} is not an origin (scheme://host[:port])"))?;
+    if rest.is_empty() || rest.contains('/') {
+        return Err(format!(
+            "{s:?} is not an origin (scheme://host[:port], no path)"
+        ));
+    }
+    Ok(())
+}
+
+struct IpList;
+
+impl Codec<Vec<String>> for IpList {
+    fn read_toml(&self, v: &toml::Value) -> Result<Vec<String>, String> {
+        string_list(v, "a list of IP addresses", check_ip)
+    }
+    fn read_env(&self, s: &str) -> Result<Vec<String>, String> {
+        comma_list(s, check_ip)
+    }
+    fn show(&self, v: &Vec<String>) -> toml::Value {
+        toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect())
+    }
+}
+
+struct Origins;
+
+impl Codec<Vec<String>> for Origins {
+    fn read_toml(&self, v: &toml::Value) -> Result<Vec<String>, String> {
+        string_list(v, "a list of origins", check_origin)
+    }
+    fn read_env(&self, s: &str) -> Result<Vec<String>, String> {
+        comma_list(s, check_origin)
+    }
+    fn show(&self, v: &Vec<String>) -> toml::Value {
+        toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect())
+    }
+}
+
 struct Dimensions;
 
 impl Codec<Vec<String>> for Dimensions {

@@ -17,6 +17,9 @@ use anyhow::{Context as _, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// The gateway's one-time first-admin link, when it logs one (first start).
+static SETUP_LINK: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 use tokio::process::{Child, Command};
 
 /// Writes a line to stderr, ignoring a closed stderr (the launcher must outlive its terminal).
@@ -255,6 +258,14 @@ fn spawn(
         tokio::spawn(async move {
             let mut lines = BufReader::new(stream).lines();
             while let Ok(Some(line)) = lines.next_line().await {
+                if name == "gatewayd"
+                    && let Some(at) = line.find("url=")
+                    && line.contains("/setup#")
+                {
+                    let url = line[at + 4..].split_whitespace().next().unwrap_or("");
+                    *SETUP_LINK.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(url.trim_matches('"').to_string());
+                }
                 // Never panic over a closed stderr: the stack outlives its audience.
                 let _ = writeln!(std::io::stderr().lock(), "[{name:>8}] {line}");
             }
@@ -482,11 +493,14 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
                 );
             }
         }
-        let _ = writeln!(
-            out,
-            "\n  Web UI:   http://{}/\n\n  Inspect each daemon:",
-            opts.listen
-        );
+        let _ = writeln!(out, "\n  Web UI:   http://{}/", opts.listen);
+        if let Some(link) = SETUP_LINK.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            let _ = writeln!(
+                out,
+                "  First start: create the admin at {link}\n               (the link works once, for 15 minutes)"
+            );
+        }
+        let _ = writeln!(out, "\n  Inspect each daemon:");
         for d in DAEMONS {
             let _ = writeln!(
                 out,

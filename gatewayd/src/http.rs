@@ -15,6 +15,8 @@ use axum::routing::get;
 use serde::Serialize;
 use tonic::transport::Channel;
 
+use crate::api;
+
 /// What the HTTP handlers share.
 #[derive(Clone)]
 pub struct State {
@@ -34,13 +36,51 @@ impl State {
             job: ch("jobd")?,
         })
     }
+
+    pub fn exec_channel(&self) -> Channel {
+        self.exec.clone()
+    }
 }
 
-pub fn router(state: State) -> axum::Router {
-    axum::Router::new()
-        .route("/", get(index))
+pub fn router(state: State, api: api::Shared) -> axum::Router {
+    use axum::routing::{delete, post};
+    let authed = axum::Router::new()
+        .route("/api/setup", get(api::setup_needed).post(api::setup))
+        .route("/api/login", post(api::login))
+        .route("/api/logout", post(api::logout))
+        .route("/api/me", get(api::me))
+        .route("/api/me/password", post(api::change_password))
+        .route("/api/users", get(api::users).post(api::create_user))
+        .route("/api/users/{name}", delete(api::delete_user))
+        .route("/api/tokens", get(api::tokens).post(api::create_token))
+        .route("/api/tokens/{id}", delete(api::revoke_token))
+        .route("/api/shell/exec", post(api::shell_exec))
+        .route("/api/executions", get(api::executions))
+        .route("/api/executions/{id}", get(api::execution))
+        .route("/api/executions/{id}/kill", post(api::kill))
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            api::authenticate,
+        ))
+        .layer(axum::extract::DefaultBodyLimit::max(api::BODY_LIMIT))
+        .with_state(api.clone());
+    let status_routes = axum::Router::new()
         .route("/api/status", get(status))
+        .layer(axum::middleware::from_fn(require_caller))
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            api::authenticate,
+        ))
+        .with_state(state.clone());
+    let page = {
+        let (state, api) = (state.clone(), api.clone());
+        move |headers: axum::http::HeaderMap| index(state.clone(), api.clone(), headers)
+    };
+    axum::Router::new()
+        .route("/", get(page))
         .route("/healthz", get(|| async { "ok\n" }))
+        .merge(authed)
+        .merge(status_routes)
         .fallback(|| async {
             (
                 axum::http::StatusCode::NOT_FOUND,
@@ -141,11 +181,27 @@ async fn stack(state: &State) -> StackView {
     }
 }
 
+/// `/api/status` needs a caller (a session, or a token with `read`).
+async fn require_caller(
+    caller: Result<api::Caller, api::ApiError>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Result<axum::response::Response, api::ApiError> {
+    caller?.scoped_read()?;
+    Ok(next.run(req).await)
+}
+
 async fn status(AxState(state): AxState<State>) -> impl IntoResponse {
     Json(stack(&state).await)
 }
 
-async fn index(AxState(state): AxState<State>) -> Html<String> {
+/// The start page: the stack's state for a signed-in user; for anyone else only whether
+/// the run is insecure and how to sign in.
+async fn index(state: State, api: api::Shared, headers: axum::http::HeaderMap) -> Html<String> {
+    let signed_in = match api::session_cookie(&headers) {
+        Some(secret) => matches!(api.accounts.session(&secret).await, Ok(Some(_))),
+        None => false,
+    };
     let view = stack(&state).await;
     let mut rows = String::new();
     for d in &view.daemons {
@@ -159,6 +215,12 @@ async fn index(AxState(state): AxState<State>) -> Html<String> {
             d.uid,
             d.sees_gateway_as.join(", "),
         ));
+    }
+    if !signed_in {
+        rows.clear();
+        rows.push_str(
+            "<tr><td colspan=\"6\">Sign in (POST /api/login) to see the stack.</td></tr>\n",
+        );
     }
     let banner = if view.insecure_shared_uid {
         "<p class=\"insecure\">INSECURE RUN: several daemons share one uid; privilege separation is not in force.</p>"

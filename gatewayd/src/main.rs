@@ -5,7 +5,11 @@
 //! and `/api/status`, built from each daemon's `Status` RPC.
 #![forbid(unsafe_code)]
 
+mod accounts;
+mod api;
 mod http;
+mod throttle;
+mod views;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -48,7 +52,48 @@ fn main() -> ExitCode {
             identity: ctx.identity.clone(),
         });
         let name = <GatewayServer<GatewayService> as NamedService>::NAME;
-        let app = http::router(http::State::new(&ctx)?);
+        let g = &ctx.config.gateway;
+        let accounts = accounts::Accounts::open(
+            &ctx.state_dir.join("gateway.db"),
+            g.max_concurrent_hashes as usize,
+            accounts::SessionLimits {
+                idle: std::time::Duration::from_secs(g.session_idle_s),
+                absolute: std::time::Duration::from_secs(g.session_max_s),
+            },
+        )
+        .await?;
+        // First start: a one-time link creates the first admin.
+        if let Some(link) = accounts
+            .new_setup_link(std::time::Duration::from_secs(15 * 60))
+            .await?
+        {
+            tracing::warn!(
+                url = %format!("http://{bound}/setup#{link}"),
+                "no account yet: open this link within 15 minutes to create the first admin (it works once)"
+            );
+        }
+        let state = http::State::new(&ctx)?;
+        let web = api::WebConfig {
+            cookie_secure: match g.cookie_secure.as_str() {
+                "true" => api::CookieSecure::Always,
+                "false" => api::CookieSecure::Never,
+                _ => api::CookieSecure::Auto,
+            },
+            trusted_proxies: g
+                .trusted_proxies
+                .iter()
+                .filter_map(|p| p.parse().ok())
+                .collect(),
+            allowed_origins: g.allowed_origins.clone(),
+        };
+        let api = std::sync::Arc::new(api::Api {
+            accounts,
+            throttle: throttle::Throttle::default(),
+            exec: state.exec_channel(),
+            web,
+        });
+        let app =
+            http::router(state, api).into_make_service_with_connect_info::<std::net::SocketAddr>();
         let stop = ctx.clone();
         let server = async move {
             axum::serve(listener, app)

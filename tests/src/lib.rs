@@ -9,6 +9,11 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod web;
+
+/// The password [`Stack::admin`] gives the first admin.
+pub const ADMIN_PASSWORD: &str = "correct horse battery";
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
@@ -255,6 +260,30 @@ impl Stack {
     /// Everything `argosctl up` and the daemons have printed so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The one-time setup link's secret the gateway logs on its first start.
+    pub fn setup_secret(&self) -> String {
+        self.wait_log("/setup#", 1);
+        let log = self.log();
+        let at = log.find("/setup#").expect("logged") + "/setup#".len();
+        log[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect()
+    }
+
+    /// Creates the first admin (`root-admin`) through the setup link; returns its
+    /// logged-in client.
+    pub fn admin(&self) -> web::Web {
+        let mut admin = web::Web::new(self.listen);
+        let r = admin.post(
+            "/api/setup",
+            serde_json::json!({"token": self.setup_secret(), "name": "root-admin",
+                "password": ADMIN_PASSWORD}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        admin
     }
 
     /// Waits until the output contains `needle` at least `count` times (output is relayed

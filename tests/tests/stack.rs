@@ -307,9 +307,11 @@ fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 #[test]
 fn gateway_reports_every_daemon_over_grpc() {
     let stack = StackBuilder::new().start();
-    let (code, body) = http_get(stack.listen, "/api/status");
-    assert_eq!(code, 200, "{body}");
-    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    // Anonymous callers get nothing; a logged-in admin sees every daemon.
+    let (code, _) = http_get(stack.listen, "/api/status");
+    assert_eq!(code, 401);
+    let mut admin = stack.admin();
+    let v = admin.get("/api/status").json();
     let daemons = v["daemons"].as_array().unwrap();
     assert_eq!(daemons.len(), 4, "{v}");
     for d in daemons {
@@ -320,6 +322,8 @@ fn gateway_reports_every_daemon_over_grpc() {
     assert_eq!(v["insecure_shared_uid"], !is_root());
     let (code, page) = http_get(stack.listen, "/");
     assert_eq!(code, 200);
+    assert!(!page.contains("argos-execd"), "anonymous: {page}");
+    let page = admin.get("/").text;
     assert!(
         page.contains("argos-execd") && page.contains("serving"),
         "{page}"

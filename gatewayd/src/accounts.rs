@@ -1,0 +1,562 @@
+//! Accounts: users with argon2id password hashes, server-side sessions, API tokens and
+//! the one-time link that creates the first admin. Every secret handed out (session
+//! cookie, token, setup link) is 32 random bytes, shown once and stored only as its
+//! SHA-256: a copy of the database holds no usable credential, and a lookup by hash leaks
+//! nothing through timing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use base64::Engine as _;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use sqlx::sqlite::SqlitePool;
+use tokio::sync::Semaphore;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// What an account may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    User,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::User => "user",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "admin" => Some(Role::Admin),
+            "user" => Some(Role::User),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct User {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+    pub created_at_ms: i64,
+}
+
+/// An API token as listed (never its secret).
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenInfo {
+    pub id: i64,
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub created_at_ms: i64,
+    pub last_used_ms: Option<i64>,
+}
+
+/// What a token may be used for.
+pub const SCOPES: &[&str] = &["exec", "read"];
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("{field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+    },
+    #[error("the name {0:?} is taken")]
+    NameTaken(String),
+    #[error("the setup link is unknown, used or expired")]
+    SetupLink,
+    #[error("the current password is wrong")]
+    WrongPassword,
+    #[error("storage: {0}")]
+    Store(#[from] sqlx::Error),
+    #[error("password hashing: {0}")]
+    Hash(String),
+}
+
+fn invalid(field: &'static str, message: impl Into<String>) -> AccountError {
+    AccountError::Invalid {
+        field,
+        message: message.into(),
+    }
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// 32 random bytes, URL-safe base64 without padding (43 characters).
+pub fn new_secret() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the kernel's random source");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+pub fn sha256(secret: &str) -> Vec<u8> {
+    Sha256::digest(secret.as_bytes()).to_vec()
+}
+
+/// Account names: short, lowercase, no surprises in logs or URLs.
+pub fn check_name(name: &str) -> Result<(), AccountError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            "name",
+            "1 to 64 characters: lowercase letters, digits, '.', '_' or '-'",
+        ))
+    }
+}
+
+pub fn check_password(field: &'static str, password: &str) -> Result<(), AccountError> {
+    let n = password.chars().count();
+    if n < 10 {
+        return Err(invalid(field, "at least 10 characters"));
+    }
+    if password.len() > 1024 {
+        return Err(invalid(field, "at most 1024 bytes"));
+    }
+    Ok(())
+}
+
+/// Sessions end after `idle` without a request, and after `absolute` in any case.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits {
+    pub idle: Duration,
+    pub absolute: Duration,
+}
+
+pub struct Accounts {
+    pool: SqlitePool,
+    /// Argon2id at about 19 MiB per hash: the permits cap the memory logins can take.
+    hashing: Arc<Semaphore>,
+    params: argon2::Params,
+    pub limits: SessionLimits,
+    /// A hash of a random password, verified against when the account does not exist, so
+    /// a login for an unknown name takes as long as one for a known name (made at the
+    /// first such login: start-up does not wait for it).
+    decoy: tokio::sync::OnceCell<String>,
+}
+
+impl Accounts {
+    pub async fn open(
+        path: &std::path::Path,
+        concurrent_hashes: usize,
+        limits: SessionLimits,
+    ) -> anyhow::Result<Accounts> {
+        let pool = argos_common::store::open(path, &MIGRATOR).await?;
+        // OWASP's argon2id minimum: m = 19 MiB, t = 2, p = 1.
+        let params = argon2::Params::new(19 * 1024, 2, 1, None)
+            .map_err(|e| anyhow::anyhow!("argon2 parameters: {e}"))?;
+        Ok(Accounts {
+            pool,
+            hashing: Arc::new(Semaphore::new(concurrent_hashes.max(1))),
+            params,
+            limits,
+            decoy: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    async fn hash(&self, password: String) -> Result<String, AccountError> {
+        let _permit = self.hashing.acquire().await.expect("never closed");
+        let params = self.params.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut salt = [0u8; 16];
+            getrandom::fill(&mut salt).expect("the kernel's random source");
+            let salt = SaltString::encode_b64(&salt).map_err(|e| e.to_string())?;
+            argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+                .hash_password(password.as_bytes(), &salt)
+                .map(|h| h.to_string())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| AccountError::Hash(e.to_string()))?
+        .map_err(AccountError::Hash)
+    }
+
+    async fn verify(&self, password: String, phc: String) -> bool {
+        let Ok(_permit) = self.hashing.acquire().await else {
+            return false;
+        };
+        let params = self.params.clone();
+        tokio::task::spawn_blocking(move || {
+            PasswordHash::new(&phc).is_ok_and(|h| {
+                argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, params)
+                    .verify_password(password.as_bytes(), &h)
+                    .is_ok()
+            })
+        })
+        .await
+        .unwrap_or(false)
+    }
+
+    pub async fn user_count(&self) -> Result<i64, AccountError> {
+        Ok(sqlx::query("SELECT COUNT(*) FROM users")
+            .fetch_one(&self.pool)
+            .await?
+            .get(0))
+    }
+
+    /// A fresh one-time link to create the first admin (only while there is no user):
+    /// every older link stops working.
+    pub async fn new_setup_link(&self, ttl: Duration) -> Result<Option<String>, AccountError> {
+        if self.user_count().await? > 0 {
+            return Ok(None);
+        }
+        let secret = new_secret();
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM setup_links")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO setup_links (secret_sha256, created_at_ms, expires_at_ms) VALUES (?, ?, ?)",
+        )
+        .bind(sha256(&secret))
+        .bind(now)
+        .bind(now + ttl.as_millis() as i64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Some(secret))
+    }
+
+    /// Creates the first admin with a setup link (used up by this, whatever happens next).
+    pub async fn setup_admin(
+        &self,
+        link: &str,
+        name: &str,
+        password: &str,
+    ) -> Result<User, AccountError> {
+        check_name(name)?;
+        check_password("password", password)?;
+        let hash = self.hash(password.to_string()).await?;
+        let now = now_ms();
+        let mut tx = self.pool.begin().await?;
+        let used = sqlx::query(
+            "UPDATE setup_links SET used_at_ms = ?1
+             WHERE secret_sha256 = ?2 AND used_at_ms IS NULL AND expires_at_ms > ?1",
+        )
+        .bind(now)
+        .bind(sha256(link))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        let users: i64 = sqlx::query("SELECT COUNT(*) FROM users")
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+        if used != 1 || users > 0 {
+            return Err(AccountError::SetupLink);
+        }
+        let id = sqlx::query(
+            "INSERT INTO users (name, role, password_hash, created_at_ms) VALUES (?, 'admin', ?, ?)",
+        )
+        .bind(name)
+        .bind(&hash)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?
+        .last_insert_rowid();
+        tx.commit().await?;
+        Ok(User {
+            id,
+            name: name.to_string(),
+            role: Role::Admin,
+            created_at_ms: now,
+        })
+    }
+
+    pub async fn create_user(
+        &self,
+        name: &str,
+        password: &str,
+        role: Role,
+    ) -> Result<User, AccountError> {
+        check_name(name)?;
+        check_password("password", password)?;
+        let hash = self.hash(password.to_string()).await?;
+        let now = now_ms();
+        let id = sqlx::query(
+            "INSERT INTO users (name, role, password_hash, created_at_ms) VALUES (?, ?, ?, ?)",
+        )
+        .bind(name)
+        .bind(role.as_str())
+        .bind(&hash)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| match &e {
+            sqlx::Error::Database(d) if d.is_unique_violation() => {
+                AccountError::NameTaken(name.to_string())
+            }
+            _ => AccountError::Store(e),
+        })?
+        .last_insert_rowid();
+        Ok(User {
+            id,
+            name: name.to_string(),
+            role,
+            created_at_ms: now,
+        })
+    }
+
+    pub async fn users(&self) -> Result<Vec<User>, AccountError> {
+        let rows = sqlx::query(
+            "SELECT id, name, role, created_at_ms FROM users WHERE disabled = 0 ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().filter_map(user).collect())
+    }
+
+    /// Deletes an account with its sessions and tokens. The last admin cannot go.
+    pub async fn delete_user(&self, name: &str) -> Result<bool, AccountError> {
+        let mut tx = self.pool.begin().await?;
+        let target: Option<String> = sqlx::query("SELECT role FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&mut *tx)
+            .await?
+            .map(|r| r.get(0));
+        let Some(role) = target else {
+            return Ok(false);
+        };
+        if role == "admin" {
+            let admins: i64 = sqlx::query("SELECT COUNT(*) FROM users WHERE role = 'admin'")
+                .fetch_one(&mut *tx)
+                .await?
+                .get(0);
+            if admins <= 1 {
+                return Err(invalid("name", "the last admin cannot be deleted"));
+            }
+        }
+        sqlx::query("DELETE FROM users WHERE name = ?")
+            .bind(name)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The account if `password` is its password. Takes as long for an unknown name.
+    pub async fn login(&self, name: &str, password: &str) -> Result<Option<User>, AccountError> {
+        let row = sqlx::query(
+            "SELECT id, name, role, created_at_ms, password_hash FROM users WHERE name = ? AND disabled = 0",
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        let phc = match &row {
+            Some(r) => r.get::<String, _>("password_hash"),
+            None => self
+                .decoy
+                .get_or_try_init(|| self.hash(new_secret()))
+                .await?
+                .clone(),
+        };
+        let ok = self.verify(password.to_string(), phc).await;
+        Ok(row.filter(|_| ok).as_ref().and_then(user))
+    }
+
+    /// Changes a password (the current one required); every other session of the account
+    /// ends.
+    pub async fn change_password(
+        &self,
+        who: &User,
+        current: &str,
+        new: &str,
+        keep_session: Option<&str>,
+    ) -> Result<(), AccountError> {
+        check_password("new_password", new)?;
+        if self.login(&who.name, current).await?.is_none() {
+            return Err(AccountError::WrongPassword);
+        }
+        let hash = self.hash(new.to_string()).await?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE users SET password_hash = ? WHERE id = ?")
+            .bind(&hash)
+            .bind(who.id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM sessions WHERE user_id = ? AND secret_sha256 != ?")
+            .bind(who.id)
+            .bind(keep_session.map(sha256).unwrap_or_default())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Starts a session; returns the cookie's secret.
+    pub async fn new_session(&self, user_id: i64) -> Result<String, AccountError> {
+        let secret = new_secret();
+        let now = now_ms();
+        sqlx::query(
+            "INSERT INTO sessions (secret_sha256, user_id, created_at_ms, last_seen_ms, expires_at_ms)
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(sha256(&secret))
+        .bind(user_id)
+        .bind(now)
+        .bind(now)
+        .bind(now + self.limits.absolute.as_millis() as i64)
+        .execute(&self.pool)
+        .await?;
+        Ok(secret)
+    }
+
+    /// The user of a live session (idle and absolute expiry checked); marks it seen.
+    pub async fn session(&self, secret: &str) -> Result<Option<User>, AccountError> {
+        let now = now_ms();
+        let idle_ms = self.limits.idle.as_millis() as i64;
+        let row = sqlx::query(
+            "SELECT u.id, u.name, u.role, u.created_at_ms, s.last_seen_ms FROM sessions s
+             JOIN users u ON u.id = s.user_id
+             WHERE s.secret_sha256 = ?1 AND s.expires_at_ms > ?2 AND s.last_seen_ms > ?2 - ?3
+               AND u.disabled = 0",
+        )
+        .bind(sha256(secret))
+        .bind(now)
+        .bind(idle_ms)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        // Refresh the idle clock at most once a minute: a request is not a write.
+        if now - row.get::<i64, _>("last_seen_ms") > 60_000 {
+            sqlx::query("UPDATE sessions SET last_seen_ms = ? WHERE secret_sha256 = ?")
+                .bind(now)
+                .bind(sha256(secret))
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(user(&row))
+    }
+
+    pub async fn end_session(&self, secret: &str) -> Result<(), AccountError> {
+        sqlx::query("DELETE FROM sessions WHERE secret_sha256 = ?")
+            .bind(sha256(secret))
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Creates an API token; returns its id and its secret (shown once).
+    pub async fn new_token(
+        &self,
+        user_id: i64,
+        name: &str,
+        scopes: &[String],
+    ) -> Result<(i64, String), AccountError> {
+        if name.trim().is_empty() || name.len() > 100 {
+            return Err(invalid("name", "1 to 100 characters"));
+        }
+        if scopes.is_empty() {
+            return Err(invalid(
+                "scopes",
+                format!("name at least one of: {}", SCOPES.join(", ")),
+            ));
+        }
+        if let Some(bad) = scopes.iter().find(|s| !SCOPES.contains(&s.as_str())) {
+            return Err(invalid(
+                "scopes",
+                format!("unknown scope {bad:?} (known: {})", SCOPES.join(", ")),
+            ));
+        }
+        let secret = format!("argos_{}", new_secret());
+        let id = sqlx::query(
+            "INSERT INTO api_tokens (user_id, name, secret_sha256, scopes, created_at_ms) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(user_id)
+        .bind(name)
+        .bind(sha256(&secret))
+        .bind(serde_json::to_string(scopes).unwrap_or_else(|_| "[]".into()))
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?
+        .last_insert_rowid();
+        Ok((id, secret))
+    }
+
+    pub async fn tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, AccountError> {
+        let rows = sqlx::query(
+            "SELECT id, name, scopes, created_at_ms, last_used_ms FROM api_tokens
+             WHERE user_id = ? AND revoked_at_ms IS NULL ORDER BY id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| TokenInfo {
+                id: r.get("id"),
+                name: r.get("name"),
+                scopes: serde_json::from_str(&r.get::<String, _>("scopes")).unwrap_or_default(),
+                created_at_ms: r.get("created_at_ms"),
+                last_used_ms: r.get("last_used_ms"),
+            })
+            .collect())
+    }
+
+    pub async fn revoke_token(&self, user_id: i64, id: i64) -> Result<bool, AccountError> {
+        Ok(sqlx::query(
+            "UPDATE api_tokens SET revoked_at_ms = ? WHERE id = ? AND user_id = ? AND revoked_at_ms IS NULL",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// The user and scopes of a live token.
+    pub async fn token(&self, secret: &str) -> Result<Option<(User, Vec<String>)>, AccountError> {
+        let row = sqlx::query(
+            "SELECT u.id, u.name, u.role, u.created_at_ms, t.scopes, t.last_used_ms FROM api_tokens t
+             JOIN users u ON u.id = t.user_id
+             WHERE t.secret_sha256 = ? AND t.revoked_at_ms IS NULL AND u.disabled = 0",
+        )
+        .bind(sha256(secret))
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let now = now_ms();
+        if row
+            .get::<Option<i64>, _>("last_used_ms")
+            .is_none_or(|t| now - t > 60_000)
+        {
+            sqlx::query("UPDATE api_tokens SET last_used_ms = ? WHERE secret_sha256 = ?")
+                .bind(now)
+                .bind(sha256(secret))
+                .execute(&self.pool)
+                .await?;
+        }
+        let scopes = serde_json::from_str(&row.get::<String, _>("scopes")).unwrap_or_default();
+        Ok(user(&row).map(|u| (u, scopes)))
+    }
+}
+
+fn user(r: &sqlx::sqlite::SqliteRow) -> Option<User> {
+    Some(User {
+        id: r.get("id"),
+        name: r.get("name"),
+        role: Role::parse(&r.get::<String, _>("role"))?,
+        created_at_ms: r.get("created_at_ms"),
+    })
+}

@@ -1,0 +1,844 @@
+//! The authenticated HTTP API: accounts, sessions, tokens, shell execution through execd
+//! and the executions ledger. Errors are `{"error":{"code","message"}}` with stable codes;
+//! a 400 names the bad field.
+//!
+//! Who may call what (session cookie = a logged-in browser; bearer = an API token):
+//!
+//! | route | anonymous | user | admin |
+//! |---|---|---|---|
+//! | `GET /api/setup`, `POST /api/setup`, `POST /api/login` | yes | yes | yes |
+//! | `GET /api/me`, `GET /api/status` | 401 | cookie, or token with `read` | same |
+//! | `POST /api/logout`, `POST /api/me/password`, `/api/tokens` | 401 | cookie only | cookie only |
+//! | `/api/users` | 401 | 403 | cookie only |
+//! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
+//! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
+//!
+//! Every request that could change state and carries no bearer token passes the
+//! cross-site check first (see [`cross_site`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use argos_proto::exec::v1 as pb;
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::accounts::{AccountError, Accounts, Role, User};
+use crate::throttle::Throttle;
+
+/// Largest request body the API reads.
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// How the session cookie's `Secure` flag is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieSecure {
+    Always,
+    Never,
+    /// From the request: HTTPS as the first `X-Forwarded-Proto` hop of a trusted proxy.
+    Auto,
+}
+
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    pub cookie_secure: CookieSecure,
+    pub trusted_proxies: Vec<IpAddr>,
+    pub allowed_origins: Vec<String>,
+}
+
+/// What the API handlers share.
+pub struct Api {
+    pub accounts: Accounts,
+    pub throttle: Throttle,
+    pub exec: tonic::transport::Channel,
+    pub web: WebConfig,
+}
+
+pub type Shared = Arc<Api>;
+
+/// An error as a client sees it.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    fn unauthenticated() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "log in, or send an API token as `Authorization: Bearer …`",
+        )
+    }
+
+    fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    fn internal(detail: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %detail, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error (see the gateway's log)",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut r = (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response();
+        if let Some(d) = self.retry_after
+            && let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string())
+        {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        r
+    }
+}
+
+impl From<AccountError> for ApiError {
+    fn from(e: AccountError) -> ApiError {
+        match e {
+            AccountError::Invalid { field, message } => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                format!("{field}: {message}"),
+            ),
+            AccountError::NameTaken(_) => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
+            AccountError::SetupLink => {
+                ApiError::new(StatusCode::FORBIDDEN, "setup_link", e.to_string())
+            }
+            AccountError::WrongPassword => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "wrong_password",
+                "current_password: wrong",
+            ),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+fn from_status(s: tonic::Status) -> ApiError {
+    let (status, code) = match s.code() {
+        tonic::Code::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
+        tonic::Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+        tonic::Code::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
+        tonic::Code::ResourceExhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
+        tonic::Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        tonic::Code::DataLoss => (StatusCode::GONE, "data_loss"),
+        _ => return ApiError::internal(format!("execd: {s}")),
+    };
+    ApiError::new(status, code, s.message().to_string())
+}
+
+/// A JSON body, with a 400 that says what is wrong instead of axum's plain text.
+pub struct Body<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for Body<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Body(v)),
+            Err(e) => Err(match e {
+                axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => {
+                    ApiError::new(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        "unsupported_media_type",
+                        "send JSON with `Content-Type: application/json`",
+                    )
+                }
+                axum::extract::rejection::JsonRejection::BytesRejection(_) => too_large(),
+                other => ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_argument",
+                    other.body_text(),
+                ),
+            }),
+        }
+    }
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!("request bodies are limited to {BODY_LIMIT} bytes"),
+    )
+}
+
+// ---- who is calling ----------------------------------------------------------------
+
+/// How a caller proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A browser session; the cookie's secret (to end it).
+    Cookie(String),
+    /// An API token, with its scopes.
+    Bearer(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: User,
+    pub via: Via,
+}
+
+impl Caller {
+    fn is_admin(&self) -> bool {
+        self.user.role == Role::Admin
+    }
+
+    pub fn scoped_read(&self) -> Result<(), ApiError> {
+        self.scoped("read")
+    }
+
+    /// Tokens carry scopes; a session may do whatever its user may.
+    fn scoped(&self, scope: &str) -> Result<(), ApiError> {
+        match &self.via {
+            Via::Cookie(_) => Ok(()),
+            Via::Bearer(scopes) if scopes.iter().any(|s| s == scope) => Ok(()),
+            Via::Bearer(_) => Err(ApiError::forbidden(format!(
+                "this token lacks the `{scope}` scope"
+            ))),
+        }
+    }
+
+    fn cookie_only(&self) -> Result<&str, ApiError> {
+        match &self.via {
+            Via::Cookie(secret) => Ok(secret),
+            Via::Bearer(_) => Err(ApiError::forbidden(
+                "API tokens cannot do this: log in with a password",
+            )),
+        }
+    }
+
+    fn admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("admins only"))
+        }
+    }
+}
+
+const COOKIE: &str = "argos_session";
+const HOST_COOKIE: &str = "__Host-argos_session";
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    let mut found = None;
+    for v in headers.get_all(header::COOKIE) {
+        let Ok(v) = v.to_str() else { continue };
+        for pair in v.split(';') {
+            let Some((k, val)) = pair.trim().split_once('=') else {
+                continue;
+            };
+            if k == HOST_COOKIE {
+                return Some(val.to_string());
+            }
+            if k == COOKIE {
+                found = Some(val.to_string());
+            }
+        }
+    }
+    found
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(ApiError::unauthenticated)
+    }
+}
+
+/// Resolves the caller (if any) and runs the cross-site check; handlers then ask for a
+/// [`Caller`].
+pub async fn authenticate(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let headers = req.headers();
+    // A body declared too large is refused before a byte of it is read.
+    if headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|n| n > BODY_LIMIT as u64)
+    {
+        return Err(too_large());
+    }
+    let caller = if let Some(token) = bearer(headers) {
+        let (user, scopes) = api
+            .accounts
+            .token(token)
+            .await?
+            .ok_or_else(ApiError::unauthenticated)?;
+        Some(Caller {
+            user,
+            via: Via::Bearer(scopes),
+        })
+    } else if let Some(secret) = session_cookie(headers) {
+        api.accounts.session(&secret).await?.map(|user| Caller {
+            user,
+            via: Via::Cookie(secret),
+        })
+    } else {
+        None
+    };
+    let ambient = !matches!(
+        caller,
+        Some(Caller {
+            via: Via::Bearer(_),
+            ..
+        })
+    );
+    if ambient {
+        cross_site(req.method(), headers, &api.web, peer.ip())?;
+    }
+    if let Some(c) = caller {
+        req.extensions_mut().insert(c);
+    }
+    Ok(next.run(req).await)
+}
+
+/// Whether the request came over HTTPS: the gateway itself speaks plain HTTP, so only a
+/// trusted proxy's first `X-Forwarded-Proto` hop can say so.
+pub fn is_https(headers: &HeaderMap, web: &WebConfig, peer: IpAddr) -> bool {
+    web.trusted_proxies.contains(&peer)
+        && headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+
+/// Refuses a browser request another site made: `Sec-Fetch-Site: cross-site`, or an
+/// `Origin` that is neither the gateway's own nor an allowed one. Applies to every request
+/// that may change state (any method but GET/HEAD) and to the streaming endpoints, unless
+/// it carries a bearer token (no ambient credential for another site to borrow).
+pub fn cross_site(
+    method: &Method,
+    headers: &HeaderMap,
+    web: &WebConfig,
+    peer: IpAddr,
+) -> Result<(), ApiError> {
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(());
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            "cross-site request refused",
+        ));
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return Ok(());
+    };
+    let scheme = if is_https(headers, web, peer) {
+        "https"
+    } else {
+        "http"
+    };
+    let own = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(|h| format!("{scheme}://{h}"));
+    if own.as_deref() == Some(origin) || web.allowed_origins.iter().any(|o| o == origin) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            format!("origin {origin} is not allowed"),
+        ))
+    }
+}
+
+fn cookie_secure(api: &Api, headers: &HeaderMap, peer: IpAddr) -> bool {
+    match api.web.cookie_secure {
+        CookieSecure::Always => true,
+        CookieSecure::Never => false,
+        CookieSecure::Auto => is_https(headers, &api.web, peer),
+    }
+}
+
+fn set_cookie(secret: &str, secure: bool, max_age: Duration) -> HeaderValue {
+    let (name, flag) = if secure {
+        (HOST_COOKIE, "; Secure")
+    } else {
+        (COOKIE, "")
+    };
+    HeaderValue::from_str(&format!(
+        "{name}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{flag}",
+        max_age.as_secs()
+    ))
+    .expect("cookie characters are URL-safe base64")
+}
+
+fn session_response(
+    api: &Api,
+    headers: &HeaderMap,
+    peer: IpAddr,
+    secret: &str,
+    user: &User,
+) -> Response {
+    let secure = cookie_secure(api, headers, peer);
+    let mut r = Json(json!({"user": user})).into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(secret, secure, api.accounts.limits.absolute),
+    );
+    r
+}
+
+// ---- accounts ----------------------------------------------------------------------
+
+pub async fn setup_needed(State(api): State<Shared>) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(
+        json!({"needed": api.accounts.user_count().await? == 0}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct SetupBody {
+    token: String,
+    name: String,
+    password: String,
+}
+
+pub async fn setup(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Body(b): Body<SetupBody>,
+) -> Result<Response, ApiError> {
+    let keys = [format!("addr:{}", peer.ip())];
+    if let Some(wait) = api.throttle.wait(&keys) {
+        return Err(throttled(wait));
+    }
+    let user = match api
+        .accounts
+        .setup_admin(&b.token, &b.name, &b.password)
+        .await
+    {
+        Err(AccountError::SetupLink) => {
+            api.throttle.failed(&keys);
+            return Err(AccountError::SetupLink.into());
+        }
+        other => other?,
+    };
+    tracing::info!(user = %user.name, "first admin created");
+    let secret = api.accounts.new_session(user.id).await?;
+    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+}
+
+fn throttled(wait: Duration) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "throttled",
+        format!(
+            "too many failed attempts; try again in {} s",
+            wait.as_secs().max(1)
+        ),
+    );
+    e.retry_after = Some(wait);
+    e
+}
+
+#[derive(Deserialize)]
+pub struct LoginBody {
+    name: String,
+    password: String,
+}
+
+pub async fn login(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Body(b): Body<LoginBody>,
+) -> Result<Response, ApiError> {
+    let account = format!("user:{}", b.name);
+    let keys = [account.clone(), format!("addr:{}", peer.ip())];
+    if let Some(wait) = api.throttle.wait(&keys) {
+        return Err(throttled(wait));
+    }
+    let Some(user) = api.accounts.login(&b.name, &b.password).await? else {
+        api.throttle.failed(&keys);
+        tracing::warn!(name = %b.name, peer = %peer.ip(), "failed login");
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "bad_credentials",
+            "wrong name or password",
+        ));
+    };
+    api.throttle.succeeded(&account);
+    let secret = api.accounts.new_session(user.id).await?;
+    tracing::info!(user = %user.name, "login");
+    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+}
+
+pub async fn logout(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    let secret = caller.cookie_only()?;
+    api.accounts.end_session(secret).await?;
+    let mut r = StatusCode::NO_CONTENT.into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie("", cookie_secure(&api, &headers, peer.ip()), Duration::ZERO),
+    );
+    Ok(r)
+}
+
+pub async fn me(caller: Caller) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.scoped("read")?;
+    let via = match &caller.via {
+        Via::Cookie(_) => json!("session"),
+        Via::Bearer(scopes) => json!({"token_scopes": scopes}),
+    };
+    Ok(Json(json!({"user": caller.user, "via": via})))
+}
+
+#[derive(Deserialize)]
+pub struct PasswordBody {
+    current_password: String,
+    new_password: String,
+}
+
+pub async fn change_password(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<PasswordBody>,
+) -> Result<StatusCode, ApiError> {
+    let session = caller.cookie_only()?.to_string();
+    api.accounts
+        .change_password(
+            &caller.user,
+            &b.current_password,
+            &b.new_password,
+            Some(&session),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub async fn users(
+    State(api): State<Shared>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    Ok(Json(json!({"users": api.accounts.users().await?})))
+}
+
+#[derive(Deserialize)]
+pub struct NewUser {
+    name: String,
+    password: String,
+    role: String,
+}
+
+pub async fn create_user(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<NewUser>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    let role = Role::parse(&b.role).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "role: `admin` or `user`",
+        )
+    })?;
+    let user = api.accounts.create_user(&b.name, &b.password, role).await?;
+    tracing::info!(by = %caller.user.name, user = %user.name, role = role.as_str(), "user created");
+    Ok((StatusCode::CREATED, Json(json!({"user": user}))))
+}
+
+pub async fn delete_user(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    if api.accounts.delete_user(&name).await? {
+        tracing::info!(by = %caller.user.name, user = %name, "user deleted");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no user {name:?}")))
+    }
+}
+
+pub async fn tokens(
+    State(api): State<Shared>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.cookie_only()?;
+    Ok(Json(
+        json!({"tokens": api.accounts.tokens(caller.user.id).await?}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct NewToken {
+    name: String,
+    scopes: Vec<String>,
+}
+
+pub async fn create_token(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<NewToken>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    caller.cookie_only()?;
+    let (id, secret) = api
+        .accounts
+        .new_token(caller.user.id, &b.name, &b.scopes)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            json!({"id": id, "name": b.name, "scopes": b.scopes, "token": secret,
+            "note": "shown once: store it now"}),
+        ),
+    ))
+}
+
+pub async fn revoke_token(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    caller.cookie_only()?;
+    if api.accounts.revoke_token(caller.user.id, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no token {id}")))
+    }
+}
+
+// ---- execution ---------------------------------------------------------------------
+
+fn exec_client(api: &Api) -> pb::exec_client::ExecClient<tonic::transport::Channel> {
+    pb::exec_client::ExecClient::new(api.exec.clone()).max_decoding_message_size(16 * 1024 * 1024)
+}
+
+fn for_user<T>(caller: &Caller, msg: T) -> tonic::Request<T> {
+    argos_common::grpc::with_principal(tonic::Request::new(msg), Some(&caller.user.name), None)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecBody {
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    argv: Vec<String>,
+    #[serde(default)]
+    cwd: String,
+    #[serde(default)]
+    profile: String,
+    /// Milliseconds; 0 means no limit (where the profile allows it).
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    stdin: String,
+    #[serde(default)]
+    env: std::collections::HashMap<String, String>,
+}
+
+#[derive(Serialize)]
+pub struct Stream {
+    text: String,
+    /// Only when truncated: the last bytes.
+    tail: Option<String>,
+    total_bytes: u64,
+    truncated: bool,
+}
+
+fn stream(o: Option<pb::Output>) -> Stream {
+    let o = o.unwrap_or_default();
+    Stream {
+        text: String::from_utf8_lossy(&o.head).into_owned(),
+        tail: o
+            .truncated
+            .then(|| String::from_utf8_lossy(&o.tail).into_owned()),
+        total_bytes: o.total_bytes,
+        truncated: o.truncated,
+    }
+}
+
+/// An execution with its captured output, as the API shows it.
+fn with_output(
+    e: Option<pb::Execution>,
+    stdout: Option<pb::Output>,
+    stderr: Option<pb::Output>,
+) -> serde_json::Value {
+    json!({
+        "execution": e.as_ref().map(crate::views::execution),
+        "stdout": stream(stdout),
+        "stderr": stream(stderr),
+    })
+}
+
+pub async fn shell_exec(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<ExecBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    let req = pb::RunRequest {
+        argv: b.argv,
+        command: b.command,
+        cwd: b.cwd,
+        env: b.env,
+        profile: b.profile,
+        timeout_ms: b.timeout_ms,
+        stdin: b.stdin.into_bytes(),
+    };
+    let r = exec_client(&api)
+        .run(for_user(&caller, req))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    status: Option<String>,
+    page_token: Option<String>,
+    limit: Option<u32>,
+}
+
+pub async fn executions(
+    State(api): State<Shared>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("read")?;
+    let status = match q.status.as_deref() {
+        None | Some("") => 0,
+        Some(s) => crate::views::parse_status(s).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                format!("status: unknown status {s:?}"),
+            )
+        })?,
+    };
+    let r = exec_client(&api)
+        .list(for_user(
+            &caller,
+            pb::ListRequest {
+                status,
+                page_token: q.page_token.unwrap_or_default(),
+                page_size: q.limit.unwrap_or(50),
+                ..Default::default()
+            },
+        ))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(json!({
+        "executions": r.executions.iter().map(crate::views::execution).collect::<Vec<_>>(),
+        "next_page_token": r.next_page_token,
+    })))
+}
+
+pub async fn execution(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("read")?;
+    let r = exec_client(&api)
+        .get(for_user(
+            &caller,
+            pb::GetRequest {
+                id,
+                include_output: true,
+            },
+        ))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
+}
+
+pub async fn kill(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    let r = exec_client(&api)
+        .kill(for_user(&caller, pb::KillRequest { id }))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(json!({
+        "outcome": r.outcome,
+        "execution": r.execution.as_ref().map(crate::views::execution),
+    })))
+}

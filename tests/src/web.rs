@@ -1,0 +1,130 @@
+//! A small HTTP client for the gateway's API in tests (ureq, plain HTTP): JSON in and
+//! out, one session cookie kept per client, any header added by hand.
+
+use std::net::SocketAddr;
+
+pub struct Web {
+    base: String,
+    agent: ureq::Agent,
+    /// `name=value` of the session cookie, once one was set.
+    pub cookie: Option<String>,
+    /// A bearer token to send instead.
+    pub bearer: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.text).unwrap_or(serde_json::Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The error code of an error reply.
+    pub fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+}
+
+impl Web {
+    pub fn new(addr: SocketAddr) -> Web {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .build()
+            .into();
+        Web {
+            base: format!("http://{addr}"),
+            agent,
+            cookie: None,
+            bearer: None,
+        }
+    }
+
+    pub fn with_bearer(addr: SocketAddr, token: &str) -> Web {
+        let mut w = Web::new(addr);
+        w.bearer = Some(token.to_string());
+        w
+    }
+
+    /// Sends a request; `body` as JSON when given. Keeps a session cookie it is handed.
+    pub fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        extra: &[(&str, &str)],
+    ) -> Reply {
+        let bytes = body.map(|b| serde_json::to_vec(b).unwrap());
+        self.raw(method, path, bytes, body.is_some(), extra)
+    }
+
+    pub fn raw(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        json: bool,
+        extra: &[(&str, &str)],
+    ) -> Reply {
+        let mut b = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
+        if json {
+            b = b.header("content-type", "application/json");
+        }
+        if let Some(c) = &self.cookie {
+            b = b.header("cookie", c.as_str());
+        }
+        if let Some(t) = &self.bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in extra {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(body.unwrap_or_default()).unwrap();
+        let mut resp = self.agent.run(req).expect("the gateway answers");
+        let headers: Vec<(String, String)> = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+            .collect();
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        let reply = Reply {
+            status,
+            headers,
+            text,
+        };
+        if let Some(set) = reply.header("set-cookie") {
+            let pair = set.split(';').next().unwrap_or("").to_string();
+            self.cookie = pair
+                .split_once('=')
+                .filter(|(_, v)| !v.is_empty())
+                .map(|_| pair.clone());
+        }
+        reply
+    }
+
+    pub fn get(&mut self, path: &str) -> Reply {
+        self.call("GET", path, None, &[])
+    }
+
+    pub fn post(&mut self, path: &str, body: serde_json::Value) -> Reply {
+        self.call("POST", path, Some(&body), &[])
+    }
+}
