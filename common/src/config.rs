@@ -125,6 +125,8 @@ pub struct GatewayConfig {
     pub session_max_s: u64,
     /// Password hashes computed at once (each takes about 19 MiB for a moment).
     pub max_concurrent_hashes: u64,
+    /// Seconds a streamed command outlives its client before it is killed.
+    pub stream_resume_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -297,6 +299,11 @@ impl Config {
                     "gateway.max_concurrent_hashes",
                     2u64,
                     "Password hashes (argon2id, about 19 MiB each) computed at once; more logins wait, so logins cannot exhaust memory.",
+                ),
+                stream_resume_s: r.get(
+                    "gateway.stream_resume_s",
+                    10u64,
+                    "When the client of a streamed command (POST /api/shell/stream) goes away, the command is killed after this many seconds unless a client resumes the stream.",
                 ),
             },
             exec: ExecConfig {

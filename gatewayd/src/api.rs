@@ -12,6 +12,7 @@
 //! | `/api/users` | 401 | 403 | cookie only |
 //! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
 //! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
+//! | `POST /api/shell/stream` (SSE) | 401 | 403 | cookie, or token with `exec` |
 //!
 //! Every request that could change state and carries no bearer token passes the
 //! cross-site check first (see [`cross_site`]).
@@ -57,6 +58,9 @@ pub struct Api {
     pub throttle: Throttle,
     pub exec: tonic::transport::Channel,
     pub web: WebConfig,
+    pub streams: Streams,
+    /// How long a streamed workload outlives its client before it is killed.
+    pub resume_grace: Duration,
 }
 
 pub type Shared = Arc<Api>;
@@ -701,6 +705,23 @@ pub struct ExecBody {
     stdin: String,
     #[serde(default)]
     env: std::collections::HashMap<String, String>,
+    /// `POST /api/shell/stream` only: resume following this execution (with
+    /// `Last-Event-ID`) instead of starting one.
+    resume: Option<String>,
+}
+
+impl ExecBody {
+    fn run_request(self) -> pb::RunRequest {
+        pb::RunRequest {
+            argv: self.argv,
+            command: self.command,
+            cwd: self.cwd,
+            env: self.env,
+            profile: self.profile,
+            timeout_ms: self.timeout_ms,
+            stdin: self.stdin.into_bytes(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -744,17 +765,15 @@ pub async fn shell_exec(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.admin()?;
     caller.scoped("exec")?;
-    let req = pb::RunRequest {
-        argv: b.argv,
-        command: b.command,
-        cwd: b.cwd,
-        env: b.env,
-        profile: b.profile,
-        timeout_ms: b.timeout_ms,
-        stdin: b.stdin.into_bytes(),
-    };
+    if b.resume.is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "resume: only POST /api/shell/stream resumes",
+        ));
+    }
     let r = exec_client(&api)
-        .run(for_user(&caller, req))
+        .run(for_user(&caller, b.run_request()))
         .await
         .map_err(from_status)?
         .into_inner();
@@ -841,4 +860,227 @@ pub async fn kill(
         "outcome": r.outcome,
         "execution": r.execution.as_ref().map(crate::views::execution),
     })))
+}
+
+// ---- streaming ---------------------------------------------------------------------
+
+/// Live streams of executions started by `POST /api/shell/stream`: when a stream's client
+/// goes away, its workload is killed unless a client resumes within the grace period.
+#[derive(Default)]
+pub struct Streams {
+    /// Per execution: how many times a client attached (a resume bumps it).
+    attached: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Streams {
+    fn attach(&self, id: &str) -> u64 {
+        let mut m = self.attached.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(id.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    fn still(&self, id: &str, generation: u64) -> bool {
+        self.attached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            == Some(&generation)
+    }
+
+    fn forget(&self, id: &str) {
+        self.attached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+}
+
+/// `Last-Event-ID` as this API writes it: `<stdout offset>:<stderr offset>`.
+fn offsets(headers: &HeaderMap) -> Result<[u64; 2], ApiError> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok([0, 0]);
+    };
+    let bad = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "Last-Event-ID: expected `<stdout offset>:<stderr offset>`",
+        )
+    };
+    let s = v.to_str().map_err(|_| bad())?;
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    Ok([a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?])
+}
+
+type SseStream = axum::response::Sse<
+    axum::response::sse::KeepAliveStream<
+        tokio_stream::wrappers::ReceiverStream<
+            Result<axum::response::sse::Event, std::convert::Infallible>,
+        >,
+    >,
+>;
+
+/// Runs a command (or resumes one) and streams its output as server-sent events:
+/// `started` (the execution), `stdout` / `stderr` (`{"offset","text"}`, with the event id
+/// `<stdout offset>:<stderr offset>` after it), then `exit` (the execution) or `error`.
+pub async fn shell_stream(
+    State(api): State<Shared>,
+    caller: Caller,
+    headers: HeaderMap,
+    Body(b): Body<ExecBody>,
+) -> Result<SseStream, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    let mut client = exec_client(&api);
+    let (id, from, started) = match b.resume.clone() {
+        Some(id) => {
+            let at = offsets(&headers)?;
+            let e = client
+                .get(for_user(
+                    &caller,
+                    pb::GetRequest {
+                        id: id.clone(),
+                        include_output: false,
+                    },
+                ))
+                .await
+                .map_err(from_status)?
+                .into_inner()
+                .execution;
+            (id, at, e)
+        }
+        None => {
+            let e = client
+                .start(for_user(&caller, b.run_request()))
+                .await
+                .map_err(from_status)?
+                .into_inner()
+                .execution;
+            let id = e.as_ref().map(|e| e.id.clone()).unwrap_or_default();
+            (id, [0, 0], e)
+        }
+    };
+    let generation = api.streams.attach(&id);
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let follow = for_user(
+        &caller,
+        pb::FollowRequest {
+            id: id.clone(),
+            stdout_offset: from[0],
+            stderr_offset: from[1],
+        },
+    );
+    tokio::spawn(relay(api.clone(), id, generation, started, follow, tx));
+    Ok(
+        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
+    )
+}
+
+/// Follows the execution into the client's event stream; if the client goes away before
+/// the end, kills the workload after the grace period unless a client resumed it.
+async fn relay(
+    api: Shared,
+    id: String,
+    generation: u64,
+    started: Option<pb::Execution>,
+    follow: tonic::Request<pb::FollowRequest>,
+    tx: tokio::sync::mpsc::Sender<Result<axum::response::sse::Event, std::convert::Infallible>>,
+) {
+    use axum::response::sse::Event;
+    let json_event =
+        |name: &str, v: serde_json::Value| Ok(Event::default().event(name).data(v.to_string()));
+    let mut at = [
+        follow.get_ref().stdout_offset,
+        follow.get_ref().stderr_offset,
+    ];
+    let mut ended = false;
+    let mut gone = tx
+        .send(json_event(
+            "started",
+            json!({"execution": started.as_ref().map(crate::views::execution)}),
+        ))
+        .await
+        .is_err();
+    if !gone {
+        match exec_client(&api).follow(follow).await {
+            Err(s) => {
+                let e = from_status(s);
+                let _ = tx
+                    .send(json_event(
+                        "error",
+                        json!({"code": e.code, "message": e.message}),
+                    ))
+                    .await;
+                ended = true;
+            }
+            Ok(resp) => {
+                let mut events = resp.into_inner();
+                loop {
+                    let next = tokio::select! {
+                        m = events.message() => m,
+                        () = tx.closed() => { gone = true; break; }
+                    };
+                    let event = match next {
+                        Ok(Some(pb::FollowEvent {
+                            event: Some(pb::follow_event::Event::Chunk(c)),
+                        })) => {
+                            let i = usize::from(c.stream == pb::OutputStream::Stderr as i32);
+                            at[i] = c.offset + c.data.len() as u64;
+                            json_event(
+                                ["stdout", "stderr"][i],
+                                json!({"offset": c.offset,
+                                       "text": String::from_utf8_lossy(&c.data)}),
+                            )
+                            .map(|e| e.id(format!("{}:{}", at[0], at[1])))
+                        }
+                        Ok(Some(pb::FollowEvent {
+                            event: Some(pb::follow_event::Event::Exit(e)),
+                        })) => {
+                            ended = true;
+                            json_event("exit", json!({"execution": crate::views::execution(&e)}))
+                        }
+                        Ok(_) => {
+                            ended = true;
+                            break;
+                        }
+                        Err(s) => {
+                            ended = true;
+                            let e = from_status(s);
+                            json_event("error", json!({"code": e.code, "message": e.message}))
+                        }
+                    };
+                    if tx.send(event).await.is_err() {
+                        gone = !ended;
+                        break;
+                    }
+                    if ended {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if !gone || ended {
+        if api.streams.still(&id, generation) {
+            api.streams.forget(&id);
+        }
+        return;
+    }
+    // The client left mid-run: give it a moment to come back, then end the workload.
+    tokio::time::sleep(api.resume_grace).await;
+    if !api.streams.still(&id, generation) {
+        return; // resumed (or another stream took over)
+    }
+    api.streams.forget(&id);
+    let killed = exec_client(&api)
+        .kill(tonic::Request::new(pb::KillRequest { id: id.clone() }))
+        .await;
+    match killed {
+        Ok(r) => {
+            tracing::info!(id, outcome = %r.get_ref().outcome, "stream client gone: workload killed")
+        }
+        Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
+    }
 }

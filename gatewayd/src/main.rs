@@ -91,6 +91,8 @@ fn main() -> ExitCode {
             throttle: throttle::Throttle::default(),
             exec: state.exec_channel(),
             web,
+            streams: api::Streams::default(),
+            resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
         });
         let app =
             http::router(state, api).into_make_service_with_connect_info::<std::net::SocketAddr>();

@@ -128,3 +128,101 @@ impl Web {
         self.call("POST", path, Some(&body), &[])
     }
 }
+
+/// One server-sent event.
+#[derive(Debug, Clone, Default)]
+pub struct SseEvent {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: String,
+}
+
+impl SseEvent {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.data).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// An open event stream; dropping it closes the connection.
+pub struct Sse {
+    pub status: u16,
+    lines: Option<std::io::BufReader<Box<dyn std::io::Read + Send>>>,
+    pub error_text: String,
+}
+
+impl Sse {
+    /// The next event, or None at the end of the stream.
+    pub fn next_event(&mut self) -> Option<SseEvent> {
+        use std::io::BufRead;
+        let lines = self.lines.as_mut()?;
+        let mut ev = SseEvent::default();
+        let mut any = false;
+        loop {
+            let mut line = String::new();
+            if lines.read_line(&mut line).ok()? == 0 {
+                return any.then_some(ev);
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if any && !ev.event.is_empty() {
+                    return Some(ev);
+                }
+                continue;
+            }
+            if line.starts_with(':') {
+                continue; // keep-alive comment
+            }
+            let (k, v) = line.split_once(':').unwrap_or((line, ""));
+            let v = v.strip_prefix(' ').unwrap_or(v);
+            any = true;
+            match k {
+                "event" => ev.event = v.to_string(),
+                "id" => ev.id = Some(v.to_string()),
+                "data" => {
+                    if !ev.data.is_empty() {
+                        ev.data.push('\n');
+                    }
+                    ev.data.push_str(v);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+impl Web {
+    /// POSTs `body` and opens the reply as an event stream.
+    pub fn sse(&mut self, path: &str, body: &serde_json::Value, extra: &[(&str, &str)]) -> Sse {
+        let mut b = ureq::http::Request::builder()
+            .method("POST")
+            .uri(format!("{}{path}", self.base))
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
+        if let Some(c) = &self.cookie {
+            b = b.header("cookie", c.as_str());
+        }
+        if let Some(t) = &self.bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in extra {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(serde_json::to_vec(body).unwrap()).unwrap();
+        let resp = self.agent.run(req).expect("the gateway answers");
+        let status = resp.status().as_u16();
+        if status != 200 {
+            let text = resp.into_body().read_to_string().unwrap_or_default();
+            return Sse {
+                status,
+                lines: None,
+                error_text: text,
+            };
+        }
+        let reader: Box<dyn std::io::Read + Send> = Box::new(resp.into_body().into_reader());
+        Sse {
+            status,
+            lines: Some(std::io::BufReader::new(reader)),
+            error_text: String::new(),
+        }
+    }
+}

@@ -154,6 +154,12 @@ fn authorization_matrix() {
             expect: [401, 403, 200, 200],
         },
         Route {
+            method: "POST",
+            path: "/api/shell/stream".into(),
+            body: Some(exec_body.clone()),
+            expect: [401, 403, 200, 200],
+        },
+        Route {
             method: "GET",
             path: "/api/executions".into(),
             body: None,
@@ -445,5 +451,121 @@ fn secure_cookies_follow_config_and_only_trusted_proxies() {
         c.starts_with("__Host-argos_session=") && c.contains("; Secure"),
         "{c}"
     );
+    stack.stop();
+}
+
+/// Reads events until `stop` says so or the stream ends; returns them.
+fn collect(
+    sse: &mut argos_tests::web::Sse,
+    stop: impl Fn(&[argos_tests::web::SseEvent]) -> bool,
+) -> Vec<argos_tests::web::SseEvent> {
+    let mut out = Vec::new();
+    while let Some(e) = sse.next_event() {
+        out.push(e);
+        if stop(&out) {
+            break;
+        }
+    }
+    out
+}
+
+fn texts(events: &[argos_tests::web::SseEvent], kind: &str) -> String {
+    events
+        .iter()
+        .filter(|e| e.event == kind)
+        .map(|e| e.json()["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_streamed_command_sends_started_output_with_offsets_and_exit() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, _) = accounts(&stack);
+    let mut sse = admin.sse(
+        "/api/shell/stream",
+        &json!({"command": "echo a; echo b >&2; echo c", "timeout_ms": 10000}),
+        &[],
+    );
+    assert_eq!(sse.status, 200, "{}", sse.error_text);
+    let events = collect(&mut sse, |_| false);
+    assert_eq!(events.first().unwrap().event, "started", "{events:?}");
+    let exit = events.last().unwrap();
+    assert_eq!(exit.event, "exit", "{events:?}");
+    assert_eq!(exit.json()["execution"]["status"], "succeeded");
+    assert_eq!(texts(&events, "stdout"), "a\nc\n");
+    assert_eq!(texts(&events, "stderr"), "b\n");
+    let last_id = events.iter().rev().find_map(|e| e.id.clone()).unwrap();
+    assert_eq!(last_id, "4:2", "the id is <stdout offset>:<stderr offset>");
+    // A user may not stream; a cross-site page may not either.
+    let r = admin.call(
+        "POST",
+        "/api/shell/stream",
+        Some(&json!({"command": "true"})),
+        &[("sec-fetch-site", "cross-site")],
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    stack.stop();
+}
+
+#[test]
+fn a_stream_client_that_leaves_gets_its_workload_killed_unless_it_resumes() {
+    let stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__STREAM_RESUME_S", "1")
+        .start();
+    let (mut admin, _) = accounts(&stack);
+    // Leave and come back within the grace: nothing lost, nothing repeated, not killed.
+    let cmd = "for i in $(seq 1 30); do echo line$i; sleep 0.1; done";
+    let mut sse = admin.sse(
+        "/api/shell/stream",
+        &json!({"command": cmd, "timeout_ms": 30000}),
+        &[],
+    );
+    let first = collect(&mut sse, |ev| {
+        ev.iter().filter(|e| e.event == "stdout").count() >= 3
+    });
+    let id = first[0].json()["execution"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let last_id = first.iter().rev().find_map(|e| e.id.clone()).unwrap();
+    drop(sse);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut again = admin.sse(
+        "/api/shell/stream",
+        &json!({"resume": id}),
+        &[("last-event-id", last_id.as_str())],
+    );
+    assert_eq!(again.status, 200, "{}", again.error_text);
+    let rest = collect(&mut again, |_| false);
+    let all = texts(&first, "stdout") + &texts(&rest, "stdout");
+    let want: String = (1..=30).map(|i| format!("line{i}\n")).collect();
+    assert_eq!(all, want, "lost or repeated across the resume");
+    assert_eq!(
+        rest.last().unwrap().json()["execution"]["status"],
+        "succeeded"
+    );
+
+    // Leave for good: the workload is killed, and execd says so.
+    let mut sse = admin.sse(
+        "/api/shell/stream",
+        &json!({"command": "sleep 60", "timeout_ms": 120000}),
+        &[],
+    );
+    let started = sse.next_event().unwrap();
+    let id = started.json()["execution"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(sse);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let e = loop {
+        let e = admin.get(&format!("/api/executions/{id}")).json()["execution"].clone();
+        if e["status"] != "running" || std::time::Instant::now() > deadline {
+            break e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(e["status"], "killed", "{e}");
+    assert_eq!(e["teardown_complete"], true, "{e}");
     stack.stop();
 }
