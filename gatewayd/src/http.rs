@@ -10,7 +10,7 @@ use argos_common::peer::PeerRole;
 use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 use axum::Json;
 use axum::extract::State as AxState;
-use axum::response::{Html, IntoResponse};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use serde::Serialize;
 use tonic::transport::Channel;
@@ -73,12 +73,25 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             api::authenticate,
         ))
         .with_state(state.clone());
-    let page = {
-        let (state, api) = (state.clone(), api.clone());
-        move |headers: axum::http::HeaderMap| index(state.clone(), api.clone(), headers)
+    let ui = {
+        let state = state.clone();
+        move || page(state.clone())
     };
     axum::Router::new()
-        .route("/", get(page))
+        .route("/", get(ui.clone()))
+        .route("/setup", get(ui))
+        .route(
+            "/favicon.ico",
+            get(|| async { axum::http::StatusCode::NO_CONTENT }),
+        )
+        .route(
+            "/ui/app.js",
+            get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/ui/app.css",
+            get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }),
+        )
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(authed)
         .merge(status_routes)
@@ -196,53 +209,44 @@ async fn status(AxState(state): AxState<State>) -> impl IntoResponse {
     Json(stack(&state).await)
 }
 
-/// The start page: the stack's state for a signed-in user; for anyone else only whether
-/// the run is insecure and how to sign in.
-async fn index(state: State, api: api::Shared, headers: axum::http::HeaderMap) -> Html<String> {
-    let signed_in = match api::session_cookie(&headers) {
-        Some(secret) => matches!(api.accounts.session(&secret).await, Ok(Some(_))),
-        None => false,
-    };
-    let view = stack(&state).await;
-    let mut rows = String::new();
-    for d in &view.daemons {
-        rows.push_str(&format!(
-            "<tr><td>argos-{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-            escape(&d.daemon),
-            if d.healthy { "ok" } else { "bad" },
-            if d.healthy { "serving" } else { d.error.unwrap_or("error") },
-            escape(&d.version),
-            d.pid,
-            d.uid,
-            d.sees_gateway_as.join(", "),
-        ));
-    }
-    if !signed_in {
-        rows.clear();
-        rows.push_str(
-            "<tr><td colspan=\"6\">Sign in (POST /api/login) to see the stack.</td></tr>\n",
-        );
-    }
-    let banner = if view.insecure_shared_uid {
+const INDEX_HTML: &str = include_str!("../ui/index.html");
+const APP_JS: &str = include_str!("../ui/app.js");
+const APP_CSS: &str = include_str!("../ui/app.css");
+
+/// The web UI's page (the same for every client-side route, `/setup` included), with the
+/// insecure-run banner when the stack shares one uid. Strict CSP: nothing but the
+/// gateway's own scripts and styles, no framing.
+async fn page(state: State) -> axum::response::Response {
+    let banner = if state.identity.status(None).insecure_shared_uid {
         "<p class=\"insecure\">INSECURE RUN: several daemons share one uid; privilege separation is not in force.</p>"
     } else {
         ""
     };
-    Html(format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Argos</title>\
-         <meta name=\"viewport\" content=\"width=device-width\">\
-         <style>body{{font:15px system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse}}\
-         td,th{{padding:.3rem .8rem;border-bottom:1px solid #ddd;text-align:left}}.ok{{color:#17702a}}\
-         .bad{{color:#b00020}}.insecure{{background:#b00020;color:#fff;padding:.6rem}}</style></head>\
-         <body><h1>Argos</h1>{banner}<table><thead><tr><th>daemon</th><th>state</th><th>version</th>\
-         <th>pid</th><th>uid</th><th>sees the gateway as</th></tr></thead><tbody>\n{rows}</tbody></table>\
-         <p><a href=\"/api/status\">/api/status</a></p></body></html>\n"
-    ))
+    let html = INDEX_HTML.replace("<!--BANNER-->", banner);
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+            (
+                axum::http::header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+            ),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (axum::http::header::REFERRER_POLICY, "no-referrer"),
+        ],
+        html,
+    )
+        .into_response()
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+fn asset(body: &'static str, kind: &'static str) -> axum::response::Response {
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, kind),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
 }

@@ -320,13 +320,20 @@ fn gateway_reports_every_daemon_over_grpc() {
         assert_eq!(d["sees_gateway_as"], serde_json::json!(["gateway"]), "{d}");
     }
     assert_eq!(v["insecure_shared_uid"], !is_root());
+    // The web UI's page and assets are served from the binary.
     let (code, page) = http_get(stack.listen, "/");
     assert_eq!(code, 200);
-    assert!(!page.contains("argos-execd"), "anonymous: {page}");
-    let page = admin.get("/").text;
+    assert!(page.contains("/ui/app.js"), "{page}");
+    for asset in ["/ui/app.js", "/ui/app.css"] {
+        let (code, body) = http_get(stack.listen, asset);
+        assert_eq!(code, 200, "{asset}");
+        assert!(body.len() > 500, "{asset}: {body}");
+    }
+    let r = admin.get("/");
     assert!(
-        page.contains("argos-execd") && page.contains("serving"),
-        "{page}"
+        r.header("content-security-policy")
+            .is_some_and(|c| c.contains("script-src 'self'")),
+        "{r:?}"
     );
     let (code, body) = http_get(stack.listen, "/nope");
     assert_eq!(code, 404);

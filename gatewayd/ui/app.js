@@ -1,0 +1,313 @@
+// Argos web UI: a small single-page app over the gateway's JSON API. No framework, no
+// outside network: everything it loads comes from the gateway.
+"use strict";
+
+const view = document.getElementById("view");
+let me = null;
+
+// ---- helpers ------------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+class ApiError extends Error {
+  constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+}
+
+async function api(method, path, body) {
+  const opts = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    opts.headers["content-type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const r = await fetch(path, opts);
+  if (r.status === 204) return null;
+  const data = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    const err = data.error || {};
+    // A session that ended under us: back to the login page (once, not from a check).
+    if (r.status === 401 && me) { me = null; go("#/login"); }
+    throw new ApiError(r.status, err.code || "error", err.message || r.statusText);
+  }
+  return data;
+}
+
+function go(hash) { if (location.hash !== hash) location.hash = hash; else render(); }
+
+function show(...nodes) { view.replaceChildren(...nodes); }
+
+function errorLine() { return el("p", { class: "error", role: "alert" }); }
+
+function when(ms) { return ms ? new Date(ms).toLocaleString() : ""; }
+
+function statusCell(s) { return el("span", { class: "status-" + s }, s); }
+
+function form(fields, submit, onSubmit) {
+  const err = errorLine();
+  const f = el("form", { class: "card" },
+    fields.map(([name, label, type, extra]) =>
+      el("label", {}, label, el("input", Object.assign({ name, type: type || "text", required: true }, extra || {})))),
+    el("button", { type: "submit" }, submit), err);
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    err.textContent = "";
+    const values = Object.fromEntries(new FormData(f).entries());
+    try { await onSubmit(values); } catch (e) { err.textContent = e.message; }
+  });
+  return f;
+}
+
+// ---- views --------------------------------------------------------------------------
+
+async function setupView() {
+  const token = window.setupToken || "";
+  show(el("h1", {}, "Create the first admin"),
+    el("p", {}, "This one-time link creates the first administrator account."),
+    form([["name", "Name", "text", { autocomplete: "username", value: "admin" }],
+          ["password", "Password (at least 10 characters)", "password", { autocomplete: "new-password" }]],
+      "Create admin", async (v) => {
+        const r = await api("POST", "/api/setup", { token, name: v.name, password: v.password });
+        me = r.user;
+        history.replaceState(null, "", "/");
+        go("#/");
+      }));
+}
+
+function loginView() {
+  show(el("h1", {}, "Log in"),
+    form([["name", "Name", "text", { autocomplete: "username" }],
+          ["password", "Password", "password", { autocomplete: "current-password" }]],
+      "Log in", async (v) => {
+        const r = await api("POST", "/api/login", v);
+        me = r.user;
+        go("#/");
+      }));
+}
+
+async function dashboardView() {
+  const [status, execs] = await Promise.all([
+    api("GET", "/api/status"),
+    me.role === "admin" ? api("GET", "/api/executions?limit=10") : Promise.resolve({ executions: [] }),
+  ]);
+  show(el("h1", {}, "Dashboard"),
+    el("h2", {}, "Daemons"),
+    el("table", { id: "daemons" },
+      el("thead", {}, el("tr", {}, ["daemon", "state", "version", "pid", "uid"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, status.daemons.map((d) => el("tr", {},
+        el("td", {}, "argos-" + d.daemon),
+        el("td", { class: d.healthy ? "ok" : "bad" }, d.healthy ? "serving" : (d.error || "error")),
+        el("td", {}, d.version), el("td", {}, d.pid), el("td", {}, d.uid))))),
+    me.role === "admin" ? [el("h2", {}, "Recent executions"), executionsTable(execs.executions)] : []);
+}
+
+function executionsTable(rows) {
+  return el("table", { id: "executions" },
+    el("thead", {}, el("tr", {}, ["started", "command", "status", "exit", "by"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, rows.map((e) => el("tr", {},
+      el("td", {}, el("a", { href: "#/executions/" + e.id }, when(e.started_at_ms) || e.id)),
+      el("td", {}, el("code", {}, e.argv.join(" "))),
+      el("td", {}, statusCell(e.status)),
+      el("td", {}, e.exit_code ?? ""),
+      el("td", {}, e.principal)))));
+}
+
+async function executionsView() {
+  const r = await api("GET", "/api/executions?limit=100");
+  show(el("h1", {}, "Executions"), executionsTable(r.executions));
+}
+
+async function executionView(id) {
+  const r = await api("GET", "/api/executions/" + encodeURIComponent(id));
+  const e = r.execution;
+  show(el("h1", {}, "Execution ", el("code", {}, e.id)),
+    el("table", {}, el("tbody", {},
+      [["command", el("code", {}, e.argv.join(" "))], ["status", statusCell(e.status)],
+       ["exit code", e.exit_code ?? ""], ["signal", e.signal ?? ""], ["profile", e.profile],
+       ["cwd", e.cwd], ["started", when(e.started_at_ms)], ["ended", when(e.ended_at_ms)],
+       ["duration", e.duration_ms + " ms"], ["by", e.principal + " (" + e.requested_by_role + ")"],
+       ["teardown", e.teardown_complete ? "complete" : "not verified: " + e.survivors.join(", ")],
+       ["error", e.error]].map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))))),
+    el("h2", {}, "Containment"),
+    el("table", { id: "containment" },
+      el("thead", {}, el("tr", {}, ["dimension", "state", "detail"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, e.containment.map((d) => el("tr", {},
+        el("td", {}, d.dimension), el("td", { class: d.state === "enforced" ? "ok" : "" }, d.state),
+        el("td", {}, d.detail))))),
+    el("h2", {}, "Output"),
+    el("pre", { class: "out" }, r.stdout.text, r.stdout.truncated ? "\n… " + r.stdout.tail : "",
+      el("span", { class: "err" }, r.stderr.text)));
+}
+
+// The shell: run a command with live output (a server-sent event stream read with fetch,
+// since EventSource cannot POST), and kill it.
+function shellView() {
+  const out = el("pre", { class: "out", id: "output" });
+  const state = el("p", { id: "state" });
+  const note = el("p", { id: "note" });
+  const kill = el("button", { type: "button", class: "danger", id: "kill", disabled: true }, "Kill");
+  const run = el("button", { type: "submit", id: "run" }, "Run");
+  let current = null;
+  const f = el("form", { class: "row", id: "shell" },
+    el("label", {}, "Command", el("input", { name: "command", required: true, autocomplete: "off", spellcheck: "false" })),
+    el("label", {}, "Profile", el("select", { name: "profile" },
+      ["operator", "agent"].map((p) => el("option", { value: p }, p)))),
+    el("label", {}, "Timeout (s)", el("input", { name: "timeout", type: "number", min: "1", value: "60", class: "short" })),
+    run, kill);
+  kill.addEventListener("click", async () => {
+    if (!current) return;
+    kill.disabled = true;
+    // The stream reports the end; this only says what the kill found.
+    try { const r = await api("POST", `/api/executions/${current}/kill`, {}); note.textContent = "kill: " + r.outcome; }
+    catch (e) { note.textContent = e.message; }
+  });
+  f.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const v = Object.fromEntries(new FormData(f).entries());
+    out.replaceChildren();
+    note.textContent = "";
+    state.textContent = "starting…";
+    run.disabled = true;
+    try {
+      await stream({ command: v.command, profile: v.profile, timeout_ms: Number(v.timeout) * 1000 }, {
+        started: (d) => { current = d.execution.id; kill.disabled = false; state.textContent = "running " + current; },
+        stdout: (d) => out.append(d.text),
+        stderr: (d) => out.append(el("span", { class: "err" }, d.text)),
+        exit: (d) => {
+          const e = d.execution;
+          state.replaceChildren("finished: ", statusCell(e.status), e.exit_code !== null ? ` (exit ${e.exit_code})` : "");
+        },
+        error: (d) => { state.textContent = "error: " + d.message; },
+      });
+    } catch (e) { state.textContent = e.message; }
+    run.disabled = false;
+    kill.disabled = true;
+    current = null;
+  });
+  show(el("h1", {}, "Shell"), f, state, note, out);
+}
+
+async function stream(body, on) {
+  const r = await fetch("/api/shell/stream", {
+    method: "POST", credentials: "same-origin",
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) {
+    const err = (await r.json().catch(() => ({}))).error || {};
+    throw new ApiError(r.status, err.code, err.message || r.statusText);
+  }
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let end;
+    while ((end = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      let event = "message", data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) event = line.slice(6).trim();
+        else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+      }
+      if (data && on[event]) on[event](JSON.parse(data));
+    }
+  }
+}
+
+async function tokensView() {
+  const r = await api("GET", "/api/tokens");
+  const shown = el("div", { id: "new-token" });
+  show(el("h1", {}, "API tokens"),
+    el("table", { id: "tokens" },
+      el("thead", {}, el("tr", {}, ["name", "scopes", "created", "last used", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, r.tokens.map((t) => el("tr", {},
+        el("td", {}, t.name), el("td", {}, t.scopes.join(", ")), el("td", {}, when(t.created_at_ms)),
+        el("td", {}, when(t.last_used_ms)),
+        el("td", {}, el("button", { type: "button", class: "secondary", onclick: async () => {
+          await api("DELETE", "/api/tokens/" + t.id); render();
+        } }, "Revoke")))))),
+    el("h2", {}, "New token"),
+    form([["name", "Name"]], "Create (scopes: read, exec)", async (v) => {
+      const t = await api("POST", "/api/tokens", { name: v.name, scopes: ["read", "exec"] });
+      await tokensView();
+      document.getElementById("new-token").replaceChildren(
+        el("p", {}, "Copy it now: it is shown once."), el("p", { class: "secret" }, t.token));
+    }), shown);
+}
+
+async function usersView() {
+  const r = await api("GET", "/api/users");
+  show(el("h1", {}, "Users"),
+    el("table", { id: "users" },
+      el("thead", {}, el("tr", {}, ["name", "role", "created", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, r.users.map((u) => el("tr", {},
+        el("td", {}, u.name), el("td", {}, u.role), el("td", {}, when(u.created_at_ms)),
+        el("td", {}, u.name === me.name ? "" : el("button", { type: "button", class: "secondary", onclick: async () => {
+          if (confirm(`Delete ${u.name}?`)) { await api("DELETE", "/api/users/" + encodeURIComponent(u.name)); render(); }
+        } }, "Delete")))))),
+    el("h2", {}, "New user"),
+    form([["name", "Name"], ["password", "Password", "password", { autocomplete: "new-password" }],
+          ["role", "Role (admin or user)", "text", { value: "user" }]], "Create", async (v) => {
+      await api("POST", "/api/users", v);
+      render();
+    }));
+}
+
+// ---- routing ------------------------------------------------------------------------
+
+async function whoami() {
+  try { me = (await api("GET", "/api/me")).user; } catch { me = null; }
+}
+
+async function render() {
+  const hash = location.hash || "#/";
+  const nav = document.getElementById("nav");
+  if (location.pathname === "/setup") { nav.hidden = true; return setupView(); }
+  if (!me) await whoami();
+  if (!me) {
+    nav.hidden = true;
+    const setup = await api("GET", "/api/setup").catch(() => ({ needed: false }));
+    if (setup.needed) {
+      return show(el("h1", {}, "Argos"), el("p", {}, "No account exists yet. Open the one-time setup link the gateway printed at start."));
+    }
+    return loginView();
+  }
+  nav.hidden = false;
+  document.getElementById("who").textContent = `${me.name} (${me.role})`;
+  for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = me.role !== "admin";
+  for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.getAttribute("href") === hash);
+  try {
+    if (hash === "#/" || hash === "#/login") return await dashboardView();
+    if (hash === "#/shell") return shellView();
+    if (hash === "#/executions") return await executionsView();
+    if (hash.startsWith("#/executions/")) return await executionView(hash.slice("#/executions/".length));
+    if (hash === "#/tokens") return await tokensView();
+    if (hash === "#/users") return await usersView();
+    show(el("h1", {}, "Not found"));
+  } catch (e) {
+    if (e.status !== 401) show(el("h1", {}, "Error"), el("p", { class: "error" }, e.message));
+  }
+}
+
+document.getElementById("logout").addEventListener("click", async () => {
+  await api("POST", "/api/logout").catch(() => {});
+  me = null;
+  go("#/login");
+});
+
+// The setup link carries its secret in the fragment (never sent to the server in a URL).
+if (location.pathname === "/setup") window.setupToken = location.hash.slice(1);
+window.addEventListener("hashchange", () => { if (location.pathname !== "/setup") render(); });
+render();
