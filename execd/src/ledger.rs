@@ -33,6 +33,33 @@ pub struct Record {
     pub error: String,
 }
 
+impl Record {
+    /// The record of a launch just handed to its shim (what the ledger row says then).
+    pub fn running(n: &NewExecution) -> Record {
+        Record {
+            id: n.id.clone(),
+            requested_by_role: n.requested_by_role.clone(),
+            principal: n.principal.clone(),
+            argv: n.argv.clone(),
+            cwd: n.cwd.clone(),
+            profile: n.profile.clone(),
+            status: LaunchStatus::Running,
+            exit_code: None,
+            signal: None,
+            containment: Vec::new(),
+            shim: Some(n.shim.clone()),
+            created_at_ms: n.created_at_ms,
+            started_at_ms: None,
+            ended_at_ms: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            teardown_complete: false,
+            survivors: Vec::new(),
+            error: String::new(),
+        }
+    }
+}
+
 /// What is known of a launch before it is handed to its shim.
 #[derive(Debug, Clone)]
 pub struct NewExecution {

@@ -50,6 +50,8 @@ pub struct Manager {
     pub launcher: Launcher,
     pub ledger: Ledger,
     pub pool: Arc<Pool>,
+    /// Every change of a launch's state (started, ended), for `Watch`.
+    pub changes: tokio::sync::broadcast::Sender<Record>,
     done: Mutex<HashMap<String, watch::Sender<Option<Arc<Ended>>>>>,
     /// Per-launch uids in use by launches that have not ended.
     uids: Mutex<HashMap<String, u32>>,
@@ -63,6 +65,7 @@ impl Manager {
             launcher,
             ledger,
             pool,
+            changes: tokio::sync::broadcast::channel(1024).0,
             done: Mutex::new(HashMap::new()),
             uids: Mutex::new(HashMap::new()),
         })
@@ -88,6 +91,9 @@ impl Manager {
 
     /// Wakes a launch's waiters, with its end when known (else they read the ledger).
     fn notify(&self, id: &str, ended: Option<Ended>) {
+        if let Some(e) = &ended {
+            let _ = self.changes.send(e.record.clone());
+        }
         let mut map = self.done.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = map.remove(id) {
             let _ = tx.send(ended.map(Arc::new));
@@ -166,18 +172,18 @@ impl Manager {
             Err(e) => Err(e),
         };
         self.pool.refill(&profile);
+        if started.is_ok() {
+            let _ = self.changes.send(Record::running(&record));
+        }
         let (running, prepared) = match started {
             Ok(v) => v,
             Err(e) => {
-                let _ = self
-                    .ledger
-                    .finish(
-                        &id,
-                        &LaunchResult::lost(format!("could not start: {e}"), now_ms()),
-                    )
-                    .await;
                 self.release_uid(&id);
-                self.notify(&id, None);
+                self.end_without_result(
+                    &id,
+                    LaunchResult::lost(format!("could not start: {e}"), now_ms()),
+                )
+                .await;
                 return Err(e.into());
             }
         };
@@ -257,10 +263,25 @@ impl Manager {
     pub async fn teardown_failed(&self, id: &str, why: &str) {
         let mut r = LaunchResult::lost(why, now_ms());
         r.status = LaunchStatus::TeardownFailed;
-        if let Err(e) = self.ledger.finish(id, &r).await {
-            tracing::error!(id, error = %e, "recording a failed teardown");
-        }
-        self.notify(id, None);
+        self.end_without_result(id, r).await;
+    }
+
+    /// Records an end the shim did not report (lost, failed teardown) and wakes waiters.
+    async fn end_without_result(&self, id: &str, result: LaunchResult) {
+        let record = match self.ledger.finish(id, &result).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(id, error = %e, "recording a launch's end");
+                None
+            }
+        };
+        self.notify(
+            id,
+            record.map(|record| Ended {
+                record,
+                finished: None,
+            }),
+        );
     }
 
     /// Waits until a launch is final in the ledger, and returns its record.
@@ -342,11 +363,8 @@ impl Manager {
                     "execd restarted and the launch's shim is {}; nothing was signalled",
                     verdict.as_str()
                 );
-                let _ = self
-                    .ledger
-                    .finish(&rec.id, &LaunchResult::lost(why, now_ms()))
+                self.end_without_result(&rec.id, LaunchResult::lost(why, now_ms()))
                     .await;
-                self.notify(&rec.id, None);
             }
         }
         Ok(())
@@ -396,14 +414,11 @@ impl Manager {
             if proc::probe(&shim) != Verdict::Owned {
                 // Gone: it may have written its marker just now.
                 if !dir.join(files::EXIT).exists() && !dir.join(files::RESULT).exists() {
-                    let _ = self
-                        .ledger
-                        .finish(
-                            id,
-                            &LaunchResult::lost("the shim ended without a result", now_ms()),
-                        )
-                        .await;
-                    self.notify(id, None);
+                    self.end_without_result(
+                        id,
+                        LaunchResult::lost("the shim ended without a result", now_ms()),
+                    )
+                    .await;
                     return;
                 }
                 break;

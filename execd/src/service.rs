@@ -48,6 +48,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("Kill"), launchers)
         .method(m("Get"), launchers)
         .method(m("List"), RoleSet::of(&admin))
+        .method(m("Watch"), RoleSet::of(&admin))
 }
 
 /// What a caller may do, derived once per call from its roles.
@@ -182,6 +183,7 @@ impl ExecService {
 }
 
 type FollowStream = ReceiverStream<Result<pb::FollowEvent, Status>>;
+type WatchStream = ReceiverStream<Result<pb::WatchEvent, Status>>;
 
 #[tonic::async_trait]
 impl Exec for ExecService {
@@ -224,6 +226,31 @@ impl Exec for ExecService {
     }
 
     type FollowStream = FollowStream;
+    type WatchStream = WatchStream;
+
+    async fn watch(
+        &self,
+        _req: Request<pb::WatchRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        let mut changes = self.manager.changes.subscribe();
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            loop {
+                let event = match changes.recv().await {
+                    Ok(rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        pb::watch_event::Event::Missed(n)
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                };
+                let ev = pb::WatchEvent { event: Some(event) };
+                if tx.send(Ok(ev)).await.is_err() {
+                    return; // the watcher left
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
 
     async fn follow(
         &self,

@@ -13,6 +13,7 @@
 //! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
 //! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
 //! | `POST /api/shell/stream` (SSE) | 401 | 403 | cookie, or token with `exec` |
+//! | `GET /api/events` (SSE) | 401 | own executions | all executions (cookie, or token with `read`) |
 //!
 //! Every request that could change state and carries no bearer token passes the
 //! cross-site check first (see [`cross_site`]).
@@ -59,6 +60,8 @@ pub struct Api {
     pub exec: tonic::transport::Channel,
     pub web: WebConfig,
     pub streams: Streams,
+    /// Execution changes from execd's `Watch`, for `/api/events`.
+    pub changes: tokio::sync::broadcast::Sender<Change>,
     /// How long a streamed workload outlives its client before it is killed.
     pub resume_grace: Duration,
 }
@@ -221,7 +224,7 @@ pub struct Caller {
 }
 
 impl Caller {
-    fn is_admin(&self) -> bool {
+    pub fn is_admin(&self) -> bool {
         self.user.role == Role::Admin
     }
 
@@ -365,15 +368,20 @@ pub fn is_https(headers: &HeaderMap, web: &WebConfig, peer: IpAddr) -> bool {
 
 /// Refuses a browser request another site made: `Sec-Fetch-Site: cross-site`, or an
 /// `Origin` that is neither the gateway's own nor an allowed one. Applies to every request
-/// that may change state (any method but GET/HEAD) and to the streaming endpoints, unless
-/// it carries a bearer token (no ambient credential for another site to borrow).
+/// that may change state (any method but GET/HEAD), to event streams (`Accept:
+/// text/event-stream`) and to WebSocket upgrades, unless it carries a bearer token (no
+/// ambient credential for another site to borrow).
 pub fn cross_site(
     method: &Method,
     headers: &HeaderMap,
     web: &WebConfig,
     peer: IpAddr,
 ) -> Result<(), ApiError> {
-    if method == Method::GET || method == Method::HEAD {
+    let streaming = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+        || headers.contains_key(header::UPGRADE);
+    if (method == Method::GET || method == Method::HEAD) && !streaming {
         return Ok(());
     }
     if headers
@@ -1083,4 +1091,87 @@ async fn relay(
         }
         Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
     }
+}
+
+// ---- events ------------------------------------------------------------------------
+
+/// A change the gateway relays to `/api/events` subscribers.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Execution(Arc<pb::Execution>),
+    /// Changes were dropped (a slow subscriber, or execd's stream lagged): re-list.
+    Missed(u64),
+}
+
+/// Keeps one `Watch` stream on execd open for the life of the gateway (reconnecting with
+/// back-off) and fans its changes out to every `/api/events` subscriber.
+pub async fn watch_execd(api: Shared) {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        match exec_client(&api)
+            .watch(tonic::Request::new(pb::WatchRequest {}))
+            .await
+        {
+            Ok(resp) => {
+                backoff = Duration::from_millis(200);
+                let mut stream = resp.into_inner();
+                while let Ok(Some(ev)) = stream.message().await {
+                    let change = match ev.event {
+                        Some(pb::watch_event::Event::Execution(e)) => {
+                            Change::Execution(Arc::new(e))
+                        }
+                        Some(pb::watch_event::Event::Missed(n)) => Change::Missed(n),
+                        None => continue,
+                    };
+                    let _ = api.changes.send(change);
+                }
+                // The stream ended (execd restarted): subscribers may have missed changes.
+                let _ = api.changes.send(Change::Missed(0));
+            }
+            Err(e) => tracing::debug!(error = %e, "watching execd"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Server-sent events of the state changes this caller may see: `execution` (an
+/// execution started or ended; admins see all, others their own) and `missed` (some were
+/// dropped: re-list).
+pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
+    caller.scoped("read")?;
+    let mut changes = api.changes.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        use axum::response::sse::Event;
+        let _ = tx
+            .send(Ok(Event::default().event("ready").data("{}")))
+            .await;
+        loop {
+            let event = match changes.recv().await {
+                Ok(Change::Execution(e)) => {
+                    if !caller.is_admin() && e.principal != caller.user.name {
+                        continue;
+                    }
+                    Event::default()
+                        .event("execution")
+                        .data(json!({"execution": crate::views::execution(&e)}).to_string())
+                }
+                Ok(Change::Missed(n)) => Event::default()
+                    .event("missed")
+                    .data(json!({"count": n}).to_string()),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => Event::default()
+                    .event("missed")
+                    .data(json!({"count": n}).to_string()),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(
+        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
+    )
 }

@@ -56,6 +56,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/tokens/{id}", delete(api::revoke_token))
         .route("/api/shell/exec", post(api::shell_exec))
         .route("/api/shell/stream", post(api::shell_stream))
+        .route("/api/events", get(api::events))
         .route("/api/executions", get(api::executions))
         .route("/api/executions/{id}", get(api::execution))
         .route("/api/executions/{id}/kill", post(api::kill))

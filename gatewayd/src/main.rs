@@ -92,8 +92,10 @@ fn main() -> ExitCode {
             exec: state.exec_channel(),
             web,
             streams: api::Streams::default(),
+            changes: tokio::sync::broadcast::channel(256).0,
             resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
         });
+        tokio::spawn(api::watch_execd(api.clone()));
         let app =
             http::router(state, api).into_make_service_with_connect_info::<std::net::SocketAddr>();
         let stop = ctx.clone();

@@ -38,12 +38,13 @@ pub const JOB_UID: u32 = ID_BASE + 3;
 /// Directory holding the workspace's built binaries (`target/<profile>`).
 pub fn bin_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");
-    // target/<profile>/deps/<test-binary>
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .to_path_buf();
+    // target/<profile>/deps/<test-binary>, or target/<profile>/<bench-binary>
+    let here = exe.parent().expect("exe dir");
+    let dir = if here.join("argosctl").exists() {
+        here.to_path_buf()
+    } else {
+        here.parent().expect("target dir").to_path_buf()
+    };
     let ctl = dir.join("argosctl");
     assert!(
         ctl.exists(),

@@ -193,8 +193,23 @@ impl Sse {
 impl Web {
     /// POSTs `body` and opens the reply as an event stream.
     pub fn sse(&mut self, path: &str, body: &serde_json::Value, extra: &[(&str, &str)]) -> Sse {
+        self.open_sse("POST", path, Some(body), extra)
+    }
+
+    /// GETs `path` as an event stream.
+    pub fn sse_get(&mut self, path: &str, extra: &[(&str, &str)]) -> Sse {
+        self.open_sse("GET", path, None, extra)
+    }
+
+    fn open_sse(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        extra: &[(&str, &str)],
+    ) -> Sse {
         let mut b = ureq::http::Request::builder()
-            .method("POST")
+            .method(method)
             .uri(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
@@ -207,7 +222,12 @@ impl Web {
         for (k, v) in extra {
             b = b.header(*k, *v);
         }
-        let req = b.body(serde_json::to_vec(body).unwrap()).unwrap();
+        let req = b
+            .body(
+                body.map(|b| serde_json::to_vec(b).unwrap())
+                    .unwrap_or_default(),
+            )
+            .unwrap();
         let resp = self.agent.run(req).expect("the gateway answers");
         let status = resp.status().as_u16();
         if status != 200 {

@@ -569,3 +569,53 @@ fn a_stream_client_that_leaves_gets_its_workload_killed_unless_it_resumes() {
     assert_eq!(e["teardown_complete"], true, "{e}");
     stack.stop();
 }
+
+/// `/api/events`: execution changes as they happen; admins see every execution, a user
+/// only their own; cross-site and anonymous subscribers are refused.
+#[test]
+fn events_stream_execution_changes_to_those_who_may_see_them() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = accounts(&stack);
+    let mut anon = Web::new(stack.listen);
+    assert_eq!(anon.sse_get("/api/events", &[]).status, 401);
+    let own = format!("http://{}", stack.listen);
+    let evil = admin.sse_get("/api/events", &[("origin", "http://evil.example")]);
+    assert_eq!(evil.status, 403, "{}", evil.error_text);
+    let mut events = admin.sse_get("/api/events", &[("origin", own.as_str())]);
+    assert_eq!(events.status, 200, "{}", events.error_text);
+    assert_eq!(events.next_event().unwrap().event, "ready");
+    let mut bobs = bob.sse_get("/api/events", &[]);
+    assert_eq!(bobs.next_event().unwrap().event, "ready");
+    let (tx, bob_saw) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Some(e) = bobs.next_event() {
+            if tx.send(e).is_err() {
+                return;
+            }
+        }
+    });
+    let r = admin.post("/api/shell/exec", json!({"command": "echo x"}));
+    let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = events.next_event().unwrap();
+        if e.event == "execution" && e.json()["execution"]["id"] == id.as_str() {
+            seen.push(
+                e.json()["execution"]["status"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+    }
+    assert_eq!(seen, vec!["running", "succeeded"]);
+    // bob is no admin: the admin's execution is not his to see.
+    match bob_saw.recv_timeout(std::time::Duration::from_secs(2)) {
+        Err(_) => {}
+        Ok(e) => assert!(
+            e.event != "execution",
+            "a user saw another's execution: {e:?}"
+        ),
+    }
+    stack.stop();
+}

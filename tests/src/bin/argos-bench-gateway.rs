@@ -1,0 +1,282 @@
+//! argos-bench-gateway: the gateway's figures beside their anchors, in one run.
+//!
+//! - P2: an HTTP exec round trip (bearer token, `POST /api/shell/exec`) of a contained
+//!   `/bin/true` vs P1, the same launch through execd's gRPC `Run` directly. Goal ≤ 1.3×.
+//! - P3: 1 GiB of output through the SSE stream (`POST /api/shell/stream`) vs the same
+//!   bytes from a raw pipe. Goal ≥ 0.5×.
+//! - Load: 200 concurrent SSE streams for 60 s: errors, and the gateway's RSS at the
+//!   start and the end.
+//!
+//! Needs root (execd's containment). Run with `scripts/bench`.
+#![forbid(unsafe_code)]
+
+use std::io::{BufRead, Read};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use argos_proto::exec::v1::RunRequest;
+use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_tests::StackBuilder;
+use argos_tests::web::Web;
+use serde_json::json;
+
+const GIB: u64 = 1024 * 1024 * 1024;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn rss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Reads an SSE reply to the end; returns the bytes of `stdout` text it carried.
+fn drain_sse(reader: impl Read) -> (u64, bool) {
+    let mut lines = std::io::BufReader::with_capacity(1 << 20, reader);
+    let mut got = 0u64;
+    let mut exited = false;
+    let mut event = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Some(e) = line.strip_prefix("event: ") {
+            event = e.trim().to_string();
+        } else if let Some(d) = line.strip_prefix("data: ") {
+            if event == "stdout" {
+                // {"offset":N,"text":"…"}: the text is plain letters here.
+                if let Some(at) = d.find("\"text\":\"") {
+                    let rest = &d[at + 8..];
+                    got += rest.find('"').unwrap_or(0) as u64;
+                }
+            } else if event == "exit" {
+                exited = d.contains("\"succeeded\"");
+            }
+        }
+    }
+    (got, exited)
+}
+
+fn sse_request(
+    web_base: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> ureq::http::Request<Vec<u8>> {
+    ureq::http::Request::builder()
+        .method("POST")
+        .uri(format!("{web_base}/api/shell/stream"))
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(serde_json::to_vec(body).unwrap())
+        .unwrap()
+}
+
+fn main() {
+    let mut runs = 200usize;
+    let mut load_s = 60u64;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
+            "--load-seconds" => {
+                load_s = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .expect("--load-seconds S")
+            }
+            "--bin-dir" => {
+                let _ = args.next(); // the harness finds the binaries beside this one
+            }
+            other => panic!(
+                "unknown argument {other}; usage: argos-bench-gateway [--runs N] [--load-seconds S]"
+            ),
+        }
+    }
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "execd's containment needs root"
+    );
+    nix::unistd::sync();
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "bench", "scopes": ["exec", "read"]}),
+    );
+    let token = r.json()["token"].as_str().unwrap().to_string();
+    let base = format!("http://{}", stack.listen);
+    let mut web = Web::with_bearer(stack.listen, &token);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut grpc = rt.block_on(async {
+        ExecClient::new(argos_common::grpc::unix_channel(&stack.socket("execd")).unwrap())
+    });
+    let body = json!({"argv": ["/bin/true"], "profile": "agent", "timeout_ms": 10000});
+    let req = || RunRequest {
+        argv: vec!["/bin/true".into()],
+        profile: "agent".into(),
+        timeout_ms: Some(10_000),
+        ..Default::default()
+    };
+    // Warm both paths, then alternate them, paced as an interactive caller would be.
+    assert_eq!(web.post("/api/shell/exec", body.clone()).status, 200);
+    rt.block_on(grpc.run(req())).unwrap();
+    let (mut http, mut direct) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        std::thread::sleep(Duration::from_millis(40));
+        let t = Instant::now();
+        let r = web.post("/api/shell/exec", body.clone());
+        http.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(r.json()["execution"]["status"], "succeeded", "{r:?}");
+        std::thread::sleep(Duration::from_millis(40));
+        let t = Instant::now();
+        rt.block_on(grpc.run(req())).unwrap();
+        direct.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let (p2, p1) = (median(&mut http), median(&mut direct));
+
+    // P3: 1 GiB of letters through the SSE stream vs a raw pipe (medians of 3).
+    let cmd = format!("head -c {GIB} /dev/zero | tr '\\\\0' a");
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let (mut sse_s, mut pipe_s) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let t = Instant::now();
+        let resp = agent
+            .run(sse_request(
+                &base,
+                &token,
+                &json!({"command": cmd, "profile": "agent", "timeout_ms": 600000}),
+            ))
+            .unwrap();
+        let (got, ok) = drain_sse(resp.into_body().into_reader());
+        sse_s.push(t.elapsed().as_secs_f64());
+        assert!(
+            ok && got == GIB,
+            "the stream delivered {got} bytes (exit ok: {ok})"
+        );
+        let t = Instant::now();
+        let mut child = Command::new("sh")
+            .args(["-c", &cmd])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdout.take().unwrap();
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut raw = 0u64;
+        loop {
+            let n = pipe.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            raw += n as u64;
+        }
+        child.wait().unwrap();
+        pipe_s.push(t.elapsed().as_secs_f64());
+        assert_eq!(raw, GIB);
+    }
+    let (sse, pipe) = (median(&mut sse_s), median(&mut pipe_s));
+
+    // Load: 200 streams at once, each a command printing a line a second.
+    let gateway_pid = stack
+        .daemon_pids()
+        .into_iter()
+        .find(|(_, n)| n.contains("gatewayd"))
+        .map(|(p, _)| p)
+        .expect("gatewayd's pid");
+    let rss_start = rss_kib(gateway_pid);
+    let errors = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let events = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clients: Vec<_> = (0..200)
+        .map(|_| {
+            let (agent, base, token) = (agent.clone(), base.clone(), token.clone());
+            let (errors, events) = (errors.clone(), events.clone());
+            std::thread::spawn(move || {
+                let body = json!({"command": format!("for i in $(seq 1 {load_s}); do echo tick $i; sleep 1; done"),
+                    "profile": "agent", "timeout_ms": (load_s + 60) * 1000});
+                match agent.run(sse_request(&base, &token, &body)) {
+                    Ok(resp) if resp.status() == 200 => {
+                        let mut lines = std::io::BufReader::new(resp.into_body().into_reader());
+                        let mut line = String::new();
+                        let mut exited = false;
+                        while lines.read_line(&mut line).unwrap_or(0) > 0 {
+                            if line.starts_with("event: stdout") {
+                                events.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            if line.starts_with("event: exit") {
+                                exited = true;
+                            }
+                            if line.starts_with("event: error") {
+                                errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            line.clear();
+                        }
+                        if !exited {
+                            errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                    _ => {
+                        errors.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(load_s / 2));
+    let rss_mid = rss_kib(gateway_pid);
+    for c in clients {
+        let _ = c.join();
+    }
+    let rss_end = rss_kib(gateway_pid);
+    stack.stop();
+
+    let mibs = |secs: f64| GIB as f64 / (1024.0 * 1024.0) / secs;
+    println!("Argos gateway benchmark ({runs} runs, medians)");
+    println!("P2 HTTP exec round trip, contained /bin/true (agent profile, bearer token)");
+    println!("  {:<44} {:>9.2} ms", "POST /api/shell/exec", p2);
+    println!("  {:<44} {:>9.2} ms", "P1: execd Run over gRPC, direct", p1);
+    println!(
+        "  {:<44} {:>9.2}x   (goal <= 1.3x)",
+        "HTTP / direct gRPC",
+        p2 / p1
+    );
+    println!("P3 1 GiB through the SSE stream (medians of 3)");
+    println!(
+        "  {:<44} {:>9.0} MiB/s",
+        "POST /api/shell/stream",
+        mibs(sse)
+    );
+    println!("  {:<44} {:>9.0} MiB/s", "raw pipe", mibs(pipe));
+    println!(
+        "  {:<44} {:>9.2}x   (goal >= 0.5x)",
+        "SSE / raw pipe",
+        pipe / sse
+    );
+    println!("Load: 200 concurrent SSE streams for {load_s} s");
+    println!(
+        "  {:<44} {:>9}",
+        "stdout events received",
+        events.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    println!(
+        "  {:<44} {:>9}",
+        "errors",
+        errors.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    println!(
+        "  {:<44} {:>6} KiB / {} KiB / {} KiB",
+        "gateway RSS start / middle / end", rss_start, rss_mid, rss_end
+    );
+}
