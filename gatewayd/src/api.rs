@@ -986,6 +986,42 @@ pub async fn shell_stream(
     )
 }
 
+/// How much of `b` to send now: all of it, unless it ends inside a UTF-8 sequence that may
+/// complete with the next chunk (at most 3 bytes wait). Invalid bytes elsewhere go as
+/// U+FFFD.
+fn complete_utf8(b: &[u8]) -> usize {
+    match std::str::from_utf8(b) {
+        Ok(_) => b.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => {
+            // Invalid somewhere: still hold back an incomplete tail.
+            let tail = b.len().saturating_sub(3);
+            (tail..b.len())
+                .find(|&i| {
+                    b[i] >= 0xC0
+                        && std::str::from_utf8(&b[i..]).is_err_and(|e| e.error_len().is_none())
+                })
+                .unwrap_or(b.len())
+        }
+    }
+}
+
+/// `{"offset":N,"text":"…"}` for a chunk of output, written straight from its bytes (a
+/// stream's hot path: no JSON value in between).
+fn chunk_json(offset: u64, data: &[u8]) -> String {
+    let text = match std::str::from_utf8(data) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(data),
+    };
+    let mut out = Vec::with_capacity(text.len() + 40);
+    out.extend_from_slice(b"{\"offset\":");
+    out.extend_from_slice(offset.to_string().as_bytes());
+    out.extend_from_slice(b",\"text\":");
+    serde_json::to_writer(&mut out, &*text).expect("writing to a Vec");
+    out.push(b'}');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
 /// Follows the execution into the client's event stream; if the client goes away before
 /// the end, kills the workload after the grace period unless a client resumed it.
 async fn relay(
@@ -1003,6 +1039,9 @@ async fn relay(
         follow.get_ref().stdout_offset,
         follow.get_ref().stderr_offset,
     ];
+    // The last bytes of a chunk that end mid-character wait for the next chunk, so a
+    // character split between chunks arrives whole (ids stay on character boundaries).
+    let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut ended = false;
     let mut gone = tx
         .send(json_event(
@@ -1035,18 +1074,40 @@ async fn relay(
                             event: Some(pb::follow_event::Event::Chunk(c)),
                         })) => {
                             let i = usize::from(c.stream == pb::OutputStream::Stderr as i32);
-                            at[i] = c.offset + c.data.len() as u64;
-                            json_event(
-                                ["stdout", "stderr"][i],
-                                json!({"offset": c.offset,
-                                       "text": String::from_utf8_lossy(&c.data)}),
-                            )
-                            .map(|e| e.id(format!("{}:{}", at[0], at[1])))
+                            let start = c.offset - carry[i].len() as u64;
+                            let mut bytes = std::mem::take(&mut carry[i]);
+                            bytes.extend_from_slice(&c.data);
+                            let whole = complete_utf8(&bytes);
+                            carry[i] = bytes.split_off(whole);
+                            if bytes.is_empty() {
+                                continue;
+                            }
+                            at[i] = start + bytes.len() as u64;
+                            Ok(Event::default()
+                                .event(["stdout", "stderr"][i])
+                                .data(chunk_json(start, &bytes))
+                                .id(format!("{}:{}", at[0], at[1])))
                         }
                         Ok(Some(pb::FollowEvent {
                             event: Some(pb::follow_event::Event::Exit(e)),
                         })) => {
                             ended = true;
+                            // Bytes still waiting for the rest of a character never get it.
+                            for i in 0..2 {
+                                if carry[i].is_empty() {
+                                    continue;
+                                }
+                                let rest = std::mem::take(&mut carry[i]);
+                                let start = at[i];
+                                at[i] += rest.len() as u64;
+                                let ev = Event::default()
+                                    .event(["stdout", "stderr"][i])
+                                    .data(chunk_json(start, &rest))
+                                    .id(format!("{}:{}", at[0], at[1]));
+                                if tx.send(Ok(ev)).await.is_err() {
+                                    break;
+                                }
+                            }
                             json_event("exit", json!({"execution": crate::views::execution(&e)}))
                         }
                         Ok(_) => {

@@ -496,6 +496,18 @@ fn a_streamed_command_sends_started_output_with_offsets_and_exit() {
     assert_eq!(texts(&events, "stderr"), "b\n");
     let last_id = events.iter().rev().find_map(|e| e.id.clone()).unwrap();
     assert_eq!(last_id, "4:2", "the id is <stdout offset>:<stderr offset>");
+    // A character split between two reads of the output arrives whole; a stray invalid
+    // byte at the end arrives as U+FFFD.
+    let mut sse = admin.sse(
+        "/api/shell/stream",
+        &json!({"command": "printf '\\303'; sleep 0.3; printf '\\251\\n'; printf 'a\\377'", "timeout_ms": 10000}),
+        &[],
+    );
+    let events = collect(&mut sse, |_| false);
+    assert_eq!(texts(&events, "stdout"), "é\na\u{FFFD}", "{events:?}");
+    let first = events.iter().find(|e| e.event == "stdout").unwrap();
+    assert_eq!(first.json()["offset"], 0);
+    assert_eq!(first.id.as_deref(), Some("3:0"), "{events:?}");
     // A user may not stream; a cross-site page may not either.
     let r = admin.call(
         "POST",

@@ -2,8 +2,8 @@
 //!
 //! - P2: an HTTP exec round trip (bearer token, `POST /api/shell/exec`) of a contained
 //!   `/bin/true` vs P1, the same launch through execd's gRPC `Run` directly. Goal ≤ 1.3×.
-//! - P3: 1 GiB of output through the SSE stream (`POST /api/shell/stream`) vs the same
-//!   bytes from a raw pipe. Goal ≥ 0.5×.
+//! - P3: 1 GiB of text output (lines of digits) through the SSE stream
+//!   (`POST /api/shell/stream`) vs the same bytes from a raw pipe. Goal ≥ 0.5×.
 //! - Load: 200 concurrent SSE streams for 60 s: errors, and the gateway's RSS at the
 //!   start and the end.
 //!
@@ -36,29 +36,33 @@ fn rss_kib(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Reads an SSE reply to the end; returns the bytes of `stdout` text it carried.
+/// Reads an SSE reply to the end; returns the bytes of `stdout` text it carried (and
+/// whether it ended with success).
 fn drain_sse(reader: impl Read) -> (u64, bool) {
     let mut lines = std::io::BufReader::with_capacity(1 << 20, reader);
     let mut got = 0u64;
     let mut exited = false;
-    let mut event = String::new();
-    let mut line = String::new();
+    let mut event = Vec::new();
+    let mut line = Vec::new();
     loop {
         line.clear();
-        if lines.read_line(&mut line).unwrap_or(0) == 0 {
+        if lines.read_until(b'\n', &mut line).unwrap_or(0) == 0 {
             break;
         }
-        if let Some(e) = line.strip_prefix("event: ") {
-            event = e.trim().to_string();
-        } else if let Some(d) = line.strip_prefix("data: ") {
-            if event == "stdout" {
-                // {"offset":N,"text":"…"}: the text is plain letters here.
-                if let Some(at) = d.find("\"text\":\"") {
-                    let rest = &d[at + 8..];
-                    got += rest.find('"').unwrap_or(0) as u64;
+        if let Some(e) = line.strip_prefix(b"event: ") {
+            event = e.trim_ascii().to_vec();
+        } else if let Some(d) = line.strip_prefix(b"data: ") {
+            if event == b"stdout" {
+                // {"offset":N,"text":"…"}: digits and newlines, each newline escaped as
+                // two characters.
+                let d = d.trim_ascii_end();
+                if let Some(at) = d.windows(8).position(|w| w == b"\"text\":\"") {
+                    let text = &d[at + 8..d.len() - 2]; // minus the closing `"}`
+                    let escapes = text.iter().filter(|b| **b == b'\\').count();
+                    got += (text.len() - escapes) as u64;
                 }
-            } else if event == "exit" {
-                exited = d.contains("\"succeeded\"");
+            } else if event == b"exit" {
+                exited = d.windows(11).any(|w| w == b"\"succeeded\"");
             }
         }
     }
@@ -145,8 +149,9 @@ fn main() {
     }
     let (p2, p1) = (median(&mut http), median(&mut direct));
 
-    // P3: 1 GiB of letters through the SSE stream vs a raw pipe (medians of 3).
-    let cmd = format!("head -c {GIB} /dev/zero | tr '\\\\0' a");
+    // P3: 1 GiB of text through the SSE stream vs a raw pipe (medians of 3).
+    // Text (SSE carries JSON strings): lines of 1023 zero digits, 1 GiB in all.
+    let cmd = format!("yes \"$(printf '%01023d' 0)\" | head -c {GIB}");
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .build()
