@@ -238,14 +238,9 @@ impl Launcher {
         let clock = &profile.wall_clock;
         let timeout_ms = match req.timeout_ms {
             None => clock.default_timeout_s * 1000,
-            Some(0) if clock.need == Need::Required => {
-                return Err(invalid(
-                    "timeout_ms",
-                    format!(
-                        "profile {profile_name} requires a time limit; 0 (none) is not allowed"
-                    ),
-                ));
-            }
+            // No limit of the caller's own: where the profile requires a clock, its
+            // maximum still applies.
+            Some(0) if clock.need == Need::Required => clock.max_timeout_s * 1000,
             Some(t) if t > clock.max_timeout_s * 1000 => {
                 return Err(invalid(
                     "timeout_ms",

@@ -484,13 +484,6 @@ fn bad_input_is_invalid_argument_naming_the_field_and_spawns_nothing() {
         ),
         (
             RunRequest {
-                timeout_ms: Some(0),
-                ..sh("true")
-            },
-            "timeout_ms",
-        ),
-        (
-            RunRequest {
                 stdin: vec![b'x'; 2 * 1024 * 1024],
                 ..sh("cat")
             },

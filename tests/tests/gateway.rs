@@ -639,3 +639,46 @@ fn events_stream_execution_changes_to_those_who_may_see_them() {
     }
     stack.stop();
 }
+
+/// `timeout_ms: 0` means no limit of the caller's own, and works: where the profile
+/// requires a wall clock (agent, operator), the profile's maximum is the limit.
+#[test]
+fn timeout_zero_means_no_limit_of_the_callers_own() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, _) = accounts(&stack);
+    for (profile, max_s) in [("agent", 86_400u64), ("operator", 604_800)] {
+        let r = admin.post(
+            "/api/shell/exec",
+            json!({"command": "sleep 0.2; echo done", "timeout_ms": 0, "profile": profile}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        let v = r.json();
+        assert_eq!(v["stdout"]["text"], "done\n", "{v}");
+        assert_eq!(v["execution"]["status"], "succeeded", "{v}");
+        let id = v["execution"]["id"].as_str().unwrap();
+        let receipt: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                stack
+                    .root()
+                    .join("state/execd/launches")
+                    .join(id)
+                    .join("spec.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(receipt["timeout_ms"], max_s * 1000, "{profile}");
+    }
+    // Above the profile's maximum is still refused, naming the field.
+    let r = admin.post(
+        "/api/shell/exec",
+        json!({"command": "true", "timeout_ms": 86_400_001u64}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "invalid_argument"),
+        "{r:?}"
+    );
+    assert!(r.text.contains("timeout_ms"), "{r:?}");
+    stack.stop();
+}
