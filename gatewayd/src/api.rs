@@ -68,6 +68,71 @@ pub struct Api {
 
 pub type Shared = Arc<Api>;
 
+/// The body of every error: `{"error": {"code", "message"}}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, e.g. `invalid_argument`, `unauthenticated`, `forbidden`, `cross_site`,
+    /// `not_found`, `conflict`, `too_large`, `throttled`.
+    pub code: String,
+    /// For people; a 400 starts with the bad field's name.
+    pub message: String,
+}
+
+/// The API's description, generated from the handlers' annotations above.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Argos gateway API",
+        description = "Log in (session cookie) or send an API token as `Authorization: Bearer argos_…`. Requests that change state, event streams and WebSocket upgrades without a bearer token must come from the gateway's own origin."
+    ),
+    paths(
+        setup_needed,
+        setup,
+        login,
+        logout,
+        me,
+        change_password,
+        users,
+        create_user,
+        delete_user,
+        tokens,
+        create_token,
+        revoke_token,
+        shell_exec,
+        shell_stream,
+        executions,
+        execution,
+        kill,
+        events,
+        crate::http::status
+    ),
+    components(schemas(
+        ErrorBody,
+        ErrorDetail,
+        SetupBody,
+        LoginBody,
+        PasswordBody,
+        NewUser,
+        NewToken,
+        ExecBody
+    ))
+)]
+pub struct ApiDoc;
+
+pub async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        <ApiDoc as utoipa::OpenApi>::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|_| "{}".into()),
+    )
+}
+
 /// An error as a client sees it.
 #[derive(Debug)]
 pub struct ApiError {
@@ -456,19 +521,21 @@ fn session_response(
 
 // ---- accounts ----------------------------------------------------------------------
 
+#[utoipa::path(get, path = "/api/setup", tag = "accounts", description = "Whether the first admin is still to be created.",   responses((status = 200, description = "`{\"needed\": bool}`")))]
 pub async fn setup_needed(State(api): State<Shared>) -> Result<Json<serde_json::Value>, ApiError> {
     Ok(Json(
         json!({"needed": api.accounts.user_count().await? == 0}),
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct SetupBody {
     token: String,
     name: String,
     password: String,
 }
 
+#[utoipa::path(post, path = "/api/setup", tag = "accounts", description = "Creates the first admin with the one-time setup link; starts a session.", request_body = SetupBody,  responses((status = 200, description = "the admin; sets the session cookie"), (status = 403, description = "setup link unknown, used or expired", body = ErrorBody), (status = 429, description = "throttled", body = ErrorBody)))]
 pub async fn setup(
     State(api): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -508,12 +575,13 @@ fn throttled(wait: Duration) -> ApiError {
     e
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct LoginBody {
     name: String,
     password: String,
 }
 
+#[utoipa::path(post, path = "/api/login", tag = "accounts", description = "Starts a session (sets the cookie).", request_body = LoginBody,  responses((status = 200, description = "the user; sets the session cookie"), (status = 401, description = "wrong name or password", body = ErrorBody), (status = 429, description = "throttled: see Retry-After", body = ErrorBody)))]
 pub async fn login(
     State(api): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -540,6 +608,7 @@ pub async fn login(
     Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
 }
 
+#[utoipa::path(post, path = "/api/logout", tag = "accounts", description = "Ends this session server-side.",   responses((status = 204, description = "ended"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn logout(
     State(api): State<Shared>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -556,6 +625,7 @@ pub async fn logout(
     Ok(r)
 }
 
+#[utoipa::path(get, path = "/api/me", tag = "accounts", description = "Who is calling, and how.",   responses((status = 200, description = "`{\"user\", \"via\"}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn me(caller: Caller) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("read")?;
     let via = match &caller.via {
@@ -565,12 +635,13 @@ pub async fn me(caller: Caller) -> Result<Json<serde_json::Value>, ApiError> {
     Ok(Json(json!({"user": caller.user, "via": via})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct PasswordBody {
     current_password: String,
     new_password: String,
 }
 
+#[utoipa::path(post, path = "/api/me/password", tag = "accounts", description = "Changes the password; every other session of the account ends.", request_body = PasswordBody,  responses((status = 204, description = "changed"), (status = 400, description = "bad new password", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn change_password(
     State(api): State<Shared>,
     caller: Caller,
@@ -588,6 +659,7 @@ pub async fn change_password(
     Ok(StatusCode::NO_CONTENT)
 }
 
+#[utoipa::path(get, path = "/api/users", tag = "users", description = "Every account (admins, by session).",   responses((status = 200, description = "`{\"users\": [...]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn users(
     State(api): State<Shared>,
     caller: Caller,
@@ -597,13 +669,14 @@ pub async fn users(
     Ok(Json(json!({"users": api.accounts.users().await?})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct NewUser {
     name: String,
     password: String,
     role: String,
 }
 
+#[utoipa::path(post, path = "/api/users", tag = "users", description = "Creates an account (admins, by session).", request_body = NewUser,  responses((status = 201, description = "created"), (status = 400, description = "bad field", body = ErrorBody), (status = 409, description = "name taken", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn create_user(
     State(api): State<Shared>,
     caller: Caller,
@@ -623,6 +696,7 @@ pub async fn create_user(
     Ok((StatusCode::CREATED, Json(json!({"user": user}))))
 }
 
+#[utoipa::path(delete, path = "/api/users/{name}", tag = "users", description = "Deletes an account with its sessions and tokens (never the last admin).",  params(("name" = String, Path, description = "account name")), responses((status = 204, description = "deleted"), (status = 404, description = "no such user", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn delete_user(
     State(api): State<Shared>,
     caller: Caller,
@@ -638,6 +712,7 @@ pub async fn delete_user(
     }
 }
 
+#[utoipa::path(get, path = "/api/tokens", tag = "tokens", description = "The caller's live API tokens (never their secrets).",   responses((status = 200, description = "`{\"tokens\": [...]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn tokens(
     State(api): State<Shared>,
     caller: Caller,
@@ -648,12 +723,13 @@ pub async fn tokens(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 pub struct NewToken {
     name: String,
     scopes: Vec<String>,
 }
 
+#[utoipa::path(post, path = "/api/tokens", tag = "tokens", description = "Creates an API token; its secret is in this answer only.", request_body = NewToken,  responses((status = 201, description = "`{\"id\", \"token\", ...}`"), (status = 400, description = "bad name or scopes", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn create_token(
     State(api): State<Shared>,
     caller: Caller,
@@ -673,6 +749,7 @@ pub async fn create_token(
     ))
 }
 
+#[utoipa::path(delete, path = "/api/tokens/{id}", tag = "tokens", description = "Revokes one of the caller's tokens.",  params(("id" = i64, Path, description = "token id")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn revoke_token(
     State(api): State<Shared>,
     caller: Caller,
@@ -696,7 +773,7 @@ fn for_user<T>(caller: &Caller, msg: T) -> tonic::Request<T> {
     argos_common::grpc::with_principal(tonic::Request::new(msg), Some(&caller.user.name), None)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecBody {
     #[serde(default)]
@@ -707,7 +784,8 @@ pub struct ExecBody {
     cwd: String,
     #[serde(default)]
     profile: String,
-    /// Milliseconds; 0 means no limit (where the profile allows it).
+    /// Milliseconds; 0: no limit of the caller's own (a profile that requires a clock
+    /// applies its maximum).
     timeout_ms: Option<u64>,
     #[serde(default)]
     stdin: String,
@@ -766,6 +844,7 @@ fn with_output(
     })
 }
 
+#[utoipa::path(post, path = "/api/shell/exec", tag = "executions", description = "Runs a command through execd and answers with its result and capped output (admins; tokens need `exec`).", request_body = ExecBody,  responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 413, description = "body too large", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn shell_exec(
     State(api): State<Shared>,
     caller: Caller,
@@ -788,13 +867,15 @@ pub async fn shell_exec(
     Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     status: Option<String>,
     page_token: Option<String>,
     limit: Option<u32>,
 }
 
+#[utoipa::path(get, path = "/api/executions", tag = "executions", description = "The executions ledger, newest first (admins; tokens need `read`).",  params(ListQuery), responses((status = 200, description = "`{\"executions\": [...], \"next_page_token\"}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn executions(
     State(api): State<Shared>,
     caller: Caller,
@@ -831,6 +912,7 @@ pub async fn executions(
     })))
 }
 
+#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report.",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn execution(
     State(api): State<Shared>,
     caller: Caller,
@@ -852,6 +934,7 @@ pub async fn execution(
     Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
 }
 
+#[utoipa::path(post, path = "/api/executions/{id}/kill", tag = "executions", description = "Kills a running execution (verified identity; TERM, grace, KILL).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"outcome\", \"execution\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn kill(
     State(api): State<Shared>,
     caller: Caller,
@@ -932,6 +1015,7 @@ type SseStream = axum::response::Sse<
 /// Runs a command (or resumes one) and streams its output as server-sent events:
 /// `started` (the execution), `stdout` / `stderr` (`{"offset","text"}`, with the event id
 /// `<stdout offset>:<stderr offset>` after it), then `exit` (the execution) or `error`.
+#[utoipa::path(post, path = "/api/shell/stream", tag = "executions", description = "Runs a command (or resumes one, with `resume` and Last-Event-ID) as server-sent events: started, stdout, stderr (id `<stdout offset>:<stderr offset>`), exit. A client that leaves has the command killed after `gateway.stream_resume_s`.", request_body = ExecBody,  responses((status = 200, description = "text/event-stream"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn shell_stream(
     State(api): State<Shared>,
     caller: Caller,
@@ -1199,6 +1283,7 @@ pub async fn watch_execd(api: Shared) {
 /// Server-sent events of the state changes this caller may see: `execution` (an
 /// execution started or ended; admins see all, others their own) and `missed` (some were
 /// dropped: re-list).
+#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own); `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
     caller.scoped("read")?;
     let mut changes = api.changes.subscribe();

@@ -85,6 +85,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             "/favicon.ico",
             get(|| async { axum::http::StatusCode::NO_CONTENT }),
         )
+        .route("/api/openapi.json", get(api::openapi))
         .route(
             "/ui/app.js",
             get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
@@ -206,7 +207,12 @@ async fn require_caller(
     Ok(next.run(req).await)
 }
 
-async fn status(AxState(state): AxState<State>) -> impl IntoResponse {
+/// Each daemon's health, version, pid and uid, from its `Status` RPC.
+#[utoipa::path(get, path = "/api/status", tag = "status",
+    description = "Each daemon's health, version, pid, uid and the role it resolved for the gateway (any logged-in caller; tokens need `read`).",
+    responses((status = 200, description = "`{\"insecure_shared_uid\", \"daemons\": [...]}`"),
+              (status = 401, description = "not logged in", body = api::ErrorBody)))]
+pub(crate) async fn status(AxState(state): AxState<State>) -> impl IntoResponse {
     Json(stack(&state).await)
 }
 

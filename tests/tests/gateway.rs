@@ -682,3 +682,60 @@ fn timeout_zero_means_no_limit_of_the_callers_own() {
     assert!(r.text.contains("timeout_ms"), "{r:?}");
     stack.stop();
 }
+
+/// `/api/openapi.json` describes every route the API serves (and nothing it does not).
+#[test]
+fn the_openapi_document_covers_every_route() {
+    let stack = StackBuilder::new().start();
+    let mut anon = Web::new(stack.listen);
+    let r = anon.get("/api/openapi.json");
+    assert_eq!(r.status, 200, "{r:?}");
+    let doc = r.json();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."), "{doc}");
+    let mut documented: Vec<String> = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        for method in ops.as_object().unwrap().keys() {
+            documented.push(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    documented.sort();
+    let mut served = vec![
+        "GET /api/setup",
+        "POST /api/setup",
+        "POST /api/login",
+        "POST /api/logout",
+        "GET /api/me",
+        "POST /api/me/password",
+        "GET /api/users",
+        "POST /api/users",
+        "DELETE /api/users/{name}",
+        "GET /api/tokens",
+        "POST /api/tokens",
+        "DELETE /api/tokens/{id}",
+        "POST /api/shell/exec",
+        "POST /api/shell/stream",
+        "GET /api/executions",
+        "GET /api/executions/{id}",
+        "POST /api/executions/{id}/kill",
+        "GET /api/events",
+        "GET /api/status",
+    ];
+    served.sort();
+    assert_eq!(documented, served);
+    for p in doc["paths"]["/api/executions"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(p["in"], "query", "{p}");
+        assert_eq!(p["required"], false, "{p}");
+    }
+    // Each documented route exists: anonymously it is refused or answered, never 404/405.
+    for op in &documented {
+        let (method, path) = op.split_once(' ').unwrap();
+        let path = path.replace("{name}", "nobody").replace("{id}", "1");
+        let body = (method == "POST").then(|| json!({}));
+        let got = anon.call(method, &path, body.as_ref(), &[]);
+        assert!(got.status != 404 && got.status != 405, "{op}: {got:?}");
+    }
+    stack.stop();
+}
