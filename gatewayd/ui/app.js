@@ -247,6 +247,18 @@ async function tokensView() {
     }), shown);
 }
 
+function accountView() {
+  show(el("h1", {}, "Account"),
+    el("p", {}, `${me.name} (${me.role})`),
+    el("h2", {}, "Change password"),
+    form([["current_password", "Current password", "password", { autocomplete: "current-password" }],
+          ["new_password", "New password (at least 10 characters)", "password", { autocomplete: "new-password" }]],
+      "Change password", async (v) => {
+        await api("POST", "/api/me/password", v);
+        show(el("h1", {}, "Account"), el("p", { id: "done" }, "Password changed; your other sessions have ended."));
+      }));
+}
+
 async function usersView() {
   const r = await api("GET", "/api/users");
   show(el("h1", {}, "Users"),
@@ -295,6 +307,7 @@ async function render() {
     if (hash.startsWith("#/executions/")) return await executionView(hash.slice("#/executions/".length));
     if (hash === "#/tokens") return await tokensView();
     if (hash === "#/users") return await usersView();
+    if (hash === "#/account") return accountView();
     show(el("h1", {}, "Not found"));
   } catch (e) {
     if (e.status !== 401) show(el("h1", {}, "Error"), el("p", { class: "error" }, e.message));

@@ -76,15 +76,30 @@ try {
   await page.click("#executions tbody tr:first-child a");
   await page.waitForSelector("#containment");
 
+  step("change the password");
+  await page.click("a[href='#/account']");
+  await page.fill("input[name=current_password]", "a long enough password");
+  await page.fill("input[name=new_password]", "another long password");
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#done");
+
   step("log out");
   await page.click("#logout");
   await page.waitForSelector("input[name=password]");
   const me = await page.evaluate(async () => (await fetch("/api/me")).status);
   if (me !== 401) throw new Error(`after logout /api/me answered ${me}`);
 
+  step("log in with the new password");
+  await page.fill("input[name=name]", "admin");
+  await page.fill("input[name=password]", "another long password");
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#daemons");
+  await page.click("#logout");
+  await page.waitForSelector("input[name=password]");
+
   // Logged out, the page asks once or twice, and does not loop.
   await page.waitForTimeout(500);
-  if (unauthorized > 4) throw new Error(`${unauthorized} unauthorized requests: the page loops`);
+  if (unauthorized > 8) throw new Error(`${unauthorized} unauthorized requests: the page loops`);
   if (problems.length) throw new Error(problems.join("\n"));
   console.log("ok: " + base);
 } catch (e) {

@@ -97,7 +97,7 @@ impl Web {
             b = b.header(*k, *v);
         }
         let req = b.body(body.unwrap_or_default()).unwrap();
-        let mut resp = self.agent.run(req).expect("the gateway answers");
+        let mut resp = self.send(req);
         let headers: Vec<(String, String)> = resp
             .headers()
             .iter()
@@ -118,6 +118,17 @@ impl Web {
                 .map(|_| pair.clone());
         }
         reply
+    }
+
+    /// Sends once more on a fresh connection if a pooled one turns out closed (a server
+    /// may close after answering a request whose body it did not read), as browsers do.
+    fn send(&self, req: ureq::http::Request<Vec<u8>>) -> ureq::http::Response<ureq::Body> {
+        let again = req.clone();
+        match self.agent.run(req) {
+            Ok(r) => r,
+            Err(ureq::Error::Io(_)) => self.agent.run(again).expect("the gateway answers"),
+            Err(e) => panic!("the gateway answers: {e}"),
+        }
     }
 
     pub fn get(&mut self, path: &str) -> Reply {
@@ -228,7 +239,7 @@ impl Web {
                     .unwrap_or_default(),
             )
             .unwrap();
-        let resp = self.agent.run(req).expect("the gateway answers");
+        let resp = self.send(req);
         let status = resp.status().as_u16();
         if status != 200 {
             let text = resp.into_body().read_to_string().unwrap_or_default();
