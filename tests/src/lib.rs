@@ -9,6 +9,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod measure;
 pub mod web;
 
 /// The password [`Stack::admin`] gives the first admin.

@@ -239,16 +239,7 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     });
     // Every shim execd started: the two running launches' and the warm ones waiting.
     let execd_pid = s.pid();
-    let spawned: Vec<i32> = std::fs::read_dir(format!("/proc/{execd_pid}/task"))
-        .unwrap()
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-        .flat_map(|c| {
-            c.split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<i32>>()
-        })
-        .collect();
+    let spawned = argos_tests::measure::children(execd_pid);
     // execd dies mid-stream. The shims do not.
     s.kill9();
     let launches = s.root.path().join("state/execd/launches");
@@ -381,18 +372,7 @@ fn without_warm_shims_each_launch_sets_up_its_own() {
     });
     // Nothing waits: execd's only children would be shims, and every launch is over.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let children = || -> Vec<i32> {
-        std::fs::read_dir(format!("/proc/{}/task", s.pid()))
-            .unwrap()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
-            .flat_map(|c| {
-                c.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect::<Vec<i32>>()
-            })
-            .collect()
-    };
+    let children = || argos_tests::measure::children(s.pid());
     while !children().is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -10,7 +10,6 @@
 //! `scripts/bench`.
 #![forbid(unsafe_code)]
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,13 +17,9 @@ use std::time::{Duration, Instant};
 use argos_proto::exec::v1::exec_client::ExecClient;
 use argos_proto::exec::v1::follow_event::Event;
 use argos_proto::exec::v1::{DimensionState, ExecutionStatus, FollowRequest, RunRequest};
+use argos_tests::measure::{median, pipe_seconds};
 
 const GIB: u64 = 1024 * 1024 * 1024;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 fn time_n(n: usize, mut f: impl FnMut()) -> Vec<f64> {
     (0..n)
@@ -165,30 +160,6 @@ async fn stream_follow(c: &mut ExecClient<tonic::transport::Channel>) -> f64 {
     secs
 }
 
-/// Seconds to read the same gigabyte from a raw pipe.
-fn stream_pipe() -> f64 {
-    let t = Instant::now();
-    let mut child = Command::new("head")
-        .args(["-c", &GIB.to_string(), "/dev/zero"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdout.take().unwrap();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut raw = 0u64;
-    loop {
-        let n = pipe.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        raw += n as u64;
-    }
-    child.wait().unwrap();
-    let secs = t.elapsed().as_secs_f64();
-    assert_eq!(raw, GIB);
-    secs
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -263,7 +234,7 @@ async fn main() {
     let mut pipe_runs = Vec::new();
     for _ in 0..3 {
         follow_runs.push(stream_follow(c).await);
-        pipe_runs.push(stream_pipe());
+        pipe_runs.push(pipe_seconds(&format!("head -c {GIB} /dev/zero"), GIB));
     }
     let (follow_s, pipe_s) = (median(&mut follow_runs), median(&mut pipe_runs));
     execd.stop();

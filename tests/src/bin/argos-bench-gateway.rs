@@ -11,30 +11,17 @@
 #![forbid(unsafe_code)]
 
 use std::io::{BufRead, Read};
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use argos_proto::exec::v1::RunRequest;
 use argos_proto::exec::v1::exec_client::ExecClient;
 use argos_tests::StackBuilder;
+use argos_tests::measure::{median, pipe_seconds, rss_kib};
 use argos_tests::web::Web;
 use serde_json::json;
 
 const GIB: u64 = 1024 * 1024 * 1024;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-fn rss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// Reads an SSE reply to the end; returns the bytes of `stdout` text it carried (and
 /// whether it ended with success).
@@ -172,25 +159,7 @@ fn main() {
             ok && got == GIB,
             "the stream delivered {got} bytes (exit ok: {ok})"
         );
-        let t = Instant::now();
-        let mut child = Command::new("sh")
-            .args(["-c", &cmd])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut pipe = child.stdout.take().unwrap();
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut raw = 0u64;
-        loop {
-            let n = pipe.read(&mut buf).unwrap();
-            if n == 0 {
-                break;
-            }
-            raw += n as u64;
-        }
-        child.wait().unwrap();
-        pipe_s.push(t.elapsed().as_secs_f64());
-        assert_eq!(raw, GIB);
+        pipe_s.push(pipe_seconds(&cmd, GIB));
     }
     let (sse, pipe) = (median(&mut sse_s), median(&mut pipe_s));
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use argos_tests::measure::median;
 use argos_tests::{DAEMONS, processes_mentioning};
 
 fn main() {
@@ -156,17 +157,5 @@ fn exec_floor(bin_dir: &Path) -> f64 {
 }
 
 fn rss_mb(pid: i32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    argos_tests::measure::rss_kib(pid) as f64 / 1024.0
 }

@@ -1,0 +1,246 @@
+//! Account routes: first-admin setup, login and logout, the caller, passwords, users and
+//! API tokens.
+
+use super::*;
+
+#[utoipa::path(get, path = "/api/setup", tag = "accounts", description = "Whether the first admin is still to be created.",   responses((status = 200, description = "`{\"needed\": bool}`")))]
+pub async fn setup_needed(State(api): State<Shared>) -> Result<Json<serde_json::Value>, ApiError> {
+    Ok(Json(
+        json!({"needed": api.accounts.user_count().await? == 0}),
+    ))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct SetupBody {
+    token: String,
+    name: String,
+    password: String,
+}
+
+#[utoipa::path(post, path = "/api/setup", tag = "accounts", description = "Creates the first admin with the one-time setup link; starts a session.", request_body = SetupBody,  responses((status = 200, description = "the admin; sets the session cookie"), (status = 403, description = "setup link unknown, used or expired", body = ErrorBody), (status = 429, description = "throttled", body = ErrorBody)))]
+pub async fn setup(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Body(b): Body<SetupBody>,
+) -> Result<Response, ApiError> {
+    let keys = [format!("addr:{}", peer.ip())];
+    if let Some(wait) = api.throttle.wait(&keys) {
+        return Err(throttled(wait));
+    }
+    let user = match api
+        .accounts
+        .setup_admin(&b.token, &b.name, &b.password)
+        .await
+    {
+        Err(AccountError::SetupLink) => {
+            api.throttle.failed(&keys);
+            return Err(AccountError::SetupLink.into());
+        }
+        other => other?,
+    };
+    tracing::info!(user = %user.name, "first admin created");
+    let secret = api.accounts.new_session(user.id).await?;
+    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+}
+
+pub(crate) fn throttled(wait: Duration) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "throttled",
+        format!(
+            "too many failed attempts; try again in {} s",
+            wait.as_secs().max(1)
+        ),
+    );
+    e.retry_after = Some(wait);
+    e
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct LoginBody {
+    name: String,
+    password: String,
+}
+
+#[utoipa::path(post, path = "/api/login", tag = "accounts", description = "Starts a session (sets the cookie).", request_body = LoginBody,  responses((status = 200, description = "the user; sets the session cookie"), (status = 401, description = "wrong name or password", body = ErrorBody), (status = 429, description = "throttled: see Retry-After", body = ErrorBody)))]
+pub async fn login(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Body(b): Body<LoginBody>,
+) -> Result<Response, ApiError> {
+    let account = format!("user:{}", b.name);
+    let keys = [account.clone(), format!("addr:{}", peer.ip())];
+    if let Some(wait) = api.throttle.wait(&keys) {
+        return Err(throttled(wait));
+    }
+    let Some(user) = api.accounts.login(&b.name, &b.password).await? else {
+        api.throttle.failed(&keys);
+        tracing::warn!(name = %b.name, peer = %peer.ip(), "failed login");
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "bad_credentials",
+            "wrong name or password",
+        ));
+    };
+    api.throttle.succeeded(&account);
+    let secret = api.accounts.new_session(user.id).await?;
+    tracing::info!(user = %user.name, "login");
+    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+}
+
+#[utoipa::path(post, path = "/api/logout", tag = "accounts", description = "Ends this session server-side.",   responses((status = 204, description = "ended"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn logout(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    caller: Caller,
+) -> Result<Response, ApiError> {
+    let secret = caller.cookie_only()?;
+    api.accounts.end_session(secret).await?;
+    let mut r = StatusCode::NO_CONTENT.into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie("", cookie_secure(&api, &headers, peer.ip()), Duration::ZERO),
+    );
+    Ok(r)
+}
+
+#[utoipa::path(get, path = "/api/me", tag = "accounts", description = "Who is calling, and how.",   responses((status = 200, description = "`{\"user\", \"via\"}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn me(caller: Caller) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.scoped("read")?;
+    let via = match &caller.via {
+        Via::Cookie(_) => json!("session"),
+        Via::Bearer(scopes) => json!({"token_scopes": scopes}),
+    };
+    Ok(Json(json!({"user": caller.user, "via": via})))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct PasswordBody {
+    current_password: String,
+    new_password: String,
+}
+
+#[utoipa::path(post, path = "/api/me/password", tag = "accounts", description = "Changes the password; every other session of the account ends.", request_body = PasswordBody,  responses((status = 204, description = "changed"), (status = 400, description = "bad new password", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn change_password(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<PasswordBody>,
+) -> Result<StatusCode, ApiError> {
+    let session = caller.cookie_only()?.to_string();
+    api.accounts
+        .change_password(
+            &caller.user,
+            &b.current_password,
+            &b.new_password,
+            Some(&session),
+        )
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/api/users", tag = "users", description = "Every account (admins, by session).",   responses((status = 200, description = "`{\"users\": [...]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn users(
+    State(api): State<Shared>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    Ok(Json(json!({"users": api.accounts.users().await?})))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct NewUser {
+    name: String,
+    password: String,
+    role: String,
+}
+
+#[utoipa::path(post, path = "/api/users", tag = "users", description = "Creates an account (admins, by session).", request_body = NewUser,  responses((status = 201, description = "created"), (status = 400, description = "bad field", body = ErrorBody), (status = 409, description = "name taken", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn create_user(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<NewUser>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    let role = Role::parse(&b.role).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "role: `admin` or `user`",
+        )
+    })?;
+    let user = api.accounts.create_user(&b.name, &b.password, role).await?;
+    tracing::info!(by = %caller.user.name, user = %user.name, role = role.as_str(), "user created");
+    Ok((StatusCode::CREATED, Json(json!({"user": user}))))
+}
+
+#[utoipa::path(delete, path = "/api/users/{name}", tag = "users", description = "Deletes an account with its sessions and tokens (never the last admin).",  params(("name" = String, Path, description = "account name")), responses((status = 204, description = "deleted"), (status = 404, description = "no such user", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn delete_user(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.cookie_only()?;
+    caller.admin()?;
+    if api.accounts.delete_user(&name).await? {
+        tracing::info!(by = %caller.user.name, user = %name, "user deleted");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no user {name:?}")))
+    }
+}
+
+#[utoipa::path(get, path = "/api/tokens", tag = "tokens", description = "The caller's live API tokens (never their secrets).",   responses((status = 200, description = "`{\"tokens\": [...]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn tokens(
+    State(api): State<Shared>,
+    caller: Caller,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.cookie_only()?;
+    Ok(Json(
+        json!({"tokens": api.accounts.tokens(caller.user.id).await?}),
+    ))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct NewToken {
+    name: String,
+    scopes: Vec<String>,
+}
+
+#[utoipa::path(post, path = "/api/tokens", tag = "tokens", description = "Creates an API token; its secret is in this answer only.", request_body = NewToken,  responses((status = 201, description = "`{\"id\", \"token\", ...}`"), (status = 400, description = "bad name or scopes", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn create_token(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<NewToken>,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    caller.cookie_only()?;
+    let (id, secret) = api
+        .accounts
+        .new_token(caller.user.id, &b.name, &b.scopes)
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(
+            json!({"id": id, "name": b.name, "scopes": b.scopes, "token": secret,
+            "note": "shown once: store it now"}),
+        ),
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/tokens/{id}", tag = "tokens", description = "Revokes one of the caller's tokens.",  params(("id" = i64, Path, description = "token id")), responses((status = 204, description = "revoked"), (status = 404, description = "no such token", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn revoke_token(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, ApiError> {
+    caller.cookie_only()?;
+    if api.accounts.revoke_token(caller.user.id, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no token {id}")))
+    }
+}

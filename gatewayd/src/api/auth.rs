@@ -1,0 +1,250 @@
+//! Who is calling: bearer tokens and session cookies, the cross-site check, and the
+//! cookie itself.
+
+use super::*;
+
+/// How a caller proved who it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A browser session; the cookie's secret (to end it).
+    Cookie(String),
+    /// An API token, with its scopes.
+    Bearer(Vec<String>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: User,
+    pub via: Via,
+}
+
+impl Caller {
+    pub fn is_admin(&self) -> bool {
+        self.user.role == Role::Admin
+    }
+
+    pub fn scoped_read(&self) -> Result<(), ApiError> {
+        self.scoped("read")
+    }
+
+    /// Tokens carry scopes; a session may do whatever its user may.
+    pub(crate) fn scoped(&self, scope: &str) -> Result<(), ApiError> {
+        match &self.via {
+            Via::Cookie(_) => Ok(()),
+            Via::Bearer(scopes) if scopes.iter().any(|s| s == scope) => Ok(()),
+            Via::Bearer(_) => Err(ApiError::forbidden(format!(
+                "this token lacks the `{scope}` scope"
+            ))),
+        }
+    }
+
+    pub(crate) fn cookie_only(&self) -> Result<&str, ApiError> {
+        match &self.via {
+            Via::Cookie(secret) => Ok(secret),
+            Via::Bearer(_) => Err(ApiError::forbidden(
+                "API tokens cannot do this: log in with a password",
+            )),
+        }
+    }
+
+    pub(crate) fn admin(&self) -> Result<(), ApiError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden("admins only"))
+        }
+    }
+}
+
+pub(crate) const COOKIE: &str = "argos_session";
+pub(crate) const HOST_COOKIE: &str = "__Host-argos_session";
+
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    let mut found = None;
+    for v in headers.get_all(header::COOKIE) {
+        let Ok(v) = v.to_str() else { continue };
+        for pair in v.split(';') {
+            let Some((k, val)) = pair.trim().split_once('=') else {
+                continue;
+            };
+            if k == HOST_COOKIE {
+                return Some(val.to_string());
+            }
+            if k == COOKIE {
+                found = Some(val.to_string());
+            }
+        }
+    }
+    found
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(ApiError::unauthenticated)
+    }
+}
+
+/// Resolves the caller (if any) and runs the cross-site check; handlers then ask for a
+/// [`Caller`].
+pub async fn authenticate(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    mut req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let headers = req.headers();
+    // A body declared too large is refused before a byte of it is read.
+    if headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .is_some_and(|n| n > BODY_LIMIT as u64)
+    {
+        return Err(too_large());
+    }
+    let caller = if let Some(token) = bearer(headers) {
+        let (user, scopes) = api
+            .accounts
+            .token(token)
+            .await?
+            .ok_or_else(ApiError::unauthenticated)?;
+        Some(Caller {
+            user,
+            via: Via::Bearer(scopes),
+        })
+    } else if let Some(secret) = session_cookie(headers) {
+        api.accounts.session(&secret).await?.map(|user| Caller {
+            user,
+            via: Via::Cookie(secret),
+        })
+    } else {
+        None
+    };
+    let ambient = !matches!(
+        caller,
+        Some(Caller {
+            via: Via::Bearer(_),
+            ..
+        })
+    );
+    if ambient {
+        cross_site(req.method(), headers, &api.web, peer.ip())?;
+    }
+    if let Some(c) = caller {
+        req.extensions_mut().insert(c);
+    }
+    Ok(next.run(req).await)
+}
+
+/// Whether the request came over HTTPS: the gateway itself speaks plain HTTP, so only a
+/// trusted proxy's first `X-Forwarded-Proto` hop can say so.
+pub fn is_https(headers: &HeaderMap, web: &WebConfig, peer: IpAddr) -> bool {
+    web.trusted_proxies.contains(&peer)
+        && headers
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(',').next())
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+}
+
+/// Refuses a browser request another site made: `Sec-Fetch-Site: cross-site`, or an
+/// `Origin` that is neither the gateway's own nor an allowed one. Applies to every request
+/// that may change state (any method but GET/HEAD), to event streams (`Accept:
+/// text/event-stream`) and to WebSocket upgrades, unless it carries a bearer token (no
+/// ambient credential for another site to borrow).
+pub fn cross_site(
+    method: &Method,
+    headers: &HeaderMap,
+    web: &WebConfig,
+    peer: IpAddr,
+) -> Result<(), ApiError> {
+    let streaming = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+        || headers.contains_key(header::UPGRADE);
+    if (method == Method::GET || method == Method::HEAD) && !streaming {
+        return Ok(());
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            "cross-site request refused",
+        ));
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return Ok(());
+    };
+    let scheme = if is_https(headers, web, peer) {
+        "https"
+    } else {
+        "http"
+    };
+    let own = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(|h| format!("{scheme}://{h}"));
+    if own.as_deref() == Some(origin) || web.allowed_origins.iter().any(|o| o == origin) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "cross_site",
+            format!("origin {origin} is not allowed"),
+        ))
+    }
+}
+
+pub(crate) fn cookie_secure(api: &Api, headers: &HeaderMap, peer: IpAddr) -> bool {
+    match api.web.cookie_secure {
+        CookieSecure::Always => true,
+        CookieSecure::Never => false,
+        CookieSecure::Auto => is_https(headers, &api.web, peer),
+    }
+}
+
+pub(crate) fn set_cookie(secret: &str, secure: bool, max_age: Duration) -> HeaderValue {
+    let (name, flag) = if secure {
+        (HOST_COOKIE, "; Secure")
+    } else {
+        (COOKIE, "")
+    };
+    HeaderValue::from_str(&format!(
+        "{name}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{flag}",
+        max_age.as_secs()
+    ))
+    .expect("cookie characters are URL-safe base64")
+}
+
+pub(crate) fn session_response(
+    api: &Api,
+    headers: &HeaderMap,
+    peer: IpAddr,
+    secret: &str,
+    user: &User,
+) -> Response {
+    let secure = cookie_secure(api, headers, peer);
+    let mut r = Json(json!({"user": user})).into_response();
+    r.headers_mut().insert(
+        header::SET_COOKIE,
+        set_cookie(secret, secure, api.accounts.limits.absolute),
+    );
+    r
+}

@@ -1,0 +1,85 @@
+//! `/api/events`: execd's `Watch` fanned out to subscribers.
+
+use super::*;
+
+/// A change the gateway relays to `/api/events` subscribers.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Execution(Arc<pb::Execution>),
+    /// Changes were dropped (a slow subscriber, or execd's stream lagged): re-list.
+    Missed(u64),
+}
+
+/// Keeps one `Watch` stream on execd open for the life of the gateway (reconnecting with
+/// back-off) and fans its changes out to every `/api/events` subscriber.
+pub async fn watch_execd(api: Shared) {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        match exec_client(&api)
+            .watch(tonic::Request::new(pb::WatchRequest {}))
+            .await
+        {
+            Ok(resp) => {
+                backoff = Duration::from_millis(200);
+                let mut stream = resp.into_inner();
+                while let Ok(Some(ev)) = stream.message().await {
+                    let change = match ev.event {
+                        Some(pb::watch_event::Event::Execution(e)) => {
+                            Change::Execution(Arc::new(e))
+                        }
+                        Some(pb::watch_event::Event::Missed(n)) => Change::Missed(n),
+                        None => continue,
+                    };
+                    let _ = api.changes.send(change);
+                }
+                // The stream ended (execd restarted): subscribers may have missed changes.
+                let _ = api.changes.send(Change::Missed(0));
+            }
+            Err(e) => tracing::debug!(error = %e, "watching execd"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// Server-sent events of the state changes this caller may see: `execution` (an
+/// execution started or ended; admins see all, others their own) and `missed` (some were
+/// dropped: re-list).
+#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own); `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
+    caller.scoped("read")?;
+    let mut changes = api.changes.subscribe();
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        use axum::response::sse::Event;
+        let _ = tx
+            .send(Ok(Event::default().event("ready").data("{}")))
+            .await;
+        loop {
+            let event = match changes.recv().await {
+                Ok(Change::Execution(e)) => {
+                    if !caller.is_admin() && e.principal != caller.user.name {
+                        continue;
+                    }
+                    Event::default()
+                        .event("execution")
+                        .data(json!({"execution": crate::views::execution(&e)}).to_string())
+                }
+                Ok(Change::Missed(n)) => Event::default()
+                    .event("missed")
+                    .data(json!({"count": n}).to_string()),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => Event::default()
+                    .event("missed")
+                    .data(json!({"count": n}).to_string()),
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(
+        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
+    )
+}

@@ -1,0 +1,477 @@
+//! Execution routes through execd: run, stream (SSE, with kill on disconnect and
+//! resume), list, get and kill.
+
+use super::*;
+
+pub(crate) fn exec_client(api: &Api) -> pb::exec_client::ExecClient<tonic::transport::Channel> {
+    pb::exec_client::ExecClient::new(api.exec.clone()).max_decoding_message_size(16 * 1024 * 1024)
+}
+
+pub(crate) fn for_user<T>(caller: &Caller, msg: T) -> tonic::Request<T> {
+    argos_common::grpc::with_principal(tonic::Request::new(msg), Some(&caller.user.name), None)
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecBody {
+    #[serde(default)]
+    command: String,
+    #[serde(default)]
+    argv: Vec<String>,
+    #[serde(default)]
+    cwd: String,
+    #[serde(default)]
+    profile: String,
+    /// Milliseconds; 0: no limit of the caller's own (a profile that requires a clock
+    /// applies its maximum).
+    timeout_ms: Option<u64>,
+    #[serde(default)]
+    stdin: String,
+    #[serde(default)]
+    env: std::collections::HashMap<String, String>,
+    /// `POST /api/shell/stream` only: resume following this execution (with
+    /// `Last-Event-ID`) instead of starting one.
+    resume: Option<String>,
+}
+
+impl ExecBody {
+    pub(crate) fn run_request(self) -> pb::RunRequest {
+        pb::RunRequest {
+            argv: self.argv,
+            command: self.command,
+            cwd: self.cwd,
+            env: self.env,
+            profile: self.profile,
+            timeout_ms: self.timeout_ms,
+            stdin: self.stdin.into_bytes(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct Stream {
+    text: String,
+    /// Only when truncated: the last bytes.
+    tail: Option<String>,
+    total_bytes: u64,
+    truncated: bool,
+}
+
+pub(crate) fn stream(o: Option<pb::Output>) -> Stream {
+    let o = o.unwrap_or_default();
+    Stream {
+        text: String::from_utf8_lossy(&o.head).into_owned(),
+        tail: o
+            .truncated
+            .then(|| String::from_utf8_lossy(&o.tail).into_owned()),
+        total_bytes: o.total_bytes,
+        truncated: o.truncated,
+    }
+}
+
+/// An execution with its captured output, as the API shows it.
+pub(crate) fn with_output(
+    e: Option<pb::Execution>,
+    stdout: Option<pb::Output>,
+    stderr: Option<pb::Output>,
+) -> serde_json::Value {
+    json!({
+        "execution": e.as_ref().map(crate::views::execution),
+        "stdout": stream(stdout),
+        "stderr": stream(stderr),
+    })
+}
+
+#[utoipa::path(post, path = "/api/shell/exec", tag = "executions", description = "Runs a command through execd and answers with its result and capped output (admins; tokens need `exec`).", request_body = ExecBody,  responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 413, description = "body too large", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn shell_exec(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<ExecBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    if b.resume.is_some() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "resume: only POST /api/shell/stream resumes",
+        ));
+    }
+    let r = exec_client(&api)
+        .run(for_user(&caller, b.run_request()))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    status: Option<String>,
+    page_token: Option<String>,
+    limit: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/api/executions", tag = "executions", description = "The executions ledger, newest first (admins; tokens need `read`).",  params(ListQuery), responses((status = 200, description = "`{\"executions\": [...], \"next_page_token\"}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn executions(
+    State(api): State<Shared>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("read")?;
+    let status = match q.status.as_deref() {
+        None | Some("") => 0,
+        Some(s) => crate::views::parse_status(s).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                format!("status: unknown status {s:?}"),
+            )
+        })?,
+    };
+    let r = exec_client(&api)
+        .list(for_user(
+            &caller,
+            pb::ListRequest {
+                status,
+                page_token: q.page_token.unwrap_or_default(),
+                page_size: q.limit.unwrap_or(50),
+                ..Default::default()
+            },
+        ))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(json!({
+        "executions": r.executions.iter().map(crate::views::execution).collect::<Vec<_>>(),
+        "next_page_token": r.next_page_token,
+    })))
+}
+
+#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report.",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn execution(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("read")?;
+    let r = exec_client(&api)
+        .get(for_user(
+            &caller,
+            pb::GetRequest {
+                id,
+                include_output: true,
+            },
+        ))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
+}
+
+#[utoipa::path(post, path = "/api/executions/{id}/kill", tag = "executions", description = "Kills a running execution (verified identity; TERM, grace, KILL).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"outcome\", \"execution\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn kill(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    let r = exec_client(&api)
+        .kill(for_user(&caller, pb::KillRequest { id }))
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(Json(json!({
+        "outcome": r.outcome,
+        "execution": r.execution.as_ref().map(crate::views::execution),
+    })))
+}
+
+// ---- streaming ---------------------------------------------------------------------
+
+/// Live streams of executions started by `POST /api/shell/stream`: when a stream's client
+/// goes away, its workload is killed unless a client resumes within the grace period.
+#[derive(Default)]
+pub struct Streams {
+    /// Per execution: how many times a client attached (a resume bumps it).
+    attached: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Streams {
+    pub(crate) fn attach(&self, id: &str) -> u64 {
+        let mut m = self.attached.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(id.to_string()).or_insert(0);
+        *n += 1;
+        *n
+    }
+
+    pub(crate) fn still(&self, id: &str, generation: u64) -> bool {
+        self.attached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            == Some(&generation)
+    }
+
+    pub(crate) fn forget(&self, id: &str) {
+        self.attached
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+    }
+}
+
+/// `Last-Event-ID` as this API writes it: `<stdout offset>:<stderr offset>`.
+pub(crate) fn offsets(headers: &HeaderMap) -> Result<[u64; 2], ApiError> {
+    let Some(v) = headers.get("last-event-id") else {
+        return Ok([0, 0]);
+    };
+    let bad = || {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            "Last-Event-ID: expected `<stdout offset>:<stderr offset>`",
+        )
+    };
+    let s = v.to_str().map_err(|_| bad())?;
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    Ok([a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?])
+}
+
+pub(crate) type SseStream = axum::response::Sse<
+    axum::response::sse::KeepAliveStream<
+        tokio_stream::wrappers::ReceiverStream<
+            Result<axum::response::sse::Event, std::convert::Infallible>,
+        >,
+    >,
+>;
+
+/// Runs a command (or resumes one) and streams its output as server-sent events:
+/// `started` (the execution), `stdout` / `stderr` (`{"offset","text"}`, with the event id
+/// `<stdout offset>:<stderr offset>` after it), then `exit` (the execution) or `error`.
+#[utoipa::path(post, path = "/api/shell/stream", tag = "executions", description = "Runs a command (or resumes one, with `resume` and Last-Event-ID) as server-sent events: started, stdout, stderr (id `<stdout offset>:<stderr offset>`), exit. A client that leaves has the command killed after `gateway.stream_resume_s`.", request_body = ExecBody,  responses((status = 200, description = "text/event-stream"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+pub async fn shell_stream(
+    State(api): State<Shared>,
+    caller: Caller,
+    headers: HeaderMap,
+    Body(b): Body<ExecBody>,
+) -> Result<SseStream, ApiError> {
+    caller.admin()?;
+    caller.scoped("exec")?;
+    let mut client = exec_client(&api);
+    let (id, from, started) = match b.resume.clone() {
+        Some(id) => {
+            let at = offsets(&headers)?;
+            let e = client
+                .get(for_user(
+                    &caller,
+                    pb::GetRequest {
+                        id: id.clone(),
+                        include_output: false,
+                    },
+                ))
+                .await
+                .map_err(from_status)?
+                .into_inner()
+                .execution;
+            (id, at, e)
+        }
+        None => {
+            let e = client
+                .start(for_user(&caller, b.run_request()))
+                .await
+                .map_err(from_status)?
+                .into_inner()
+                .execution;
+            let id = e.as_ref().map(|e| e.id.clone()).unwrap_or_default();
+            (id, [0, 0], e)
+        }
+    };
+    let generation = api.streams.attach(&id);
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let follow = for_user(
+        &caller,
+        pb::FollowRequest {
+            id: id.clone(),
+            stdout_offset: from[0],
+            stderr_offset: from[1],
+        },
+    );
+    tokio::spawn(relay(api.clone(), id, generation, started, follow, tx));
+    Ok(
+        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
+    )
+}
+
+/// How much of `b` to send now: all of it, unless it ends inside a UTF-8 sequence that may
+/// complete with the next chunk (at most 3 bytes wait). Invalid bytes elsewhere go as
+/// U+FFFD.
+pub(crate) fn complete_utf8(b: &[u8]) -> usize {
+    match std::str::from_utf8(b) {
+        Ok(_) => b.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => {
+            // Invalid somewhere: still hold back an incomplete tail.
+            let tail = b.len().saturating_sub(3);
+            (tail..b.len())
+                .find(|&i| {
+                    b[i] >= 0xC0
+                        && std::str::from_utf8(&b[i..]).is_err_and(|e| e.error_len().is_none())
+                })
+                .unwrap_or(b.len())
+        }
+    }
+}
+
+/// `{"offset":N,"text":"…"}` for a chunk of output, written straight from its bytes (a
+/// stream's hot path: no JSON value in between).
+pub(crate) fn chunk_json(offset: u64, data: &[u8]) -> String {
+    let text = match std::str::from_utf8(data) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(data),
+    };
+    let mut out = Vec::with_capacity(text.len() + 40);
+    out.extend_from_slice(b"{\"offset\":");
+    out.extend_from_slice(offset.to_string().as_bytes());
+    out.extend_from_slice(b",\"text\":");
+    serde_json::to_writer(&mut out, &*text).expect("writing to a Vec");
+    out.push(b'}');
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// Follows the execution into the client's event stream; if the client goes away before
+/// the end, kills the workload after the grace period unless a client resumed it.
+pub(crate) async fn relay(
+    api: Shared,
+    id: String,
+    generation: u64,
+    started: Option<pb::Execution>,
+    follow: tonic::Request<pb::FollowRequest>,
+    tx: tokio::sync::mpsc::Sender<Result<axum::response::sse::Event, std::convert::Infallible>>,
+) {
+    use axum::response::sse::Event;
+    let json_event =
+        |name: &str, v: serde_json::Value| Ok(Event::default().event(name).data(v.to_string()));
+    let mut at = [
+        follow.get_ref().stdout_offset,
+        follow.get_ref().stderr_offset,
+    ];
+    // The last bytes of a chunk that end mid-character wait for the next chunk, so a
+    // character split between chunks arrives whole (ids stay on character boundaries).
+    let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+    let mut ended = false;
+    let mut gone = tx
+        .send(json_event(
+            "started",
+            json!({"execution": started.as_ref().map(crate::views::execution)}),
+        ))
+        .await
+        .is_err();
+    if !gone {
+        match exec_client(&api).follow(follow).await {
+            Err(s) => {
+                let e = from_status(s);
+                let _ = tx
+                    .send(json_event(
+                        "error",
+                        json!({"code": e.code, "message": e.message}),
+                    ))
+                    .await;
+                ended = true;
+            }
+            Ok(resp) => {
+                let mut events = resp.into_inner();
+                loop {
+                    let next = tokio::select! {
+                        m = events.message() => m,
+                        () = tx.closed() => { gone = true; break; }
+                    };
+                    let event = match next {
+                        Ok(Some(pb::FollowEvent {
+                            event: Some(pb::follow_event::Event::Chunk(c)),
+                        })) => {
+                            let i = usize::from(c.stream == pb::OutputStream::Stderr as i32);
+                            let start = c.offset - carry[i].len() as u64;
+                            let mut bytes = std::mem::take(&mut carry[i]);
+                            bytes.extend_from_slice(&c.data);
+                            let whole = complete_utf8(&bytes);
+                            carry[i] = bytes.split_off(whole);
+                            if bytes.is_empty() {
+                                continue;
+                            }
+                            at[i] = start + bytes.len() as u64;
+                            Ok(Event::default()
+                                .event(["stdout", "stderr"][i])
+                                .data(chunk_json(start, &bytes))
+                                .id(format!("{}:{}", at[0], at[1])))
+                        }
+                        Ok(Some(pb::FollowEvent {
+                            event: Some(pb::follow_event::Event::Exit(e)),
+                        })) => {
+                            ended = true;
+                            // Bytes still waiting for the rest of a character never get it.
+                            for i in 0..2 {
+                                if carry[i].is_empty() {
+                                    continue;
+                                }
+                                let rest = std::mem::take(&mut carry[i]);
+                                let start = at[i];
+                                at[i] += rest.len() as u64;
+                                let ev = Event::default()
+                                    .event(["stdout", "stderr"][i])
+                                    .data(chunk_json(start, &rest))
+                                    .id(format!("{}:{}", at[0], at[1]));
+                                if tx.send(Ok(ev)).await.is_err() {
+                                    break;
+                                }
+                            }
+                            json_event("exit", json!({"execution": crate::views::execution(&e)}))
+                        }
+                        Ok(_) => {
+                            ended = true;
+                            break;
+                        }
+                        Err(s) => {
+                            ended = true;
+                            let e = from_status(s);
+                            json_event("error", json!({"code": e.code, "message": e.message}))
+                        }
+                    };
+                    if tx.send(event).await.is_err() {
+                        gone = !ended;
+                        break;
+                    }
+                    if ended {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if !gone || ended {
+        if api.streams.still(&id, generation) {
+            api.streams.forget(&id);
+        }
+        return;
+    }
+    // The client left mid-run: give it a moment to come back, then end the workload.
+    tokio::time::sleep(api.resume_grace).await;
+    if !api.streams.still(&id, generation) {
+        return; // resumed (or another stream took over)
+    }
+    api.streams.forget(&id);
+    let killed = exec_client(&api)
+        .kill(tonic::Request::new(pb::KillRequest { id: id.clone() }))
+        .await;
+    match killed {
+        Ok(r) => {
+            tracing::info!(id, outcome = %r.get_ref().outcome, "stream client gone: workload killed")
+        }
+        Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
+    }
+}

@@ -1,0 +1,282 @@
+//! The authenticated HTTP API: accounts, sessions, tokens, shell execution through execd
+//! and the executions ledger. Errors are `{"error":{"code","message"}}` with stable codes;
+//! a 400 names the bad field.
+//!
+//! Who may call what (session cookie = a logged-in browser; bearer = an API token):
+//!
+//! | route | anonymous | user | admin |
+//! |---|---|---|---|
+//! | `GET /api/setup`, `POST /api/setup`, `POST /api/login` | yes | yes | yes |
+//! | `GET /api/me`, `GET /api/status` | 401 | cookie, or token with `read` | same |
+//! | `POST /api/logout`, `POST /api/me/password`, `/api/tokens` | 401 | cookie only | cookie only |
+//! | `/api/users` | 401 | 403 | cookie only |
+//! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
+//! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
+//! | `POST /api/shell/stream` (SSE) | 401 | 403 | cookie, or token with `exec` |
+//! | `GET /api/events` (SSE) | 401 | own executions | all executions (cookie, or token with `read`) |
+//!
+//! Every request that could change state and carries no bearer token passes the
+//! cross-site check first (see [`cross_site`]).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use argos_proto::exec::v1 as pb;
+use axum::Json;
+use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::accounts::{AccountError, Accounts, Role, User};
+use crate::throttle::Throttle;
+
+mod accounts;
+mod auth;
+mod events;
+mod exec;
+
+pub use accounts::*;
+pub use auth::*;
+pub use events::*;
+pub use exec::*;
+
+/// Largest request body the API reads.
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
+/// How the session cookie's `Secure` flag is decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieSecure {
+    Always,
+    Never,
+    /// From the request: HTTPS as the first `X-Forwarded-Proto` hop of a trusted proxy.
+    Auto,
+}
+
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    pub cookie_secure: CookieSecure,
+    pub trusted_proxies: Vec<IpAddr>,
+    pub allowed_origins: Vec<String>,
+}
+
+/// What the API handlers share.
+pub struct Api {
+    pub accounts: Accounts,
+    pub throttle: Throttle,
+    pub exec: tonic::transport::Channel,
+    pub web: WebConfig,
+    pub streams: Streams,
+    /// Execution changes from execd's `Watch`, for `/api/events`.
+    pub changes: tokio::sync::broadcast::Sender<Change>,
+    /// How long a streamed workload outlives its client before it is killed.
+    pub resume_grace: Duration,
+}
+
+pub type Shared = Arc<Api>;
+
+/// The body of every error: `{"error": {"code", "message"}}`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, e.g. `invalid_argument`, `unauthenticated`, `forbidden`, `cross_site`,
+    /// `not_found`, `conflict`, `too_large`, `throttled`.
+    pub code: String,
+    /// For people; a 400 starts with the bad field's name.
+    pub message: String,
+}
+
+/// The API's description, generated from the handlers' annotations above.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "Argos gateway API",
+        description = "Log in (session cookie) or send an API token as `Authorization: Bearer argos_…`. Requests that change state, event streams and WebSocket upgrades without a bearer token must come from the gateway's own origin."
+    ),
+    paths(
+        setup_needed,
+        setup,
+        login,
+        logout,
+        me,
+        change_password,
+        users,
+        create_user,
+        delete_user,
+        tokens,
+        create_token,
+        revoke_token,
+        shell_exec,
+        shell_stream,
+        executions,
+        execution,
+        kill,
+        events,
+        crate::http::status
+    ),
+    components(schemas(
+        ErrorBody,
+        ErrorDetail,
+        SetupBody,
+        LoginBody,
+        PasswordBody,
+        NewUser,
+        NewToken,
+        ExecBody
+    ))
+)]
+pub struct ApiDoc;
+
+pub async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        <ApiDoc as utoipa::OpenApi>::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|_| "{}".into()),
+    )
+}
+
+/// An error as a client sees it.
+#[derive(Debug)]
+pub struct ApiError {
+    pub(crate) status: StatusCode,
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    fn unauthenticated() -> ApiError {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "log in, or send an API token as `Authorization: Bearer …`",
+        )
+    }
+
+    fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    fn internal(detail: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %detail, "internal error");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error (see the gateway's log)",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut r = (
+            self.status,
+            Json(json!({"error": {"code": self.code, "message": self.message}})),
+        )
+            .into_response();
+        if let Some(d) = self.retry_after
+            && let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string())
+        {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        r
+    }
+}
+
+impl From<AccountError> for ApiError {
+    fn from(e: AccountError) -> ApiError {
+        match e {
+            AccountError::Invalid { field, message } => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_argument",
+                format!("{field}: {message}"),
+            ),
+            AccountError::NameTaken(_) => {
+                ApiError::new(StatusCode::CONFLICT, "conflict", e.to_string())
+            }
+            AccountError::SetupLink => {
+                ApiError::new(StatusCode::FORBIDDEN, "setup_link", e.to_string())
+            }
+            AccountError::WrongPassword => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "wrong_password",
+                "current_password: wrong",
+            ),
+            other => ApiError::internal(other),
+        }
+    }
+}
+
+pub(crate) fn from_status(s: tonic::Status) -> ApiError {
+    let (status, code) = match s.code() {
+        tonic::Code::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
+        tonic::Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+        tonic::Code::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
+        tonic::Code::ResourceExhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
+        tonic::Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        tonic::Code::DataLoss => (StatusCode::GONE, "data_loss"),
+        _ => return ApiError::internal(format!("execd: {s}")),
+    };
+    ApiError::new(status, code, s.message().to_string())
+}
+
+/// A JSON body, with a 400 that says what is wrong instead of axum's plain text.
+pub struct Body<T>(pub T);
+
+impl<T, S> axum::extract::FromRequest<S> for Body<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(v)) => Ok(Body(v)),
+            Err(e) => Err(match e {
+                axum::extract::rejection::JsonRejection::MissingJsonContentType(_) => {
+                    ApiError::new(
+                        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                        "unsupported_media_type",
+                        "send JSON with `Content-Type: application/json`",
+                    )
+                }
+                axum::extract::rejection::JsonRejection::BytesRejection(_) => too_large(),
+                other => ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_argument",
+                    other.body_text(),
+                ),
+            }),
+        }
+    }
+}
+
+pub(crate) fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!("request bodies are limited to {BODY_LIMIT} bytes"),
+    )
+}
