@@ -22,6 +22,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         compiler.encode_file_descriptor_set(),
     )?;
     tonic_prost_build::configure()
+        // Output travels as slices of the received buffer, not copies of it.
+        .bytes(".argos.exec.v1.OutputChunk.data")
         .build_client(true)
         .build_server(true)
         .compile_fds(compiler.file_descriptor_set())?;

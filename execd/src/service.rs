@@ -485,7 +485,7 @@ async fn send_chunk(
     let chunk = pb::OutputChunk {
         stream: KINDS[i] as i32,
         offset,
-        data,
+        data: data.into(),
     };
     tx.send(Ok(pb::FollowEvent {
         event: Some(pb::follow_event::Event::Chunk(chunk)),

@@ -8,6 +8,7 @@
 mod accounts;
 mod api;
 mod http;
+mod sse;
 mod throttle;
 mod views;
 

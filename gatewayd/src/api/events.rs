@@ -51,35 +51,29 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
     let mut changes = api.changes.subscribe();
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
-        use axum::response::sse::Event;
-        let _ = tx
-            .send(Ok(Event::default().event("ready").data("{}")))
-            .await;
+        use crate::sse::event;
+        let _ = tx.send(event("ready", &json!({}))).await;
         loop {
             let event = match changes.recv().await {
                 Ok(Change::Execution(e)) => {
                     if !caller.is_admin() && e.principal != caller.user.name {
                         continue;
                     }
-                    Event::default()
-                        .event("execution")
-                        .data(json!({"execution": crate::views::execution(&e)}).to_string())
+                    event(
+                        "execution",
+                        &json!({"execution": crate::views::execution(&e)}),
+                    )
                 }
-                Ok(Change::Missed(n)) => Event::default()
-                    .event("missed")
-                    .data(json!({"count": n}).to_string()),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => Event::default()
-                    .event("missed")
-                    .data(json!({"count": n}).to_string()),
+                Ok(Change::Missed(n)) => event("missed", &json!({"count": n})),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    event("missed", &json!({"count": n}))
+                }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
-            if tx.send(Ok(event)).await.is_err() {
+            if tx.send(event).await.is_err() {
                 return;
             }
         }
     });
-    Ok(
-        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
-    )
+    Ok(crate::sse::Stream(rx))
 }

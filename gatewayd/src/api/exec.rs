@@ -242,13 +242,7 @@ pub(crate) fn offsets(headers: &HeaderMap) -> Result<[u64; 2], ApiError> {
     Ok([a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?])
 }
 
-pub(crate) type SseStream = axum::response::Sse<
-    axum::response::sse::KeepAliveStream<
-        tokio_stream::wrappers::ReceiverStream<
-            Result<axum::response::sse::Event, std::convert::Infallible>,
-        >,
-    >,
->;
+pub(crate) type SseStream = crate::sse::Stream;
 
 /// Runs a command (or resumes one) and streams its output as server-sent events:
 /// `started` (the execution), `stdout` / `stderr` (`{"offset","text"}`, with the event id
@@ -302,10 +296,7 @@ pub async fn shell_stream(
         },
     );
     tokio::spawn(relay(api.clone(), id, generation, started, follow, tx));
-    Ok(
-        axum::response::Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
-            .keep_alive(axum::response::sse::KeepAlive::new().interval(Duration::from_secs(15))),
-    )
+    Ok(crate::sse::Stream(rx))
 }
 
 /// How much of `b` to send now: all of it, unless it ends inside a UTF-8 sequence that may
@@ -328,20 +319,16 @@ pub(crate) fn complete_utf8(b: &[u8]) -> usize {
     }
 }
 
-/// `{"offset":N,"text":"…"}` for a chunk of output, written straight from its bytes (a
-/// stream's hot path: no JSON value in between).
-pub(crate) fn chunk_json(offset: u64, data: &[u8]) -> String {
-    let text = match std::str::from_utf8(data) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(_) => String::from_utf8_lossy(data),
-    };
-    let mut out = Vec::with_capacity(text.len() + 40);
-    out.extend_from_slice(b"{\"offset\":");
-    out.extend_from_slice(offset.to_string().as_bytes());
-    out.extend_from_slice(b",\"text\":");
-    serde_json::to_writer(&mut out, &*text).expect("writing to a Vec");
-    out.push(b'}');
-    String::from_utf8(out).expect("JSON is UTF-8")
+/// The text of `b` that can go now and how many bytes it took (see `complete_utf8`), in
+/// one pass over valid UTF-8.
+pub(crate) fn whole_text(b: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
+    match std::str::from_utf8(b) {
+        Ok(t) => (std::borrow::Cow::Borrowed(t), b.len()),
+        Err(_) => {
+            let n = complete_utf8(b);
+            (String::from_utf8_lossy(&b[..n]), n)
+        }
+    }
 }
 
 /// Follows the execution into the client's event stream; if the client goes away before
@@ -352,11 +339,10 @@ pub(crate) async fn relay(
     generation: u64,
     started: Option<pb::Execution>,
     follow: tonic::Request<pb::FollowRequest>,
-    tx: tokio::sync::mpsc::Sender<Result<axum::response::sse::Event, std::convert::Infallible>>,
+    tx: crate::sse::Sender,
 ) {
-    use axum::response::sse::Event;
-    let json_event =
-        |name: &str, v: serde_json::Value| Ok(Event::default().event(name).data(v.to_string()));
+    use crate::sse;
+    const NAMES: [&str; 2] = ["stdout", "stderr"];
     let mut at = [
         follow.get_ref().stdout_offset,
         follow.get_ref().stderr_offset,
@@ -366,9 +352,9 @@ pub(crate) async fn relay(
     let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut ended = false;
     let mut gone = tx
-        .send(json_event(
+        .send(sse::event(
             "started",
-            json!({"execution": started.as_ref().map(crate::views::execution)}),
+            &json!({"execution": started.as_ref().map(crate::views::execution)}),
         ))
         .await
         .is_err();
@@ -377,9 +363,9 @@ pub(crate) async fn relay(
             Err(s) => {
                 let e = from_status(s);
                 let _ = tx
-                    .send(json_event(
+                    .send(sse::event(
                         "error",
-                        json!({"code": e.code, "message": e.message}),
+                        &json!({"code": e.code, "message": e.message}),
                     ))
                     .await;
                 ended = true;
@@ -397,18 +383,21 @@ pub(crate) async fn relay(
                         })) => {
                             let i = usize::from(c.stream == pb::OutputStream::Stderr as i32);
                             let start = c.offset - carry[i].len() as u64;
-                            let mut bytes = std::mem::take(&mut carry[i]);
-                            bytes.extend_from_slice(&c.data);
-                            let whole = complete_utf8(&bytes);
-                            carry[i] = bytes.split_off(whole);
-                            if bytes.is_empty() {
+                            let bytes = if carry[i].is_empty() {
+                                c.data
+                            } else {
+                                let mut b = std::mem::take(&mut carry[i]);
+                                b.extend_from_slice(&c.data);
+                                b.into()
+                            };
+                            let (text, whole) = whole_text(&bytes);
+                            carry[i] = bytes[whole..].to_vec();
+                            if whole == 0 {
                                 continue;
                             }
-                            at[i] = start + bytes.len() as u64;
-                            Ok(Event::default()
-                                .event(["stdout", "stderr"][i])
-                                .data(chunk_json(start, &bytes))
-                                .id(format!("{}:{}", at[0], at[1])))
+                            at[i] = start + whole as u64;
+                            let id = format!("{}:{}", at[0], at[1]);
+                            sse::output(NAMES[i], &id, start, &text)
                         }
                         Ok(Some(pb::FollowEvent {
                             event: Some(pb::follow_event::Event::Exit(e)),
@@ -422,15 +411,18 @@ pub(crate) async fn relay(
                                 let rest = std::mem::take(&mut carry[i]);
                                 let start = at[i];
                                 at[i] += rest.len() as u64;
-                                let ev = Event::default()
-                                    .event(["stdout", "stderr"][i])
-                                    .data(chunk_json(start, &rest))
-                                    .id(format!("{}:{}", at[0], at[1]));
-                                if tx.send(Ok(ev)).await.is_err() {
+                                let id = format!("{}:{}", at[0], at[1]);
+                                let ev = sse::output(
+                                    NAMES[i],
+                                    &id,
+                                    start,
+                                    &String::from_utf8_lossy(&rest),
+                                );
+                                if tx.send(ev).await.is_err() {
                                     break;
                                 }
                             }
-                            json_event("exit", json!({"execution": crate::views::execution(&e)}))
+                            sse::event("exit", &json!({"execution": crate::views::execution(&e)}))
                         }
                         Ok(_) => {
                             ended = true;
@@ -439,7 +431,7 @@ pub(crate) async fn relay(
                         Err(s) => {
                             ended = true;
                             let e = from_status(s);
-                            json_event("error", json!({"code": e.code, "message": e.message}))
+                            sse::event("error", &json!({"code": e.code, "message": e.message}))
                         }
                     };
                     if tx.send(event).await.is_err() {
