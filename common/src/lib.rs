@@ -8,6 +8,7 @@ pub mod grpc;
 pub mod paths;
 pub mod peer;
 pub mod principal;
+pub mod risk;
 pub mod store;
 pub mod telemetry;
 

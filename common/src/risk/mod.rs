@@ -1,0 +1,192 @@
+//! The risk classifier: what a command may do to the host, with the reasons, from its
+//! text alone (pure: no I/O, no lookup of files or programs).
+//!
+//! Classes, in order: `read_only` < `reversible_low` < `config_mutation` < `destructive`.
+//!
+//! - A shell command is read with a real bash tokenizer and parser (brush-parser). Anything
+//!   compound or indirect — lists, `&&`/`||`, pipes, `$(…)`, backticks, redirections,
+//!   here-documents, subshells, function definitions, variable assignments, `eval`, `exec`,
+//!   `sudo`/`su`/`doas`, `sh -c` — is never `read_only`, and every command inside it
+//!   (including those in substitutions and `sh -c` scripts) is classified too: the class is
+//!   the highest found.
+//! - A command is `read_only` only when it is on the allow-list and its arguments pass that
+//!   command's rule (`find` without `-delete`/`-exec`, `sed` without `-i` or `w`/`e`,
+//!   `systemctl status`, `git log`, …); known destructive forms (recursive or forced `rm`,
+//!   `dd`, `mkfs*`, `git push --force`, `DROP TABLE`, a download piped into a shell, a
+//!   fork bomb, writes to block devices, …) are `destructive`; anything unknown is
+//!   `config_mutation`.
+//! - A declared risk can only raise the class, never lower it.
+
+mod rules;
+mod shell;
+
+use serde::{Deserialize, Serialize};
+
+/// How much a command may change the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Reads only: runs at once.
+    ReadOnly,
+    /// Changes little, and that is easily undone (start a service, make a directory).
+    ReversibleLow,
+    /// Changes configuration or state; anything unknown.
+    ConfigMutation,
+    /// Destroys data or takes the host down: needs a typed confirmation.
+    Destructive,
+}
+
+impl Class {
+    pub const ALL: [Class; 4] = [
+        Class::ReadOnly,
+        Class::ReversibleLow,
+        Class::ConfigMutation,
+        Class::Destructive,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::ReadOnly => "read_only",
+            Class::ReversibleLow => "reversible_low",
+            Class::ConfigMutation => "config_mutation",
+            Class::Destructive => "destructive",
+        }
+    }
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Class {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Class, String> {
+        Class::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown risk class {s:?} (read_only, reversible_low, config_mutation or destructive)")
+            })
+    }
+}
+
+/// One finding: the class it implies and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    pub class: Class,
+    pub why: String,
+}
+
+/// The class of a command and every reason found, highest class first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub class: Class,
+    pub reasons: Vec<Reason>,
+}
+
+/// A command as execd receives it.
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// A string run by `/bin/sh -c`.
+    Shell(&'a str),
+    /// A program and its arguments, run without a shell.
+    Argv(&'a [String]),
+}
+
+/// Longest command text classified; a longer one is `config_mutation` unread.
+pub const MAX_LEN: usize = 256 * 1024;
+/// How deep commands nested in commands (`$(…)`, `sh -c`, `eval`) are followed.
+const MAX_DEPTH: u32 = 8;
+
+/// Classifies a command; `declared` (the caller's own estimate) can only raise the class.
+pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
+    let mut acc = Acc::default();
+    match command {
+        Command::Shell(s) if s.len() > MAX_LEN => acc.raise(
+            Class::ConfigMutation,
+            format!("longer than {MAX_LEN} bytes: not inspected"),
+        ),
+        Command::Shell(s) if s.trim().is_empty() => {
+            acc.raise(Class::ConfigMutation, "an empty command")
+        }
+        Command::Shell(s) => shell::script(s, &mut acc),
+        Command::Argv([]) => acc.raise(Class::ConfigMutation, "an empty command"),
+        Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => acc.raise(
+            Class::ConfigMutation,
+            format!("longer than {MAX_LEN} bytes: not inspected"),
+        ),
+        Command::Argv(argv) => {
+            let words: Vec<shell::Word> = argv.iter().map(|a| shell::Word::literal(a)).collect();
+            rules::simple(&words, &shell::Place::default(), &[], &mut acc);
+        }
+    }
+    acc.finish(declared)
+}
+
+/// What classification has found so far.
+#[derive(Debug, Default)]
+pub(crate) struct Acc {
+    reasons: Vec<Reason>,
+    /// Somewhere, a program that fetches from the network…
+    downloads: bool,
+    /// …and, somewhere, a program that runs code it reads (a shell, an interpreter).
+    interprets: bool,
+    /// The command is compound or indirect (never `read_only`).
+    compound: bool,
+    /// Somewhere, text that destroys data when a database client runs it (`DROP TABLE`)…
+    sql: Option<String>,
+    /// …and, somewhere, a database client.
+    database: bool,
+    depth: u32,
+}
+
+impl Acc {
+    pub(crate) fn raise(&mut self, class: Class, why: impl Into<String>) {
+        let why = why.into();
+        if !self
+            .reasons
+            .iter()
+            .any(|r| r.class == class && r.why == why)
+        {
+            self.reasons.push(Reason { class, why });
+        }
+    }
+
+    fn finish(mut self, declared: Option<Class>) -> Verdict {
+        if self.downloads && self.interprets {
+            self.raise(
+                Class::Destructive,
+                "runs code fetched from the network (a download fed to a shell or interpreter)",
+            );
+        }
+        if let (Some(sql), true) = (self.sql.take(), self.database) {
+            self.raise(Class::Destructive, format!("{sql} for a database client"));
+        }
+        if let Some(d) = declared {
+            self.raise(d, format!("declared {d} by the caller"));
+        }
+        let mut class = self
+            .reasons
+            .iter()
+            .map(|r| r.class)
+            .max()
+            .unwrap_or(Class::ConfigMutation);
+        if self.compound && class == Class::ReadOnly {
+            class = Class::ReversibleLow;
+        }
+        if self.reasons.is_empty() {
+            self.raise(Class::ConfigMutation, "nothing recognised");
+        }
+        // Highest first; within a class, in the order found.
+        self.reasons.sort_by_key(|r| std::cmp::Reverse(r.class));
+        Verdict {
+            class,
+            reasons: self.reasons,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,353 @@
+//! A command string as the shell will see it: tokens and words from brush-parser (a bash
+//! tokenizer and parser), cut into simple commands at every control operator, with each
+//! word's literal text, whether it depends on an expansion, and the commands nested in it
+//! (`$(…)`, backticks, here-documents) classified in turn.
+
+use brush_parser::word::WordPiece;
+use brush_parser::{ParserOptions, Token};
+
+use super::{Acc, Class, rules};
+
+/// A word of a simple command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The word with its quoting removed; expansions stay as written.
+    pub lit: String,
+    /// Whether the word's value depends on an expansion (`$X`, `$(…)`, arithmetic).
+    pub dynamic: bool,
+}
+
+impl Word {
+    pub fn literal(s: &str) -> Word {
+        Word {
+            lit: s.to_string(),
+            dynamic: false,
+        }
+    }
+}
+
+/// Where a simple command sits: what joins it to the commands beside it.
+#[derive(Debug, Default, Clone)]
+pub struct Place {
+    /// Reads from or writes to a pipe (`|`, `|&`).
+    pub piped: bool,
+    /// The command piping into this one, by name.
+    pub from: Option<String>,
+}
+
+/// Classifies a shell script into `acc`.
+pub fn script(src: &str, acc: &mut Acc) {
+    if acc.depth > super::MAX_DEPTH {
+        acc.raise(Class::ConfigMutation, "commands nested too deep to inspect");
+        return;
+    }
+    acc.depth += 1;
+    walk(src, acc);
+    acc.depth -= 1;
+}
+
+fn walk(src: &str, acc: &mut Acc) {
+    let options = ParserOptions::default();
+    let tokens = match brush_parser::uncached_tokenize_str(src, &Default::default()) {
+        Ok(t) => t,
+        Err(e) => {
+            acc.raise(
+                Class::ConfigMutation,
+                format!("not a complete shell command ({e})"),
+            );
+            return;
+        }
+    };
+    if let Err(e) = brush_parser::parse_tokens(&tokens, &options) {
+        acc.raise(
+            Class::ConfigMutation,
+            format!("not a valid shell command ({e})"),
+        );
+        // Still look inside: whatever the shell would run of it is judged below.
+    }
+    let mut words: Vec<Word> = Vec::new();
+    let mut place = Place::default();
+    let mut functions: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            Token::Word(w, _) => {
+                words.push(word(w, acc));
+                i += 1;
+            }
+            Token::Operator(op, loc) => {
+                let op = op.as_str();
+                match op {
+                    "<" | ">" | ">>" | ">|" | "<>" | "&>" | "&>>" | ">&" | "<&" | "<<" | "<<-"
+                    | "<<<" => {
+                        // An fd number written against the operator belongs to it.
+                        if let (Some(prev), Some(Token::Word(pw, ploc))) =
+                            (words.last(), i.checked_sub(1).map(|p| &tokens[p]))
+                            && ploc.end.index == loc.start.index
+                            && !pw.is_empty()
+                            && pw.bytes().all(|b| b.is_ascii_digit())
+                            && prev.lit == *pw
+                        {
+                            words.pop();
+                        }
+                        i += 1;
+                        if (op == "<" || op == ">")
+                            && let Some(Token::Operator(p, _)) = tokens.get(i)
+                            && p == "("
+                        {
+                            {
+                                acc.raise(Class::ReversibleLow, "process substitution");
+                                acc.compound = true;
+                                // The commands inside are cut out like any others.
+                                flush(&mut words, std::mem::take(&mut place), &functions, acc);
+                                continue;
+                            }
+                        }
+                        i = redirect(op, &tokens, i, acc);
+                    }
+                    _ => {
+                        // A function definition: `name ( )`.
+                        if op == "("
+                            && let Some(Token::Operator(close, _)) = tokens.get(i + 1)
+                            && close == ")"
+                            && !words.is_empty()
+                            && words[..words.len() - 1]
+                                .iter()
+                                .all(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()))
+                        {
+                            let name = words.pop().expect("one word").lit;
+                            acc.raise(Class::ReversibleLow, format!("defines function `{name}`"));
+                            functions.push(name);
+                            acc.compound = true;
+                            i += 2;
+                            continue;
+                        }
+                        let piped = matches!(op, "|" | "|&");
+                        let mut here = std::mem::take(&mut place);
+                        here.piped |= piped;
+                        let name = flush(&mut words, here, &functions, acc);
+                        place = Place {
+                            piped,
+                            from: name.filter(|_| piped),
+                        };
+                        let what = match op {
+                            "|" | "|&" => "pipeline",
+                            "&&" | "||" => "conditional list",
+                            "&" => "runs in the background",
+                            "(" | ")" => "subshell",
+                            _ => "command list",
+                        };
+                        acc.raise(Class::ReversibleLow, what);
+                        acc.compound = true;
+                        i += 1;
+                    }
+                }
+            }
+        }
+    }
+    flush(&mut words, place, &functions, acc);
+}
+
+/// Handles a redirection whose target starts at `tokens[i]`; returns the next index.
+fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
+    acc.compound = true;
+    let target = match tokens.get(i) {
+        Some(Token::Word(w, _)) => w.clone(),
+        _ => return i, // the parser has already said what is wrong
+    };
+    i += 1;
+    match op {
+        "<<" | "<<-" => {
+            // Delimiter, then the body, then the closing delimiter.
+            let quoted = target.contains(['\'', '"', '\\']);
+            if let Some(Token::Word(body, _)) = tokens.get(i) {
+                rules::sql_text(body, acc);
+                if !quoted {
+                    match brush_parser::word::parse_heredoc(body, &ParserOptions::default()) {
+                        Ok(pieces) => {
+                            let mut lit = String::new();
+                            let mut hidden = false;
+                            for p in pieces {
+                                hidden |= piece(&p.piece, &mut lit, acc).hidden;
+                            }
+                            if hidden {
+                                nested(body, acc);
+                            }
+                        }
+                        Err(_) => {
+                            acc.raise(Class::ConfigMutation, "a here-document that does not parse")
+                        }
+                    }
+                }
+                i += 1;
+            }
+            if let Some(Token::Word(_, _)) = tokens.get(i) {
+                i += 1;
+            }
+            acc.raise(Class::ReversibleLow, "here-document");
+        }
+        "<<<" => {
+            let w = word(&target, acc);
+            rules::sql_text(&w.lit, acc);
+            acc.raise(Class::ReversibleLow, "here-string");
+        }
+        "<" => {
+            word(&target, acc);
+            acc.raise(Class::ReversibleLow, "input redirection");
+        }
+        ">&" | "<&" if target == "-" || target.bytes().all(|b| b.is_ascii_digit()) => {
+            acc.raise(Class::ReversibleLow, "file descriptor redirection");
+        }
+        _ => {
+            let w = word(&target, acc);
+            rules::write_target(&w, acc);
+        }
+    }
+    i
+}
+
+/// Classifies the simple command in `words` (if any) and clears it; returns the name of
+/// the command it runs.
+fn flush(
+    words: &mut Vec<Word>,
+    place: Place,
+    functions: &[String],
+    acc: &mut Acc,
+) -> Option<String> {
+    if words.is_empty() {
+        return None;
+    }
+    let ws = std::mem::take(words);
+    rules::simple(&ws, &place, functions, acc)
+}
+
+/// Parses a word: its literal text, whether it is dynamic, and the commands inside it.
+pub fn word(raw: &str, acc: &mut Acc) -> Word {
+    let mut lit = String::with_capacity(raw.len());
+    let dynamic = match brush_parser::word::parse(raw, &ParserOptions::default()) {
+        Ok(pieces) => {
+            let (mut dynamic, mut hidden) = (false, false);
+            for p in &pieces {
+                let k = piece(&p.piece, &mut lit, acc);
+                dynamic |= k.dynamic;
+                hidden |= k.hidden;
+            }
+            if hidden {
+                nested(raw, acc);
+            }
+            dynamic
+        }
+        Err(_) => {
+            acc.raise(
+                Class::ConfigMutation,
+                format!("a word that does not parse: {raw:?}"),
+            );
+            lit.push_str(raw);
+            true
+        }
+    };
+    Word { lit, dynamic }
+}
+
+/// What a piece of a word is.
+#[derive(Default)]
+struct Kind {
+    /// Its value depends on an expansion.
+    dynamic: bool,
+    /// It is an expansion whose text may hold commands (`${X:-$(…)}`, `$(( $(…) ))`): the
+    /// word's raw text is searched for them.
+    hidden: bool,
+}
+
+/// Appends a piece's literal text.
+fn piece(p: &WordPiece, lit: &mut String, acc: &mut Acc) -> Kind {
+    match p {
+        WordPiece::Text(t) | WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
+            lit.push_str(t);
+            Kind::default()
+        }
+        WordPiece::EscapeSequence(e) => {
+            lit.push_str(e.strip_prefix('\\').unwrap_or(e));
+            Kind::default()
+        }
+        WordPiece::TildeExpansion(_) => {
+            lit.push('~');
+            Kind::default()
+        }
+        WordPiece::DoubleQuotedSequence(ps) | WordPiece::GettextDoubleQuotedSequence(ps) => {
+            let mut k = Kind::default();
+            for p in ps {
+                let inner = piece(&p.piece, lit, acc);
+                k.dynamic |= inner.dynamic;
+                k.hidden |= inner.hidden;
+            }
+            k
+        }
+        WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
+            acc.raise(Class::ReversibleLow, "command substitution");
+            acc.compound = true;
+            script(s, acc);
+            lit.push_str("$(…)");
+            Kind {
+                dynamic: true,
+                hidden: false,
+            }
+        }
+        WordPiece::ParameterExpansion(_) => {
+            lit.push_str("${…}");
+            Kind {
+                dynamic: true,
+                hidden: true,
+            }
+        }
+        WordPiece::ArithmeticExpression(_) => {
+            lit.push_str("$((…))");
+            Kind {
+                dynamic: true,
+                hidden: true,
+            }
+        }
+    }
+}
+
+/// Commands written inside an expansion's text, found by their `$(`…`)` or backticks
+/// (quoting inside is not followed: this can only find more, never less).
+fn nested(text: &str, acc: &mut Acc) {
+    if !text.contains("$(") && !text.contains('`') {
+        return;
+    }
+    acc.raise(
+        Class::ReversibleLow,
+        "command substitution inside an expansion",
+    );
+    acc.compound = true;
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' && b.get(i + 1) == Some(&b'(') {
+            let start = i + 2;
+            let mut depth = 1;
+            let mut j = start;
+            while j < b.len() && depth > 0 {
+                match b[j] {
+                    b'(' => depth += 1,
+                    b')' => depth -= 1,
+                    _ => {}
+                }
+                j += 1;
+            }
+            let end = if depth == 0 { j - 1 } else { j };
+            // `$((…))` is arithmetic: its inside, `(…)`, reads as a subshell, whose words
+            // are searched in turn.
+            script(&text[start..end], acc);
+            i = j;
+        } else if b[i] == b'`' {
+            let start = i + 1;
+            let end = text[start..].find('`').map_or(text.len(), |e| start + e);
+            script(&text[start..end], acc);
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+}

@@ -1,0 +1,178 @@
+use super::*;
+use proptest::prelude::*;
+
+const CORPUS: &str = include_str!("corpus.tsv");
+
+/// The labeled corpus: (class, command).
+fn corpus() -> Vec<(Class, String)> {
+    CORPUS
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (class, cmd) = l
+                .split_once('\t')
+                .unwrap_or_else(|| panic!("corpus line without a tab: {l:?}"));
+            (class.parse().unwrap(), cmd.replace('⏎', "\n"))
+        })
+        .collect()
+}
+
+fn class(cmd: &str) -> Class {
+    classify(Command::Shell(cmd), None).class
+}
+
+fn parses(cmd: &str) -> bool {
+    brush_parser::uncached_tokenize_str(cmd, &Default::default())
+        .is_ok_and(|t| brush_parser::parse_tokens(&t, &Default::default()).is_ok())
+}
+
+#[test]
+fn the_corpus_is_classified_as_labeled() {
+    let corpus = corpus();
+    assert!(corpus.len() >= 300, "{} commands", corpus.len());
+    for c in Class::ALL {
+        assert!(
+            corpus.iter().filter(|(k, _)| *k == c).count() >= 40,
+            "too few {c} examples"
+        );
+    }
+    let wrong: Vec<String> = corpus
+        .iter()
+        .filter_map(|(want, cmd)| {
+            let v = classify(Command::Shell(cmd), None);
+            (v.class != *want).then(|| format!("{cmd:?}: want {want}, got {v:?}"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "{} of {} misclassified:\n{}",
+        wrong.len(),
+        corpus.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn every_verdict_leads_with_a_reason_of_its_class() {
+    for (_, cmd) in corpus() {
+        let v = classify(Command::Shell(&cmd), None);
+        assert_eq!(v.reasons[0].class, v.class, "{cmd:?}: {v:?}");
+        assert!(v.reasons.windows(2).all(|w| w[0].class >= w[1].class));
+    }
+}
+
+#[test]
+fn argv_is_not_shell() {
+    let argv = |a: &[&str]| {
+        let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        classify(Command::Argv(&a), None).class
+    };
+    // Operators in argv are file names, not operators.
+    assert_eq!(argv(&["ls", ";", "rm", "-rf", "/"]), Class::ReadOnly);
+    assert_eq!(argv(&["echo", "$(rm -rf /)"]), Class::ReadOnly);
+    assert_eq!(argv(&["/usr/bin/git", "status"]), Class::ReadOnly);
+    assert_eq!(argv(&["rm", "-rf", "/srv"]), Class::Destructive);
+    assert_eq!(argv(&["sh", "-c", "rm -rf /srv"]), Class::Destructive);
+    assert_eq!(
+        argv(&["sudo", "-u", "postgres", "dropdb", "app"]),
+        Class::Destructive
+    );
+    assert_eq!(
+        argv(&["systemctl", "restart", "nginx"]),
+        Class::ReversibleLow
+    );
+    assert_eq!(argv(&[]), Class::ConfigMutation);
+    assert_eq!(argv(&["frobnicate"]), Class::ConfigMutation);
+}
+
+#[test]
+fn limits_hold() {
+    let long = "ls ".repeat(MAX_LEN / 3 + 1);
+    assert_eq!(class(&long), Class::ConfigMutation);
+    assert_eq!(class("   "), Class::ConfigMutation);
+    // Deep nesting is cut off, not followed without end.
+    let mut deep = "rm -rf /".to_string();
+    for _ in 0..20 {
+        deep = format!("echo $({deep})");
+    }
+    assert!(class(&deep) >= Class::ConfigMutation);
+}
+
+#[test]
+fn classes_parse_and_order() {
+    for c in Class::ALL {
+        assert_eq!(c.as_str().parse::<Class>(), Ok(c));
+        assert_eq!(
+            serde_json::to_string(&c).unwrap(),
+            format!("\"{}\"", c.as_str())
+        );
+    }
+    assert!(Class::ReadOnly < Class::ReversibleLow);
+    assert!(Class::ReversibleLow < Class::ConfigMutation);
+    assert!(Class::ConfigMutation < Class::Destructive);
+    assert!("harmless".parse::<Class>().is_err());
+}
+
+/// The corpus's one-line commands that parse (joined, a broken one swallows the other).
+fn parseable_corpus() -> &'static [String] {
+    static CMDS: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+        corpus()
+            .into_iter()
+            .map(|(_, c)| c)
+            .filter(|c| parses(c) && !c.contains('\n'))
+            .collect()
+    });
+    &CMDS
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Joining two commands with an operator, or wrapping one, never lowers the class,
+    /// and the result is never read-only.
+    #[test]
+    fn a_compound_operator_never_lowers_the_class(
+        a in 0usize..10_000,
+        b in 0usize..10_000,
+        op in prop::sample::select(vec![" ; ", " && ", " || ", " | ", " & ", "\n"]),
+        wrap in 0usize..4,
+    ) {
+        let cmds = parseable_corpus();
+        let (x, y) = (&cmds[a % cmds.len()], &cmds[b % cmds.len()]);
+        let joined = match wrap {
+            0 => format!("{x}{op}{y}"),
+            1 => format!("({x}){op}{y}"),
+            2 => format!("echo $({x}){op}{y}"),
+            _ => format!("{{ {x}; }}{op}{y}"),
+        };
+        prop_assume!(parses(&joined));
+        let (cx, cy, cj) = (class(x), class(y), class(&joined));
+        prop_assert!(cj >= cx && cj >= cy, "{joined:?}: {cj} < {cx} or {cy}");
+        prop_assert!(cj > Class::ReadOnly, "{joined:?} is read-only");
+    }
+
+    /// A declared risk raises the class to itself, never lowers it.
+    #[test]
+    fn declaring_never_lowers_the_class(a in 0usize..10_000, d in 0usize..4) {
+        let all = corpus();
+        let (_, cmd) = &all[a % all.len()];
+        let declared = Class::ALL[d];
+        let plain = class(cmd);
+        let v = classify(Command::Shell(cmd), Some(declared));
+        prop_assert_eq!(v.class, plain.max(declared));
+    }
+
+    /// Any text at all gets a verdict (no panic), with at least one reason.
+    #[test]
+    fn any_text_gets_a_verdict(s in "\\PC{0,200}") {
+        let v = classify(Command::Shell(&s), None);
+        prop_assert!(!v.reasons.is_empty());
+    }
+
+    /// Shell-like text, dense in operators and quotes, gets a verdict too.
+    #[test]
+    fn shell_like_text_gets_a_verdict(s in "[a-z /$(){}|;&<>'\"`\\\\=*\n-]{0,80}") {
+        let v = classify(Command::Shell(&s), None);
+        prop_assert!(!v.reasons.is_empty());
+    }
+}
