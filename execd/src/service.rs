@@ -49,6 +49,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("Get"), launchers)
         .method(m("List"), RoleSet::of(&admin))
         .method(m("Watch"), RoleSet::of(&admin))
+        .method(m("Classify"), RoleSet::all())
 }
 
 /// What a caller may do, derived once per call from its roles.
@@ -189,6 +190,18 @@ type WatchStream = ReceiverStream<Result<pb::WatchEvent, Status>>;
 impl Exec for ExecService {
     async fn status(&self, req: Request<StatusRequest>) -> Result<Response<DaemonStatus>, Status> {
         daemon::status_response(&self.identity, &req)
+    }
+
+    async fn classify(
+        &self,
+        req: Request<pb::ClassifyRequest>,
+    ) -> Result<Response<pb::ClassifyResponse>, Status> {
+        // Pure CPU work (bounded: see common::risk): off the async workers.
+        let r = req.into_inner();
+        tokio::task::spawn_blocking(move || wire::classify(&r))
+            .await
+            .map_err(|e| Status::internal(format!("classifier: {e}")))?
+            .map(Response::new)
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {

@@ -102,3 +102,43 @@ pub fn status_from(s: pb::ExecutionStatus) -> Option<LaunchStatus> {
         pb::ExecutionStatus::Lost => LaunchStatus::Lost,
     })
 }
+
+/// Classifies a command for `Classify`; a bad request is `INVALID_ARGUMENT` naming the field.
+pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::Status> {
+    use argos_common::risk::{self, Class, Command};
+    let declared = match r.declared_risk.as_str() {
+        "" => None,
+        d => Some(
+            d.parse::<Class>()
+                .map_err(|e| tonic::Status::invalid_argument(format!("declared_risk: {e}")))?,
+        ),
+    };
+    let command = match (r.command.is_empty(), r.argv.is_empty()) {
+        (false, true) => Command::Shell(&r.command),
+        (true, false) => Command::Argv(&r.argv),
+        (false, false) => {
+            return Err(tonic::Status::invalid_argument(
+                "command, argv: give one, not both",
+            ));
+        }
+        (true, true) => {
+            return Err(tonic::Status::invalid_argument(
+                "command: give a command or an argv",
+            ));
+        }
+    };
+    let v = risk::classify(command, declared);
+    Ok(pb::ClassifyResponse {
+        risk_class: v.class.to_string(),
+        reasons: v
+            .reasons
+            .into_iter()
+            .map(|r| pb::RiskReason {
+                risk_class: r.class.to_string(),
+                why: r.why,
+            })
+            .collect(),
+        needs_approval: v.class > Class::ReadOnly,
+        needs_confirmation: v.class == Class::Destructive,
+    })
+}

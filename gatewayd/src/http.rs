@@ -60,6 +60,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/executions", get(api::executions))
         .route("/api/executions/{id}", get(api::execution))
         .route("/api/executions/{id}/kill", post(api::kill))
+        .route("/api/classify", post(api::classify))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authenticate,

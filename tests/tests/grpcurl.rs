@@ -108,3 +108,31 @@ fn grpcurl_lists_describes_and_calls_status_on_every_socket() {
     }
     stack.stop();
 }
+
+#[test]
+fn grpcurl_classifies_commands_on_execd() {
+    let stack = StackBuilder::new().start();
+    let socket = stack.socket("execd");
+    let classify = |body: &str| -> serde_json::Value {
+        let out = call(
+            &socket,
+            &["-emit-defaults", "-d", body],
+            &["argos.exec.v1.Exec/Classify"],
+        );
+        serde_json::from_str(&out).unwrap()
+    };
+    let v = classify(r#"{"command": "cd / && rm -rf *"}"#);
+    assert_eq!(v["riskClass"], "destructive", "{v}");
+    assert_eq!(v["needsApproval"], true);
+    assert_eq!(v["needsConfirmation"], true);
+    let v = classify(r#"{"argv": ["journalctl", "-u", "nginx"]}"#);
+    assert_eq!(v["riskClass"], "read_only", "{v}");
+    assert_eq!(v["needsApproval"], false);
+    assert_eq!(v["reasons"][0]["why"], "`journalctl` only reads");
+    let v = classify(r#"{"command": "ps aux | grep nginx"}"#);
+    assert_eq!(
+        v["riskClass"], "reversible_low",
+        "a pipeline is never read-only: {v}"
+    );
+    stack.stop();
+}

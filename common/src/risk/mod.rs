@@ -96,7 +96,7 @@ pub enum Command<'a> {
 }
 
 /// Longest command text classified; a longer one is `config_mutation` unread.
-pub const MAX_LEN: usize = 256 * 1024;
+pub const MAX_LEN: usize = 64 * 1024;
 /// How deep commands nested in commands (`$(…)`, `sh -c`, `eval`) are followed.
 const MAX_DEPTH: u32 = 8;
 

@@ -35,6 +35,20 @@ pub struct Place {
     pub from: Option<String>,
 }
 
+/// Deepest nesting of parentheses given to the parser (its time doubles with each level
+/// left open: 12 levels take about 0.1 ms, 30 would take seconds).
+const MAX_NESTING: i32 = 12;
+
+/// Deepest nesting of parentheses and braces in a word or here-document given to the word
+/// parser: it backtracks exponentially on unclosed `$(` nests (`$(;(` four deep takes
+/// 0.2 ms, five deep 6 ms, ten deep seconds).
+const MAX_WORD_NESTING: i32 = 6;
+/// Most `[` in a word with a `$` given to the word parser (`${a[`, `$[`: three take about
+/// 5 ms).
+const MAX_SUBSCRIPTS: usize = 3;
+/// Longest word or here-document body given to the word parser.
+const MAX_WORD_LEN: usize = 16 * 1024;
+
 /// Classifies a shell script into `acc`.
 pub fn script(src: &str, acc: &mut Acc) {
     if acc.depth > super::MAX_DEPTH {
@@ -47,10 +61,30 @@ pub fn script(src: &str, acc: &mut Acc) {
 }
 
 fn walk(src: &str, acc: &mut Acc) {
+    if let Some(d) = odd_heredoc_delimiter(src) {
+        // brush-parser 0.4's tokenizer can loop without end on unusual delimiters (the
+        // fuzzer found empty and part-quoted ones).
+        acc.raise(
+            Class::ConfigMutation,
+            format!("a here-document delimiter that is not a plain word ({d:?}): not parsed"),
+        );
+        return;
+    }
     let options = ParserOptions::default();
-    let tokens = match brush_parser::uncached_tokenize_str(src, &Default::default()) {
-        Ok(t) => t,
-        Err(e) => {
+    // brush-parser panics on some malformed input (the fuzzer found several): a panic in
+    // it is a verdict of its own, never a crash of the caller.
+    let tokens =
+        std::panic::catch_unwind(|| brush_parser::uncached_tokenize_str(src, &Default::default()));
+    let tokens = match tokens {
+        Ok(Ok(t)) => t,
+        Err(_) => {
+            acc.raise(
+                Class::ConfigMutation,
+                "not a valid shell command (the tokenizer failed on it)",
+            );
+            return;
+        }
+        Ok(Err(e)) => {
             acc.raise(
                 Class::ConfigMutation,
                 format!("not a complete shell command ({e})"),
@@ -58,12 +92,54 @@ fn walk(src: &str, acc: &mut Acc) {
             return;
         }
     };
-    if let Err(e) = brush_parser::parse_tokens(&tokens, &options) {
+    // Still look inside an invalid command: whatever the shell would run of it is judged
+    // below.
+    let nesting = tokens
+        .iter()
+        .scan(0i32, |depth, t| {
+            match t {
+                Token::Operator(o, _) if o == "(" => *depth += 1,
+                Token::Operator(o, _) if o == ")" => *depth -= 1,
+                _ => {}
+            }
+            Some(*depth)
+        })
+        .max()
+        .unwrap_or(0);
+    if nesting > MAX_NESTING {
+        // The parser backtracks exponentially on deep unclosed nesting.
         acc.raise(
             Class::ConfigMutation,
-            format!("not a valid shell command ({e})"),
+            format!("subshells nested {nesting} deep: not parsed"),
         );
-        // Still look inside: whatever the shell would run of it is judged below.
+    } else if let Some(why) = tokens.iter().find_map(|t| match t {
+        // The program parser reads words with the same backtracking grammar.
+        Token::Word(w, _) => too_complex(w),
+        Token::Operator(..) => None,
+    }) {
+        acc.raise(
+            Class::ConfigMutation,
+            format!("a word too complex to parse ({why}): not parsed"),
+        );
+    } else if let Some(why) = fd_out_of_range(&tokens) {
+        // brush-parser 0.4 panics on these; bash refuses them.
+        acc.raise(
+            Class::ConfigMutation,
+            format!("not a valid shell command ({why})"),
+        );
+    } else {
+        // A panic in the parser is a verdict of its own, not a crash of the caller.
+        match std::panic::catch_unwind(|| brush_parser::parse_tokens(&tokens, &options)) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => acc.raise(
+                Class::ConfigMutation,
+                format!("not a valid shell command ({e})"),
+            ),
+            Err(_) => acc.raise(
+                Class::ConfigMutation,
+                "not a valid shell command (the parser failed on it)",
+            ),
+        }
     }
     let mut words: Vec<Word> = Vec::new();
     let mut place = Place::default();
@@ -148,6 +224,61 @@ fn walk(src: &str, acc: &mut Acc) {
     flush(&mut words, place, &functions, acc);
 }
 
+/// The first here-document delimiter that is not a plain word (`EOF`, `'EOF'`, `"EOF"`,
+/// `\EOF`; letters, digits, `_`, `.`, `-`). Also inside quotes: this may only over-refuse.
+fn odd_heredoc_delimiter(src: &str) -> Option<String> {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+    };
+    // Operators as the tokenizer takes them, longest first: `<<<` is a here-string.
+    let mut at = 0;
+    let mut starts = Vec::new();
+    while let Some(i) = src[at..].find("<<").map(|i| at + i) {
+        if src[i..].starts_with("<<<") {
+            at = i + 3;
+        } else {
+            starts.push(i);
+            at = i + 2;
+        }
+    }
+    starts.into_iter().find_map(|i| {
+        let rest = &src[i + 2..];
+        let rest = rest.strip_prefix('-').unwrap_or(rest);
+        let rest = rest.trim_start_matches([' ', '\t']);
+        // The shell's blanks only: a form feed is part of the word.
+        let word: String = rest
+            .chars()
+            .take_while(|c| !" \t\n;|&<>()".contains(*c))
+            .collect();
+        let bare = match word.chars().next() {
+            Some(q @ ('\'' | '"')) => word
+                .strip_prefix(q)
+                .and_then(|w| w.strip_suffix(q))
+                .unwrap_or(""),
+            Some('\\') => &word[1..],
+            _ => &word,
+        };
+        (!plain(bare)).then_some(word)
+    })
+}
+
+/// A file descriptor number before a redirection that does not fit the parser's `i32`.
+fn fd_out_of_range(tokens: &[Token]) -> Option<String> {
+    tokens.windows(2).find_map(|w| match w {
+        [Token::Word(n, nl), Token::Operator(_, ol)]
+            if nl.end.index == ol.start.index
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && n.parse::<i32>().is_err() =>
+        {
+            Some(format!("file descriptor {n} out of range"))
+        }
+        _ => None,
+    })
+}
+
 /// Handles a redirection whose target starts at `tokens[i]`; returns the next index.
 fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
     acc.compound = true;
@@ -162,9 +293,18 @@ fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
             let quoted = target.contains(['\'', '"', '\\']);
             if let Some(Token::Word(body, _)) = tokens.get(i) {
                 rules::sql_text(body, acc);
-                if !quoted {
-                    match brush_parser::word::parse_heredoc(body, &ParserOptions::default()) {
-                        Ok(pieces) => {
+                if let (false, Some(why)) = (quoted, too_complex(body)) {
+                    acc.raise(
+                        Class::ConfigMutation,
+                        format!("a here-document too complex to parse ({why})"),
+                    );
+                    nested(body, acc);
+                } else if !quoted {
+                    let parsed = std::panic::catch_unwind(|| {
+                        brush_parser::word::parse_heredoc(body, &ParserOptions::default())
+                    });
+                    match parsed.map(Result::ok) {
+                        Ok(Some(pieces)) => {
                             let mut lit = String::new();
                             let mut hidden = false;
                             for p in pieces {
@@ -174,7 +314,7 @@ fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
                                 nested(body, acc);
                             }
                         }
-                        Err(_) => {
+                        _ => {
                             acc.raise(Class::ConfigMutation, "a here-document that does not parse")
                         }
                     }
@@ -224,7 +364,32 @@ fn flush(
 /// Parses a word: its literal text, whether it is dynamic, and the commands inside it.
 pub fn word(raw: &str, acc: &mut Acc) -> Word {
     let mut lit = String::with_capacity(raw.len());
-    let dynamic = match brush_parser::word::parse(raw, &ParserOptions::default()) {
+    let parsed = if tilde_out_of_range(raw) {
+        None // brush-parser 0.4 panics on these
+    } else if let Some(why) = too_complex(raw) {
+        // Its word parser backtracks exponentially on these; the commands inside are
+        // still found.
+        acc.raise(
+            Class::ConfigMutation,
+            format!("a word too complex to parse ({why})"),
+        );
+        nested(raw, acc);
+        return Word {
+            lit: raw.to_string(),
+            dynamic: true,
+        };
+    } else {
+        std::panic::catch_unwind(|| brush_parser::word::parse(raw, &ParserOptions::default())).ok()
+    };
+    let Some(parsed) = parsed else {
+        acc.raise(
+            Class::ConfigMutation,
+            format!("a word the shell parser cannot read: {raw:?}"),
+        );
+        lit.push_str(raw);
+        return Word { lit, dynamic: true };
+    };
+    let dynamic = match parsed {
         Ok(pieces) => {
             let (mut dynamic, mut hidden) = (false, false);
             for p in &pieces {
@@ -247,6 +412,52 @@ pub fn word(raw: &str, acc: &mut Acc) -> Word {
         }
     };
     Word { lit, dynamic }
+}
+
+/// Why brush-parser's word parser should not be given `w`: its PEG grammar backtracks
+/// exponentially on unclosed `$(` nests (five `$(;(` deep: 6 ms, ten: seconds) and on
+/// array subscripts and `$[` in expansions (four `${a[`: 20 ms, six: seconds).
+fn too_complex(w: &str) -> Option<String> {
+    let depth = paren_depth(w);
+    let subscripts = if w.contains('$') {
+        w.matches('[').count()
+    } else {
+        0
+    };
+    if depth > MAX_WORD_NESTING {
+        Some(format!("nested {depth} deep"))
+    } else if subscripts > MAX_SUBSCRIPTS {
+        Some(format!("{subscripts} subscripts in expansions"))
+    } else if w.len() > MAX_WORD_LEN {
+        Some(format!("{} bytes", w.len()))
+    } else {
+        None
+    }
+}
+
+/// The deepest run of open parentheses and braces in `s`, quoted or not.
+fn paren_depth(s: &str) -> i32 {
+    let mut depth = 0i32;
+    let mut max = 0;
+    for b in s.bytes() {
+        match b {
+            b'(' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b'}' => depth = (depth - 1).max(0),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// `~+N` or `~-N` with N past `usize`: the word parser's directory-stack index.
+fn tilde_out_of_range(raw: &str) -> bool {
+    raw.match_indices('~').any(|(i, _)| {
+        let after = raw[i + 1..].trim_start_matches(['+', '-']);
+        after.bytes().take_while(u8::is_ascii_digit).count() >= 19
+    })
 }
 
 /// What a piece of a word is.

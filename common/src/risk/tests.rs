@@ -176,3 +176,46 @@ proptest! {
         prop_assert!(!v.reasons.is_empty());
     }
 }
+
+/// Inputs the fuzzer found that broke the shell parser underneath.
+#[test]
+fn parser_failures_are_verdicts() {
+    let deep = format!("({}y=6", "(".repeat(60));
+    let deep_word = format!("cat <<EOF\n{}y\nEOF", "$(;(".repeat(12));
+    let subscripts = format!("echo {}", "${Xm[:$-R,v)}e".repeat(8));
+    let deep_closed = format!("{}rm -rf /{}", "(".repeat(30), ")".repeat(30));
+    assert_eq!(
+        class(&deep_closed),
+        Class::Destructive,
+        "still looked inside"
+    );
+    for cmd in [
+        "ip 88888888888888888888>&-e",
+        "cat 2147483648<x",
+        "echo 99999999999>x",
+        "catg ~-44444444444444444444444444444>44444444444444e",
+        "ls ~+99999999999999999999",
+        "ssh\0ront \"$(data\0\0\0\0\0\0\0\0 m<<  \"\"\"\" l\"vgs\"\"\"d)ushall ",
+        "cat <<''",
+        "rmssh\0deCh\0m$(dacno ok<<  \"\"k\0\0\0\0\0\0||||| node -serm ",
+        "czat)at)<>EOF\n>$(r $\nr(m\0\0\0\0\0\0\0(m -rf /h<<EOF\n)<<EOF\n>$(r $",
+        "czat)<<EOF\n>$(rm \n$(r\0\0\0/\0((((((((((((((555555((((((T[okenz:W\0\0(m -r-rme)\nEOF\n",
+        "({((((((((((((((((((((((((((((((((((((((((((( y=6",
+        &deep,
+        &deep_word,
+        &subscripts,
+        "e\u{19}[[r\u{e} ste[[[[[[[[{![[[[[\0\0\0${!X[}${!X[}X[}[[{![[[[[[\0\0\0${!X[}${!X[}X[}${!X[}",
+        "a | -<<<<<ptn$(\t<| -<<<<<ptn$(\t<<al<<al<<<<| ker",
+        "rpm -qalgsl<<n\u{c}\u{2026}}tooo.oooxzcatoooof]fftn$(\t)#i)#in)#in - =$f e$e\0ptn$(\tft - e$oooeet|((2 /",
+        "tca <<EOF\n$($[i\n$($[ipta\n\n$r0e/\u{17}\0\0\0\0\0\0\0mpta\n$($[ipta[OF\n$($[ipta[OF\n$r0e($[ipta\n\n$r0e/mpta\n$($[ipta[OF\n$($[ipta[OF\n$r/m(rfh em)\nEOF",
+    ] {
+        let t = std::time::Instant::now();
+        let v = classify(Command::Shell(cmd), None);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(1),
+            "{cmd}: {:?}",
+            t.elapsed()
+        );
+        assert_eq!(v.class, Class::ConfigMutation, "{cmd}: {v:?}");
+    }
+}

@@ -36,11 +36,13 @@ use crate::throttle::Throttle;
 
 mod accounts;
 mod auth;
+mod classify;
 mod events;
 mod exec;
 
 pub use accounts::*;
 pub use auth::*;
+pub use classify::*;
 pub use events::*;
 pub use exec::*;
 
@@ -118,6 +120,7 @@ pub struct ErrorDetail {
         executions,
         execution,
         kill,
+        classify,
         events,
         crate::http::status
     ),
@@ -129,7 +132,8 @@ pub struct ErrorDetail {
         PasswordBody,
         NewUser,
         NewToken,
-        ExecBody
+        ExecBody,
+        ClassifyBody
     ))
 )]
 pub struct ApiDoc;

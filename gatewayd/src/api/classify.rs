@@ -1,0 +1,49 @@
+//! `POST /api/classify`: execd's risk classifier, explained.
+
+use super::*;
+
+/// A command to classify: `command` (for /bin/sh -c) or `argv`, and the caller's own
+/// estimate of its risk, which can only raise the class.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifyBody {
+    pub command: Option<String>,
+    pub argv: Option<Vec<String>>,
+    /// read_only, reversible_low, config_mutation or destructive.
+    pub risk: Option<String>,
+}
+
+#[utoipa::path(post, path = "/api/classify", tag = "executions", description = "The risk class of a command (read_only < reversible_low < config_mutation < destructive) with every reason found, and what running it would take: an agent's or a job's command that is not read_only waits for an operator's approval; a destructive one needs a typed confirmation. Runs nothing.", request_body = ClassifyBody, responses((status = 200, description = "`{\"class\", \"reasons\": [{\"class\", \"why\"}], \"needs_approval\", \"needs_confirmation\"}`"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn classify(
+    State(api): State<Shared>,
+    caller: Caller,
+    Body(b): Body<ClassifyBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    caller.scoped("read")?;
+    let r = exec_client(&api)
+        .classify(for_user(
+            &caller,
+            pb::ClassifyRequest {
+                command: b.command.unwrap_or_default(),
+                argv: b.argv.unwrap_or_default(),
+                declared_risk: b.risk.unwrap_or_default(),
+            },
+        ))
+        .await
+        .map_err(|s| {
+            // execd names its own fields; the body's is `risk`.
+            let s = if s.message().starts_with("declared_risk") {
+                tonic::Status::invalid_argument(s.message().replacen("declared_risk", "risk", 1))
+            } else {
+                s
+            };
+            from_status(s)
+        })?
+        .into_inner();
+    Ok(Json(json!({
+        "class": r.risk_class,
+        "reasons": r.reasons.iter().map(|x| json!({"class": x.risk_class, "why": x.why})).collect::<Vec<_>>(),
+        "needs_approval": r.needs_approval,
+        "needs_confirmation": r.needs_confirmation,
+    })))
+}
