@@ -388,6 +388,20 @@ impl Drop for Stack {
 
 /// Processes whose command line mentions `needle` (each daemon's `--config` lies under
 /// its stack's root, so this finds every process a stack started).
+/// Waits up to `limit` for no process to mention `needle`; returns those still left.
+/// (Warm shims end on their own when execd's end of their pipe closes, a moment after
+/// execd.)
+pub fn processes_mentioning_after(needle: &Path, limit: Duration) -> Vec<(i32, String)> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = processes_mentioning(needle);
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub fn processes_mentioning(needle: &Path) -> Vec<(i32, String)> {
     let needle = needle.to_string_lossy().to_string();
     let me = std::process::id() as i32;

@@ -360,7 +360,8 @@ fn a_port_in_use_fails_the_start_with_the_reason() {
             && err.contains("argos-gatewayd exited during start-up"),
         "{err}"
     );
-    assert!(argos_tests::processes_mentioning(root.path()).is_empty());
+    let left = argos_tests::processes_mentioning_after(root.path(), Duration::from_secs(5));
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]
