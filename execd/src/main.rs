@@ -106,10 +106,19 @@ fn main() -> ExitCode {
                 }
             }
         };
+        // On stop, the warm shims end with execd rather than a moment after it.
+        let drain = {
+            let (manager, stop) = (manager.clone(), ctx.clone());
+            async move {
+                stop.shutdown().await;
+                manager.pool.drain().await;
+                Ok(())
+            }
+        };
         Ok(Serve {
             routes: Routes::new().route(service::server(svc)),
             policy: service::policy(),
-            background: vec![Box::pin(sweeper)],
+            background: vec![Box::pin(sweeper), Box::pin(drain)],
         })
     })
 }

@@ -52,6 +52,21 @@ impl Running {
 }
 
 impl Shim {
+    /// Ends a waiting shim: its pipe closes, it exits; killed if it has not within 2 s.
+    async fn end(self) {
+        let Shim {
+            mut child, control, ..
+        } = self;
+        drop(control);
+        if tokio::time::timeout(Duration::from_secs(2), child.wait())
+            .await
+            .is_err()
+        {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+    }
+
     /// Hands the launch to the shim (its spec is in the launch dir by now) and waits for
     /// its "ok": from then on the launch is the shim's, and its followers' socket is up.
     pub async fn assign(mut self, id: &str) -> Result<Running, LaunchError> {
@@ -92,6 +107,8 @@ pub struct Pool {
     ready: Mutex<HashMap<String, VecDeque<Shim>>>,
     /// Shims being set up, per profile (so a refill does not overshoot).
     filling: Mutex<HashMap<String, usize>>,
+    /// execd is stopping: no new shims; one that finishes its setup now is ended.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Pool {
@@ -126,7 +143,20 @@ impl Pool {
             size,
             ready: Mutex::new(HashMap::new()),
             filling: Mutex::new(HashMap::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Ends every waiting shim and reaps it (execd is stopping): closing its end of the
+    /// shim's pipe tells it to go, and it is killed if it has not within 2 s. Shims still
+    /// being set up are ended as their setup finishes.
+    pub async fn drain(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let waiting: Vec<Shim> = {
+            let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            ready.drain().flat_map(|(_, q)| q).collect()
+        };
+        futures_util::future::join_all(waiting.into_iter().map(Shim::end)).await;
     }
 
     /// Fills every profile's pool (in the background).
@@ -161,6 +191,9 @@ impl Pool {
 
     /// Starts shims in the background until `profile` has its number standing.
     pub fn refill(self: &Arc<Self>, profile: &str) {
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let want = {
             let ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
             let mut filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());
@@ -175,6 +208,12 @@ impl Pool {
             let profile = profile.to_string();
             tokio::spawn(async move {
                 let made = me.spawn(&profile).await;
+                if me.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                    if let Ok(s) = made {
+                        s.end().await;
+                    }
+                    return;
+                }
                 let mut ready = me.ready.lock().unwrap_or_else(|e| e.into_inner());
                 let mut filling = me.filling.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(n) = filling.get_mut(&profile) {
