@@ -43,8 +43,8 @@ const MAX_NESTING: i32 = 12;
 /// parser: it backtracks exponentially on unclosed `$(` nests (`$(;(` four deep takes
 /// 0.2 ms, five deep 6 ms, ten deep seconds).
 const MAX_WORD_NESTING: i32 = 6;
-/// Most `[` in a word with a `$` given to the word parser (`${a[`, `$[`: three take about
-/// 5 ms).
+/// Most `[` in a word given to the word parser (`${a[`, `$[`, `a[i]=`: three unclosed take
+/// about 5 ms).
 const MAX_SUBSCRIPTS: usize = 3;
 /// Longest word or here-document body given to the word parser.
 const MAX_WORD_LEN: usize = 16 * 1024;
@@ -114,7 +114,7 @@ fn walk(src: &str, acc: &mut Acc) {
         );
     } else if let Some(why) = tokens.iter().find_map(|t| match t {
         // The program parser reads words with the same backtracking grammar.
-        Token::Word(w, _) => too_complex(w),
+        Token::Word(w, _) => too_complex(w, true),
         Token::Operator(..) => None,
     }) {
         acc.raise(
@@ -293,7 +293,7 @@ fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
             let quoted = target.contains(['\'', '"', '\\']);
             if let Some(Token::Word(body, _)) = tokens.get(i) {
                 rules::sql_text(body, acc);
-                if let (false, Some(why)) = (quoted, too_complex(body)) {
+                if let (false, Some(why)) = (quoted, too_complex(body, false)) {
                     acc.raise(
                         Class::ConfigMutation,
                         format!("a here-document too complex to parse ({why})"),
@@ -366,7 +366,7 @@ pub fn word(raw: &str, acc: &mut Acc) -> Word {
     let mut lit = String::with_capacity(raw.len());
     let parsed = if tilde_out_of_range(raw) {
         None // brush-parser 0.4 panics on these
-    } else if let Some(why) = too_complex(raw) {
+    } else if let Some(why) = too_complex(raw, true) {
         // Its word parser backtracks exponentially on these; the commands inside are
         // still found.
         acc.raise(
@@ -417,13 +417,17 @@ pub fn word(raw: &str, acc: &mut Acc) -> Word {
 /// Why brush-parser's word parser should not be given `w`: its PEG grammar backtracks
 /// exponentially on unclosed `$(` nests (five `$(;(` deep: 6 ms, ten: seconds) and on
 /// array subscripts and `$[` in expansions (four `${a[`: 20 ms, six: seconds).
-fn too_complex(w: &str) -> Option<String> {
-    let depth = paren_depth(w);
-    let subscripts = if w.contains('$') {
-        w.matches('[').count()
-    } else {
-        0
-    };
+fn too_complex(w: &str, quotes: bool) -> Option<String> {
+    if matches!(w, "{" | "}" | "[" | "]" | "[[" | "]]") {
+        return None; // reserved words and the test command
+    }
+    if !balanced(w, quotes) {
+        // Backtracking is at its worst on what never closes; balanced input parses at
+        // once.
+        return Some("unbalanced brackets".into());
+    }
+    let depth = paren_depth(w, quotes);
+    let subscripts = w.matches('[').count();
     if depth > MAX_WORD_NESTING {
         Some(format!("nested {depth} deep"))
     } else if subscripts > MAX_SUBSCRIPTS {
@@ -435,17 +439,59 @@ fn too_complex(w: &str) -> Option<String> {
     }
 }
 
-/// The deepest run of open parentheses and braces in `s`, quoted or not.
-fn paren_depth(s: &str) -> i32 {
+/// The characters of `w` that can open or close an expansion: not escaped by a backslash,
+/// and outside single quotes where `quotes` (a here-document's body has none).
+fn structural(w: &str, quotes: bool) -> impl Iterator<Item = char> + '_ {
+    let (mut quoted, mut escaped) = (false, false);
+    w.chars().filter(move |&c| {
+        if escaped {
+            escaped = false;
+            return false;
+        }
+        match c {
+            '\'' if quotes => {
+                quoted = !quoted;
+                false
+            }
+            '\\' if !quoted => {
+                escaped = true;
+                false
+            }
+            _ => !quoted,
+        }
+    })
+}
+
+/// Whether every `(`, `{` and `[` in `w` closes, in order, outside single quotes.
+fn balanced(w: &str, quotes: bool) -> bool {
+    let mut open = Vec::new();
+    for c in structural(w, quotes) {
+        match c {
+            '(' | '{' | '[' => open.push(c),
+            ')' | '}' => {
+                let want = if c == ')' { '(' } else { '{' };
+                if open.pop() != Some(want) {
+                    return false;
+                }
+            }
+            ']' if open.pop() != Some('[') => return false,
+            _ => {}
+        }
+    }
+    open.is_empty()
+}
+
+/// The deepest run of open parentheses and braces in `s`, outside single quotes.
+fn paren_depth(s: &str, quotes: bool) -> i32 {
     let mut depth = 0i32;
     let mut max = 0;
-    for b in s.bytes() {
-        match b {
-            b'(' | b'{' => {
+    for c in structural(s, quotes) {
+        match c {
+            '(' | '{' => {
                 depth += 1;
                 max = max.max(depth);
             }
-            b')' | b'}' => depth = (depth - 1).max(0),
+            ')' | '}' => depth = (depth - 1).max(0),
             _ => {}
         }
     }

@@ -206,6 +206,8 @@ fn parser_failures_are_verdicts() {
         &subscripts,
         "e\u{19}[[r\u{e} ste[[[[[[[[{![[[[[\0\0\0${!X[}${!X[}X[}[[{![[[[[[\0\0\0${!X[}${!X[}X[}${!X[}",
         "a | -<<<<<ptn$(\t<| -<<<<<ptn$(\t<<al<<al<<<<| ker",
+        "groedl[\u{e}d\0\0\"\\'\"d[cl[egr[cl[\u{e}d\0\0\"\\'\"ed[cl[egwroed[cil[\u{e}d\0\0\"\\'\"d[cl[egr[cl[ on gby ",
+        "at <<EOF\n$(\"\\\"\"rm -' O\n$(e\u{19}\0\0${X:\0:m -'O@<  tcassh\0\0\0\0e}}.om\0:r(ip -~ /dt-~ (\0\0\0\0e}}.om\0r:(ip -~ /dt-~ (ip -~  ~ /die}}.om\0r:(ip -~ /dt-~ (ip -~  ~ /~ (\0\0\0\0e}}.om\0r:(ip EFsh\0\0\0\0e}}.om\0:r(ip -~ /dt-~ (\0\0\0\0e}}.om\0r:(ip -~ /dtOat <<EOF\nEOF-$(;e\0${___[Tn[:$:;]-~ /dt-~ (idip p -)\nEOF\n-\"$\"-~e)\nEO  ~F /dt}}}~@\u{1}\0\0/",
         "rpm -qalgsl<<n\u{c}\u{2026}}tooo.oooxzcatoooof]fftn$(\t)#i)#in)#in - =$f e$e\0ptn$(\tft - e$oooeet|((2 /",
         "tca <<EOF\n$($[i\n$($[ipta\n\n$r0e/\u{17}\0\0\0\0\0\0\0mpta\n$($[ipta[OF\n$($[ipta[OF\n$r0e($[ipta\n\n$r0e/mpta\n$($[ipta[OF\n$($[ipta[OF\n$r/m(rfh em)\nEOF",
     ] {
