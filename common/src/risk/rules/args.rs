@@ -1,0 +1,72 @@
+//! Reading a command's arguments: options (alone, clustered, long), operands, what a
+//! wrapper's options take, and arguments that come from expansions.
+
+use crate::risk::shell::Word;
+use crate::risk::{Acc, Class};
+
+use Class::ConfigMutation as Config;
+
+/// The arguments' literal texts.
+pub(super) fn lits(args: &[Word]) -> Vec<&str> {
+    args.iter().map(|a| a.lit.as_str()).collect()
+}
+
+/// Whether an option is given: `-x` alone or in a cluster (`-rf`), or a long form
+/// (`--force`, `--force=…`).
+pub(super) fn flag(args: &[Word], short: &[char], long: &[&str]) -> bool {
+    args.iter()
+        .map(|a| a.lit.as_str())
+        .take_while(|a| *a != "--")
+        .any(|a| {
+            if let Some(l) = a.strip_prefix("--") {
+                let l = l.split('=').next().unwrap_or(l);
+                long.contains(&l)
+            } else if let Some(s) = a.strip_prefix('-') {
+                !s.is_empty() && s.chars().any(|c| short.contains(&c))
+            } else {
+                false
+            }
+        })
+}
+
+/// Arguments that are not options (after `--`, everything).
+pub(super) fn operands(args: &[Word]) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut ended = false;
+    for a in args {
+        if !ended && a.lit == "--" {
+            ended = true;
+        } else if ended || !a.lit.starts_with('-') || a.lit == "-" {
+            out.push(a.lit.as_str());
+        }
+    }
+    out
+}
+
+/// Skips options (and the values of those in `valued`) to the first operand.
+pub(super) fn after_options<'a>(args: &'a [Word], valued: &[&str]) -> &'a [Word] {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].lit.as_str();
+        if a == "--" {
+            return &args[i + 1..];
+        }
+        if !a.starts_with('-') || a == "-" {
+            break;
+        }
+        i += if valued.contains(&a) { 2 } else { 1 };
+    }
+    &args[i.min(args.len())..]
+}
+
+pub(super) fn dynamic(args: &[Word], name: &str, acc: &mut Acc) -> bool {
+    if args.iter().any(|a| a.dynamic) {
+        acc.raise(
+            Config,
+            format!("`{name}` arguments come from expansions: cannot be checked"),
+        );
+        true
+    } else {
+        false
+    }
+}

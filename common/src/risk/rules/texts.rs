@@ -1,0 +1,149 @@
+//! Languages carried in arguments: sed scripts (which can write files and run commands)
+//! and SQL or key-value commands that destroy data.
+
+use super::args::{dynamic, flag, lits, operands};
+use crate::risk::shell::Word;
+use crate::risk::{Acc, Class};
+
+use Class::{ConfigMutation as Config, ReadOnly};
+
+/// `sed` reads unless it edits in place, reads its script from a file, or the script
+/// writes (`w`, `W`, `s///w`) or runs (`e`, `s///e`) anything.
+pub(super) fn sed(args: &[Word], acc: &mut Acc) {
+    if flag(args, &['i'], &["in-place"]) {
+        acc.raise(Config, "`sed -i` edits files in place");
+        return;
+    }
+    if flag(args, &['f'], &["file"]) {
+        acc.raise(Config, "`sed -f` runs a script from a file");
+        return;
+    }
+    if dynamic(args, "sed", acc) {
+        return;
+    }
+    let mut scripts: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].lit.as_str();
+        if a == "-e" || a == "--expression" {
+            if let Some(s) = args.get(i + 1) {
+                scripts.push(&s.lit);
+            }
+            i += 2;
+            continue;
+        }
+        if let Some(s) = a.strip_prefix("--expression=") {
+            scripts.push(s);
+        }
+        i += 1;
+    }
+    if scripts.is_empty()
+        && let Some(first) = operands(args).first()
+    {
+        scripts.push(first);
+    }
+    if scripts.iter().any(|s| sed_script_acts(s)) {
+        acc.raise(
+            Config,
+            "`sed` script writes files or runs commands (w, W, e)",
+        );
+    } else {
+        acc.raise(ReadOnly, "`sed` only reads");
+    }
+}
+
+/// Whether a sed script holds a command that writes a file or runs one.
+pub(super) fn sed_script_acts(script: &str) -> bool {
+    let b: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    // Skips a delimited part starting at `i` (the delimiter); returns the index after it.
+    let delimited = |mut i: usize, d: char| {
+        i += 1;
+        while i < b.len() && b[i] != d {
+            if b[i] == '\\' {
+                i += 1;
+            }
+            i += 1;
+        }
+        i + 1
+    };
+    while i < b.len() {
+        match b[i] {
+            '/' | '\\' => {
+                // An address regex (`\cREc` uses any delimiter).
+                let d = if b[i] == '\\' {
+                    i += 1;
+                    b.get(i).copied().unwrap_or('/')
+                } else {
+                    '/'
+                };
+                i = delimited(i, d);
+            }
+            's' | 'y' => {
+                let Some(&d) = b.get(i + 1) else {
+                    return false;
+                };
+                i = delimited(i + 1, d);
+                i = delimited(i - 1, d);
+                if b[i.min(b.len())..]
+                    .iter()
+                    .take_while(|c| !matches!(c, ';' | '\n' | '}'))
+                    .any(|c| matches!(c, 'w' | 'W' | 'e'))
+                {
+                    return true;
+                }
+            }
+            'w' | 'W' | 'e' => return true,
+            'a' | 'i' | 'c' | 'r' | 'R' | 'b' | 't' | 'T' | ':' => {
+                // Text or a label or file name to the end of the command.
+                while i < b.len() && b[i] != '\n' && b[i] != ';' {
+                    i += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// Notes destructive SQL (or a key-value store's flush) in a command's words.
+pub(super) fn sql_words(args: &[Word], acc: &mut Acc) {
+    for a in args {
+        sql_text(&a.lit, acc);
+    }
+    if args.len() > 1 {
+        sql_text(&lits(args).join(" "), acc);
+    }
+}
+
+/// Notes destructive SQL in `text`: `DROP TABLE|DATABASE|SCHEMA`, `TRUNCATE`, `DELETE FROM`
+/// without `WHERE`, `FLUSHALL`/`FLUSHDB`, `dropDatabase()`.
+pub fn sql_text(text: &str, acc: &mut Acc) {
+    if acc.sql.is_some() || text.len() < 7 {
+        return;
+    }
+    let lower = text.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ';' || c == '(' || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let found = words.windows(2).find_map(|w| match (w[0], w[1]) {
+        ("drop", "table" | "database" | "schema" | "owned") => {
+            Some(format!("SQL `DROP {}`", w[1].to_uppercase()))
+        }
+        ("truncate", t) if !t.starts_with('-') => Some("SQL `TRUNCATE`".to_string()),
+        ("delete", "from") if !words.contains(&"where") => {
+            Some("SQL `DELETE FROM` without `WHERE`".to_string())
+        }
+        _ => None,
+    });
+    let found = found.or_else(|| {
+        words
+            .iter()
+            .find(|w| matches!(**w, "flushall" | "flushdb") || w.contains("dropdatabase"))
+            .map(|w| format!("`{w}`"))
+    });
+    if let Some(f) = found {
+        acc.sql = Some(f);
+    }
+}

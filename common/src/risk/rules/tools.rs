@@ -1,0 +1,485 @@
+//! Tools judged by their subcommand: systemctl, ip, the firewalls, git, container engines,
+//! kubectl and package managers.
+
+use super::args::{after_options, flag, lits, operands};
+use super::inner_command;
+use crate::risk::shell::Word;
+use crate::risk::{Acc, Class};
+
+use Class::{ConfigMutation as Config, Destructive, ReadOnly, ReversibleLow as Low};
+
+pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
+    let rest = after_options(
+        args,
+        &[
+            "-t",
+            "--type",
+            "-p",
+            "--property",
+            "-n",
+            "--lines",
+            "-o",
+            "--output",
+            "-H",
+            "--host",
+            "-M",
+            "--machine",
+            "--state",
+            "--signal",
+            "-s",
+            "--kill-whom",
+        ],
+    );
+    let sub = rest.first().map_or("", |w| w.lit.as_str());
+    match sub {
+        "" | "status" | "show" | "is-active" | "is-enabled" | "is-failed" | "is-system-running"
+        | "list-units" | "list-unit-files" | "list-timers" | "list-sockets" | "list-jobs"
+        | "list-dependencies" | "list-machines" | "list-automounts" | "list-paths" | "cat"
+        | "get-default" | "help" | "show-environment" => {
+            acc.raise(ReadOnly, format!("`systemctl {sub}` only reads"))
+        }
+        "start"
+        | "restart"
+        | "reload"
+        | "try-restart"
+        | "reload-or-restart"
+        | "try-reload-or-restart"
+        | "condrestart"
+        | "force-reload" => acc.raise(Low, format!("`systemctl {sub}` starts or restarts units")),
+        "reboot"
+        | "poweroff"
+        | "halt"
+        | "kexec"
+        | "rescue"
+        | "emergency"
+        | "soft-reboot"
+        | "suspend"
+        | "hibernate"
+        | "hybrid-sleep"
+        | "suspend-then-hibernate" => acc.raise(
+            Destructive,
+            format!("`systemctl {sub}` takes the host down or out of service"),
+        ),
+        "isolate" => acc.raise(Config, "`systemctl isolate` changes the running target"),
+        _ => acc.raise(Config, format!("`systemctl {sub}` changes units")),
+    }
+}
+
+pub(super) fn ip(args: &[Word], acc: &mut Acc) {
+    if args
+        .iter()
+        .any(|w| matches!(w.lit.as_str(), "-b" | "-batch" | "--batch" | "-force"))
+    {
+        acc.raise(Config, "`ip -batch` runs commands from a file");
+        return;
+    }
+    let rest = after_options(
+        args,
+        &[
+            "-n", "-netns", "-f", "-family", "-rc", "-rcvbuf", "-l", "-loops",
+        ],
+    );
+    let object = rest.first().map_or("", |w| w.lit.as_str());
+    let verb = rest.get(1).map_or("", |w| w.lit.as_str());
+    if object == "netns" && verb == "exec" {
+        acc.compound = true;
+        acc.raise(
+            Config,
+            "`ip netns exec` runs a command in a network namespace",
+        );
+        inner_command(rest.get(3..).unwrap_or(&[]), acc);
+        return;
+    }
+    let reading = matches!(
+        verb,
+        "" | "show" | "sh" | "s" | "list" | "ls" | "lst" | "l" | "get" | "monitor" | "help"
+    ) || verb.starts_with("dev") && object.starts_with('l')
+        || object == "-br";
+    if verb == "flush" {
+        acc.raise(
+            Destructive,
+            format!("`ip {object} flush` drops every address or route (may cut the host off)"),
+        );
+    } else if reading {
+        acc.raise(ReadOnly, format!("`ip {object}` only reads"));
+    } else {
+        acc.raise(Config, format!("`ip {object} {verb}` changes the network"));
+    }
+}
+
+pub(super) fn firewall(name: &str, args: &[Word], acc: &mut Acc) {
+    let a = lits(args);
+    let has = |o: &[&str]| a.iter().any(|x| o.contains(x));
+    if has(&["-F", "--flush", "-X", "--delete-chain"])
+        || a.iter()
+            .any(|x| x.starts_with("-F") && x.len() > 2 && !x.starts_with("--"))
+    {
+        acc.raise(Destructive, format!("`{name}` flushes firewall rules"));
+    } else if let Some(p) = a.iter().position(|x| *x == "-P" || *x == "--policy")
+        && a.get(p + 2)
+            .is_some_and(|t| matches!(*t, "DROP" | "REJECT"))
+    {
+        acc.raise(
+            Destructive,
+            format!("`{name} -P … DROP` can lock everyone out"),
+        );
+    } else if has(&[
+        "-A",
+        "--append",
+        "-I",
+        "--insert",
+        "-D",
+        "--delete",
+        "-R",
+        "--replace",
+        "-N",
+        "--new-chain",
+        "-E",
+        "--rename-chain",
+        "-P",
+        "--policy",
+        "-Z",
+        "--zero",
+    ]) {
+        acc.raise(Config, format!("`{name}` changes firewall rules"));
+    } else if has(&["-L", "--list", "-S", "--list-rules", "-C", "--check"]) {
+        acc.raise(ReadOnly, format!("`{name}` lists rules"));
+    } else {
+        acc.raise(Config, format!("`{name}` is not known to be harmless"));
+    }
+}
+
+pub(super) fn git(args: &[Word], acc: &mut Acc) {
+    // Global options before the subcommand.
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].lit.as_str();
+        match a {
+            "-C" | "--namespace" | "--git-dir" | "--work-tree" => i += 2,
+            "-c" | "--config-env" => {
+                acc.raise(
+                    Config,
+                    "`git -c` sets configuration (which can run commands)",
+                );
+                i += 2;
+            }
+            _ if a.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    let rest = &args[i.min(args.len())..];
+    let Some((sub, sargs)) = rest.split_first() else {
+        acc.raise(ReadOnly, "`git` with no subcommand prints help");
+        return;
+    };
+    let sub = sub.lit.as_str();
+    let ops = operands(sargs);
+    let sa = lits(sargs);
+    let g = |what: &str| format!("`git {sub}` {what}");
+    match sub {
+        "status" | "log" | "diff" | "show" | "blame" | "annotate" | "shortlog" | "describe"
+        | "rev-parse" | "rev-list" | "ls-files" | "ls-tree" | "ls-remote" | "cat-file" | "grep"
+        | "whatchanged" | "show-ref" | "count-objects" | "version" | "help" | "show-branch"
+        | "merge-base" | "name-rev" | "for-each-ref" | "cherry" | "range-diff" | "var"
+        | "check-ignore" | "verify-commit" | "verify-tag" => {
+            if sub == "diff" && flag(sargs, &[], &["output", "ext-diff"]) {
+                acc.raise(Config, g("writes a file or runs an external diff"));
+            } else {
+                acc.raise(ReadOnly, g("only reads"));
+            }
+        }
+        "branch" => {
+            if flag(sargs, &['D'], &[])
+                || sa
+                    .iter()
+                    .any(|x| *x == "-d" && flag(sargs, &['f'], &["force"]))
+            {
+                acc.raise(Destructive, g("-D deletes unmerged branches"));
+            } else if flag(
+                sargs,
+                &['d', 'm', 'M', 'c', 'C', 'f', 'u'],
+                &[
+                    "delete",
+                    "move",
+                    "copy",
+                    "force",
+                    "set-upstream-to",
+                    "unset-upstream",
+                    "edit-description",
+                ],
+            ) {
+                acc.raise(Config, g("changes branches"));
+            } else if ops.is_empty()
+                || flag(
+                    sargs,
+                    &['l'],
+                    &["list", "contains", "merged", "no-merged", "points-at"],
+                )
+            {
+                acc.raise(ReadOnly, g("lists branches"));
+            } else {
+                acc.raise(Low, g("creates a branch"));
+            }
+        }
+        "tag" => {
+            if flag(sargs, &['d'], &["delete"]) {
+                acc.raise(Config, g("deletes tags"));
+            } else if ops.is_empty()
+                || flag(sargs, &['l'], &["list", "contains", "points-at", "merged"])
+            {
+                acc.raise(ReadOnly, g("lists tags"));
+            } else {
+                acc.raise(Low, g("creates a tag"));
+            }
+        }
+        "remote" => match ops.first().copied().unwrap_or("") {
+            "" | "show" | "get-url" => acc.raise(ReadOnly, g("lists remotes")),
+            _ => acc.raise(Config, g("changes remotes")),
+        },
+        "config" => {
+            if flag(
+                sargs,
+                &['l'],
+                &[
+                    "get",
+                    "get-all",
+                    "get-regexp",
+                    "list",
+                    "get-urlmatch",
+                    "show-origin",
+                ],
+            ) || matches!(ops.first().copied(), Some("get" | "list"))
+            {
+                acc.raise(ReadOnly, g("reads configuration"));
+            } else {
+                acc.raise(Config, g("changes configuration"));
+            }
+        }
+        "stash" => match ops.first().copied().unwrap_or("push") {
+            "list" | "show" => acc.raise(ReadOnly, g("lists stashes")),
+            "drop" | "clear" => acc.raise(Destructive, g("drops stashed changes")),
+            _ => acc.raise(Low, g("stashes changes")),
+        },
+        "worktree" | "submodule" | "notes" | "reflog" => match ops.first().copied().unwrap_or("") {
+            "" | "list" | "status" | "show" | "summary" => acc.raise(ReadOnly, g("only reads")),
+            "expire" | "delete" | "remove" | "prune" | "deinit" => {
+                acc.raise(Destructive, g("deletes history or work trees"))
+            }
+            _ => acc.raise(Config, g("changes the repository")),
+        },
+        "fetch" | "pull" | "add" | "commit" | "switch" | "merge" | "cherry-pick" | "revert"
+        | "init" | "clone" | "gc" | "fsck" | "prune" | "repack" | "mv" | "restore"
+            if sub != "gc" || !sa.iter().any(|x| x.starts_with("--prune=now")) =>
+        {
+            if sub == "restore"
+                || (sub == "switch" && flag(sargs, &['f'], &["discard-changes", "force"]))
+            {
+                acc.raise(Config, g("discards working-tree changes"));
+            } else if sub == "fsck" {
+                acc.raise(ReadOnly, g("only reads"));
+            } else {
+                acc.raise(Low, g("records or fetches changes"));
+            }
+        }
+        "push" => {
+            if flag(
+                sargs,
+                &['f', 'd'],
+                &[
+                    "force",
+                    "force-with-lease",
+                    "force-if-includes",
+                    "mirror",
+                    "delete",
+                    "prune",
+                ],
+            ) || ops
+                .iter()
+                .skip(1)
+                .any(|r| r.starts_with('+') || r.starts_with(':'))
+            {
+                acc.raise(Destructive, g("rewrites or deletes remote history"));
+            } else {
+                acc.raise(Config, g("publishes commits"));
+            }
+        }
+        "reset" => {
+            if flag(sargs, &[], &["hard", "merge", "keep"]) {
+                acc.raise(Destructive, g("--hard discards uncommitted work"));
+            } else {
+                acc.raise(Config, g("moves the branch"));
+            }
+        }
+        "clean" => {
+            if flag(sargs, &['n'], &["dry-run"]) {
+                acc.raise(ReadOnly, g("-n only lists"));
+            } else {
+                acc.raise(Destructive, g("deletes untracked files"));
+            }
+        }
+        "checkout" => {
+            if ops.contains(&".") || sa.contains(&"--") || flag(sargs, &['f'], &["force"]) {
+                acc.raise(Destructive, g("discards working-tree changes"));
+            } else {
+                acc.raise(Low, g("switches branches"));
+            }
+        }
+        "filter-branch" | "filter-repo" | "update-ref" | "replace" | "gc" => {
+            acc.raise(Destructive, g("rewrites or prunes history"))
+        }
+        _ => acc.raise(Config, g("is not known to be harmless")),
+    }
+}
+
+pub(super) fn containers(name: &str, args: &[Word], acc: &mut Acc) {
+    let rest = after_options(
+        args,
+        &[
+            "-H",
+            "--host",
+            "-c",
+            "--context",
+            "--config",
+            "-l",
+            "--log-level",
+        ],
+    );
+    let mut words = lits(rest);
+    let mut sub = words.first().copied().unwrap_or("");
+    // `docker container ls` is `docker ps`; `docker compose …` and `docker image …` likewise.
+    let group = sub;
+    if matches!(
+        group,
+        "container"
+            | "image"
+            | "volume"
+            | "network"
+            | "system"
+            | "compose"
+            | "builder"
+            | "context"
+            | "node"
+            | "service"
+            | "stack"
+            | "secret"
+            | "config"
+            | "plugin"
+            | "buildx"
+    ) {
+        words.remove(0);
+        sub = words
+            .iter()
+            .copied()
+            .find(|w| !w.starts_with('-'))
+            .unwrap_or("");
+    }
+    let d = |what: &str| {
+        format!(
+            "`{name} {group}{}{sub}` {what}",
+            if group != sub { " " } else { "" }
+        )
+    };
+    let read = matches!(
+        sub,
+        "ps" | "ls"
+            | "list"
+            | "inspect"
+            | "logs"
+            | "images"
+            | "version"
+            | "info"
+            | "top"
+            | "port"
+            | "diff"
+            | "history"
+            | "stats"
+            | "events"
+            | "df"
+            | "config"
+            | "search"
+    ) || (sub.is_empty() && group.is_empty());
+    let destructive = match group {
+        "volume" => matches!(sub, "rm" | "remove" | "prune"),
+        "system" => sub == "prune",
+        "compose" => sub == "down" && words.iter().any(|w| matches!(*w, "-v" | "--volumes")),
+        _ => sub == "rm" && words.iter().any(|w| matches!(*w, "-v" | "--volumes")),
+    };
+    if destructive {
+        acc.raise(Destructive, d("deletes volumes or data"));
+    } else if read && !(sub == "config" && group != "compose") {
+        acc.raise(ReadOnly, d("only reads"));
+    } else if matches!(sub, "start" | "restart" | "pull" | "unpause") {
+        acc.raise(Low, d("starts or fetches"));
+    } else {
+        acc.raise(Config, d("changes containers"));
+    }
+}
+
+pub(super) fn kubectl(name: &str, args: &[Word], acc: &mut Acc) {
+    let rest = after_options(
+        args,
+        &[
+            "-n",
+            "--namespace",
+            "--context",
+            "--kubeconfig",
+            "-s",
+            "--server",
+            "--cluster",
+            "--user",
+        ],
+    );
+    let words = lits(rest);
+    let sub = words.first().copied().unwrap_or("");
+    let next = words.get(1).copied().unwrap_or("");
+    match sub {
+        "get" | "describe" | "logs" | "top" | "version" | "explain" | "api-resources"
+        | "api-versions" | "cluster-info" | "events" | "diff" => {
+            acc.raise(ReadOnly, format!("`{name} {sub}` only reads"))
+        }
+        "config"
+            if matches!(
+                next,
+                "view" | "get-contexts" | "current-context" | "get-clusters" | "get-users"
+            ) =>
+        {
+            acc.raise(ReadOnly, format!("`{name} config {next}` only reads"))
+        }
+        "auth" if next == "can-i" || next == "whoami" => {
+            acc.raise(ReadOnly, format!("`{name} auth {next}` only reads"))
+        }
+        "delete" | "drain" => acc.raise(
+            Destructive,
+            format!("`{name} {sub}` deletes or evicts workloads"),
+        ),
+        "rollout" if next == "restart" || next == "status" || next == "history" => acc.raise(
+            if next == "restart" { Low } else { ReadOnly },
+            format!("`{name} rollout {next}`"),
+        ),
+        _ => acc.raise(Config, format!("`{name} {sub}` changes the cluster")),
+    }
+}
+
+pub(super) fn packages(name: &str, args: &[Word], acc: &mut Acc) {
+    let sub = operands(args).first().copied().unwrap_or("");
+    match sub {
+        "list" | "show" | "search" | "policy" | "depends" | "rdepends" | "info" | "repolist"
+        | "check-update" | "query" | "changelog" | "provides" | "whatprovides" | "-Q" | "-Qi"
+        | "-Ss" | "-Si" => acc.raise(ReadOnly, format!("`{name} {sub}` only reads")),
+        "update" | "makecache" | "refresh"
+            if !matches!(name, "dnf" | "yum" | "zypper") || sub != "update" =>
+        {
+            acc.raise(Low, format!("`{name} {sub}` refreshes package lists"))
+        }
+        _ if name == "pacman"
+            && flag(args, &['Q'], &["query"])
+            && !flag(args, &['R', 'S', 'U'], &[]) =>
+        {
+            acc.raise(ReadOnly, "`pacman -Q` only reads")
+        }
+        _ => acc.raise(
+            Config,
+            format!("`{name} {sub}` installs, removes or upgrades packages"),
+        ),
+    }
+}
