@@ -1,10 +1,8 @@
 //! The risk classifier takes any text, as a shell command or as argv, and gives a verdict
 //! with a reason, in bounded time and memory; declaring a class never lowers it.
 //!
-//! The shell parser underneath (brush-parser) panics on some malformed input; the
-//! classifier catches those and says so in its verdict. Quiet panic hook: libFuzzer's own
-//! aborts on any panic, even a caught one, while a panic escaping the classifier still
-//! reaches libFuzzer and fails the run.
+//! Quiet panic hook: libFuzzer's own aborts on any panic, even a caught one, while a panic
+//! escaping the classifier still reaches libFuzzer and fails the run.
 #![no_main]
 
 use argos_common::risk::{Class, Command, classify};

@@ -3,7 +3,8 @@
 //!
 //! Classes, in order: `read_only` < `reversible_low` < `config_mutation` < `destructive`.
 //!
-//! - A shell command is read with a real bash tokenizer and parser (brush-parser). Anything
+//! - A shell command is read as bash reads it (words, quoting, operators, substitutions,
+//!   here-documents) by a lexer and word scanner of our own, linear in the text. Anything
 //!   compound or indirect — lists, `&&`/`||`, pipes, `$(…)`, backticks, redirections,
 //!   here-documents, subshells, function definitions, variable assignments, `eval`, `exec`,
 //!   `sudo`/`su`/`doas`, `sh -c` — is never `read_only`, and every command inside it
@@ -17,8 +18,10 @@
 //!   `config_mutation`.
 //! - A declared risk can only raise the class, never lower it.
 
+mod lex;
 mod rules;
 mod shell;
+mod word;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,12 +1,15 @@
-//! A command string as the shell will see it: tokens and words from brush-parser (a bash
-//! tokenizer and parser), cut into simple commands at every control operator, with each
-//! word's literal text, whether it depends on an expansion, and the commands nested in it
-//! (`$(…)`, backticks, here-documents) classified in turn.
+//! A command string as the shell will see it: tokens from `lex`, cut into simple commands
+//! at every control operator; each word read by `word` (its literal text, whether it
+//! depends on an expansion, and the commands nested in it, which are classified in turn).
+//!
+//! No syntax tree is built: the classifier judges every command it can find, in or out of
+//! a valid program (the shell runs none of an invalid one). Reading is linear in the text
+//! at each level of nesting, and nesting is bounded (`MAX_DEPTH`). (The first version used
+//! brush-parser; its grammars backtrack exponentially and its tokenizer loops on some
+//! inputs the fuzzer found in minutes.)
 
-use brush_parser::word::WordPiece;
-use brush_parser::{ParserOptions, Token};
-
-use super::{Acc, Class, rules};
+use super::lex::{self, Token};
+use super::{Acc, Class, rules, word};
 
 /// A word of a simple command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,20 +38,6 @@ pub struct Place {
     pub from: Option<String>,
 }
 
-/// Deepest nesting of parentheses given to the parser (its time doubles with each level
-/// left open: 12 levels take about 0.1 ms, 30 would take seconds).
-const MAX_NESTING: i32 = 12;
-
-/// Deepest nesting of parentheses and braces in a word or here-document given to the word
-/// parser: it backtracks exponentially on unclosed `$(` nests (`$(;(` four deep takes
-/// 0.2 ms, five deep 6 ms, ten deep seconds).
-const MAX_WORD_NESTING: i32 = 6;
-/// Most `[` in a word given to the word parser (`${a[`, `$[`, `a[i]=`: three unclosed take
-/// about 5 ms).
-const MAX_SUBSCRIPTS: usize = 3;
-/// Longest word or here-document body given to the word parser.
-const MAX_WORD_LEN: usize = 16 * 1024;
-
 /// Classifies a shell script into `acc`.
 pub fn script(src: &str, acc: &mut Acc) {
     if acc.depth > super::MAX_DEPTH {
@@ -61,30 +50,9 @@ pub fn script(src: &str, acc: &mut Acc) {
 }
 
 fn walk(src: &str, acc: &mut Acc) {
-    if let Some(d) = odd_heredoc_delimiter(src) {
-        // brush-parser 0.4's tokenizer can loop without end on unusual delimiters (the
-        // fuzzer found empty and part-quoted ones).
-        acc.raise(
-            Class::ConfigMutation,
-            format!("a here-document delimiter that is not a plain word ({d:?}): not parsed"),
-        );
-        return;
-    }
-    let options = ParserOptions::default();
-    // brush-parser panics on some malformed input (the fuzzer found several): a panic in
-    // it is a verdict of its own, never a crash of the caller.
-    let tokens =
-        std::panic::catch_unwind(|| brush_parser::uncached_tokenize_str(src, &Default::default()));
-    let tokens = match tokens {
-        Ok(Ok(t)) => t,
-        Err(_) => {
-            acc.raise(
-                Class::ConfigMutation,
-                "not a valid shell command (the tokenizer failed on it)",
-            );
-            return;
-        }
-        Ok(Err(e)) => {
+    let tokens = match lex::lex(src) {
+        Ok(t) => t,
+        Err(e) => {
             acc.raise(
                 Class::ConfigMutation,
                 format!("not a complete shell command ({e})"),
@@ -92,54 +60,12 @@ fn walk(src: &str, acc: &mut Acc) {
             return;
         }
     };
-    // Still look inside an invalid command: whatever the shell would run of it is judged
-    // below.
-    let nesting = tokens
-        .iter()
-        .scan(0i32, |depth, t| {
-            match t {
-                Token::Operator(o, _) if o == "(" => *depth += 1,
-                Token::Operator(o, _) if o == ")" => *depth -= 1,
-                _ => {}
-            }
-            Some(*depth)
-        })
-        .max()
-        .unwrap_or(0);
-    if nesting > MAX_NESTING {
-        // The parser backtracks exponentially on deep unclosed nesting.
+    if let Some(why) = unbalanced(&tokens) {
+        // The shell runs none of it; whatever it holds is still judged below.
         acc.raise(
             Class::ConfigMutation,
-            format!("subshells nested {nesting} deep: not parsed"),
+            format!("not a complete shell command ({why})"),
         );
-    } else if let Some(why) = tokens.iter().find_map(|t| match t {
-        // The program parser reads words with the same backtracking grammar.
-        Token::Word(w, _) => too_complex(w, true),
-        Token::Operator(..) => None,
-    }) {
-        acc.raise(
-            Class::ConfigMutation,
-            format!("a word too complex to parse ({why}): not parsed"),
-        );
-    } else if let Some(why) = fd_out_of_range(&tokens) {
-        // brush-parser 0.4 panics on these; bash refuses them.
-        acc.raise(
-            Class::ConfigMutation,
-            format!("not a valid shell command ({why})"),
-        );
-    } else {
-        // A panic in the parser is a verdict of its own, not a crash of the caller.
-        match std::panic::catch_unwind(|| brush_parser::parse_tokens(&tokens, &options)) {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => acc.raise(
-                Class::ConfigMutation,
-                format!("not a valid shell command ({e})"),
-            ),
-            Err(_) => acc.raise(
-                Class::ConfigMutation,
-                "not a valid shell command (the parser failed on it)",
-            ),
-        }
     }
     let mut words: Vec<Word> = Vec::new();
     let mut place = Place::default();
@@ -148,18 +74,18 @@ fn walk(src: &str, acc: &mut Acc) {
     while i < tokens.len() {
         match &tokens[i] {
             Token::Word(w, _) => {
-                words.push(word(w, acc));
+                words.push(word::word(w, acc));
                 i += 1;
             }
-            Token::Operator(op, loc) => {
-                let op = op.as_str();
+            Token::Body(_) => i += 1, // read with its `<<`
+            &Token::Op(op, at) => {
                 match op {
                     "<" | ">" | ">>" | ">|" | "<>" | "&>" | "&>>" | ">&" | "<&" | "<<" | "<<-"
                     | "<<<" => {
                         // An fd number written against the operator belongs to it.
-                        if let (Some(prev), Some(Token::Word(pw, ploc))) =
+                        if let (Some(prev), Some(Token::Word(pw, pat))) =
                             (words.last(), i.checked_sub(1).map(|p| &tokens[p]))
-                            && ploc.end.index == loc.start.index
+                            && pat + pw.len() == at
                             && !pw.is_empty()
                             && pw.bytes().all(|b| b.is_ascii_digit())
                             && prev.lit == *pw
@@ -168,8 +94,7 @@ fn walk(src: &str, acc: &mut Acc) {
                         }
                         i += 1;
                         if (op == "<" || op == ">")
-                            && let Some(Token::Operator(p, _)) = tokens.get(i)
-                            && p == "("
+                            && let Some(Token::Op("(", _)) = tokens.get(i)
                         {
                             {
                                 acc.raise(Class::ReversibleLow, "process substitution");
@@ -184,8 +109,7 @@ fn walk(src: &str, acc: &mut Acc) {
                     _ => {
                         // A function definition: `name ( )`.
                         if op == "("
-                            && let Some(Token::Operator(close, _)) = tokens.get(i + 1)
-                            && close == ")"
+                            && let Some(Token::Op(")", _)) = tokens.get(i + 1)
                             && !words.is_empty()
                             && words[..words.len() - 1]
                                 .iter()
@@ -224,122 +148,70 @@ fn walk(src: &str, acc: &mut Acc) {
     flush(&mut words, place, &functions, acc);
 }
 
-/// The first here-document delimiter that is not a plain word (`EOF`, `'EOF'`, `"EOF"`,
-/// `\EOF`; letters, digits, `_`, `.`, `-`). Also inside quotes: this may only over-refuse.
-fn odd_heredoc_delimiter(src: &str) -> Option<String> {
-    let plain = |w: &str| {
-        !w.is_empty()
-            && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-    };
-    // Operators as the tokenizer takes them, longest first: `<<<` is a here-string.
-    let mut at = 0;
-    let mut starts = Vec::new();
-    while let Some(i) = src[at..].find("<<").map(|i| at + i) {
-        if src[i..].starts_with("<<<") {
-            at = i + 3;
-        } else {
-            starts.push(i);
-            at = i + 2;
+/// Why the subshells in `tokens` do not pair up, if they do not (a `)` ending a `case`
+/// pattern pairs with its `case`).
+fn unbalanced(tokens: &[Token]) -> Option<&'static str> {
+    let (mut depth, mut cases) = (0u32, 0u32);
+    for t in tokens {
+        match t {
+            Token::Word("case", _) => cases += 1,
+            Token::Word("esac", _) => cases = cases.saturating_sub(1),
+            Token::Op("(", _) => depth += 1,
+            Token::Op(")", _) => {
+                if depth > 0 {
+                    depth -= 1;
+                } else if cases == 0 {
+                    return Some("a `)` that closes nothing");
+                }
+            }
+            _ => {}
         }
     }
-    starts.into_iter().find_map(|i| {
-        let rest = &src[i + 2..];
-        let rest = rest.strip_prefix('-').unwrap_or(rest);
-        let rest = rest.trim_start_matches([' ', '\t']);
-        // The shell's blanks only: a form feed is part of the word.
-        let word: String = rest
-            .chars()
-            .take_while(|c| !" \t\n;|&<>()".contains(*c))
-            .collect();
-        let bare = match word.chars().next() {
-            Some(q @ ('\'' | '"')) => word
-                .strip_prefix(q)
-                .and_then(|w| w.strip_suffix(q))
-                .unwrap_or(""),
-            Some('\\') => &word[1..],
-            _ => &word,
-        };
-        (!plain(bare)).then_some(word)
-    })
-}
-
-/// A file descriptor number before a redirection that does not fit the parser's `i32`.
-fn fd_out_of_range(tokens: &[Token]) -> Option<String> {
-    tokens.windows(2).find_map(|w| match w {
-        [Token::Word(n, nl), Token::Operator(_, ol)]
-            if nl.end.index == ol.start.index
-                && !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-                && n.parse::<i32>().is_err() =>
-        {
-            Some(format!("file descriptor {n} out of range"))
-        }
-        _ => None,
-    })
+    (depth > 0).then_some("a `(` that is never closed")
 }
 
 /// Handles a redirection whose target starts at `tokens[i]`; returns the next index.
 fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
     acc.compound = true;
     let target = match tokens.get(i) {
-        Some(Token::Word(w, _)) => w.clone(),
-        _ => return i, // the parser has already said what is wrong
+        Some(Token::Word(w, _)) => *w,
+        _ => {
+            // Nothing to redirect to: bash refuses the command.
+            acc.raise(
+                Class::ConfigMutation,
+                format!("not a complete shell command (`{op}` without a target)"),
+            );
+            return i;
+        }
     };
     i += 1;
     match op {
         "<<" | "<<-" => {
-            // Delimiter, then the body, then the closing delimiter.
+            // The delimiter, then the body.
             let quoted = target.contains(['\'', '"', '\\']);
-            if let Some(Token::Word(body, _)) = tokens.get(i) {
+            if let Some(Token::Body(body)) = tokens.get(i) {
                 rules::sql_text(body, acc);
-                if let (false, Some(why)) = (quoted, too_complex(body, false)) {
-                    acc.raise(
-                        Class::ConfigMutation,
-                        format!("a here-document too complex to parse ({why})"),
-                    );
-                    nested(body, acc);
-                } else if !quoted {
-                    let parsed = std::panic::catch_unwind(|| {
-                        brush_parser::word::parse_heredoc(body, &ParserOptions::default())
-                    });
-                    match parsed.map(Result::ok) {
-                        Ok(Some(pieces)) => {
-                            let mut lit = String::new();
-                            let mut hidden = false;
-                            for p in pieces {
-                                hidden |= piece(&p.piece, &mut lit, acc).hidden;
-                            }
-                            if hidden {
-                                nested(body, acc);
-                            }
-                        }
-                        _ => {
-                            acc.raise(Class::ConfigMutation, "a here-document that does not parse")
-                        }
-                    }
+                if !quoted {
+                    word::heredoc(body, acc);
                 }
-                i += 1;
-            }
-            if let Some(Token::Word(_, _)) = tokens.get(i) {
                 i += 1;
             }
             acc.raise(Class::ReversibleLow, "here-document");
         }
         "<<<" => {
-            let w = word(&target, acc);
+            let w = word::word(target, acc);
             rules::sql_text(&w.lit, acc);
             acc.raise(Class::ReversibleLow, "here-string");
         }
         "<" => {
-            word(&target, acc);
+            word::word(target, acc);
             acc.raise(Class::ReversibleLow, "input redirection");
         }
         ">&" | "<&" if target == "-" || target.bytes().all(|b| b.is_ascii_digit()) => {
             acc.raise(Class::ReversibleLow, "file descriptor redirection");
         }
         _ => {
-            let w = word(&target, acc);
+            let w = word::word(target, acc);
             rules::write_target(&w, acc);
         }
     }
@@ -359,252 +231,4 @@ fn flush(
     }
     let ws = std::mem::take(words);
     rules::simple(&ws, &place, functions, acc)
-}
-
-/// Parses a word: its literal text, whether it is dynamic, and the commands inside it.
-pub fn word(raw: &str, acc: &mut Acc) -> Word {
-    let mut lit = String::with_capacity(raw.len());
-    let parsed = if tilde_out_of_range(raw) {
-        None // brush-parser 0.4 panics on these
-    } else if let Some(why) = too_complex(raw, true) {
-        // Its word parser backtracks exponentially on these; the commands inside are
-        // still found.
-        acc.raise(
-            Class::ConfigMutation,
-            format!("a word too complex to parse ({why})"),
-        );
-        nested(raw, acc);
-        return Word {
-            lit: raw.to_string(),
-            dynamic: true,
-        };
-    } else {
-        std::panic::catch_unwind(|| brush_parser::word::parse(raw, &ParserOptions::default())).ok()
-    };
-    let Some(parsed) = parsed else {
-        acc.raise(
-            Class::ConfigMutation,
-            format!("a word the shell parser cannot read: {raw:?}"),
-        );
-        lit.push_str(raw);
-        return Word { lit, dynamic: true };
-    };
-    let dynamic = match parsed {
-        Ok(pieces) => {
-            let (mut dynamic, mut hidden) = (false, false);
-            for p in &pieces {
-                let k = piece(&p.piece, &mut lit, acc);
-                dynamic |= k.dynamic;
-                hidden |= k.hidden;
-            }
-            if hidden {
-                nested(raw, acc);
-            }
-            dynamic
-        }
-        Err(_) => {
-            acc.raise(
-                Class::ConfigMutation,
-                format!("a word that does not parse: {raw:?}"),
-            );
-            lit.push_str(raw);
-            true
-        }
-    };
-    Word { lit, dynamic }
-}
-
-/// Why brush-parser's word parser should not be given `w`: its PEG grammar backtracks
-/// exponentially on unclosed `$(` nests (five `$(;(` deep: 6 ms, ten: seconds) and on
-/// array subscripts and `$[` in expansions (four `${a[`: 20 ms, six: seconds).
-fn too_complex(w: &str, quotes: bool) -> Option<String> {
-    if matches!(w, "{" | "}" | "[" | "]" | "[[" | "]]") {
-        return None; // reserved words and the test command
-    }
-    if !balanced(w, quotes) {
-        // Backtracking is at its worst on what never closes; balanced input parses at
-        // once.
-        return Some("unbalanced brackets".into());
-    }
-    let depth = paren_depth(w, quotes);
-    let subscripts = w.matches('[').count();
-    if depth > MAX_WORD_NESTING {
-        Some(format!("nested {depth} deep"))
-    } else if subscripts > MAX_SUBSCRIPTS {
-        Some(format!("{subscripts} subscripts in expansions"))
-    } else if w.len() > MAX_WORD_LEN {
-        Some(format!("{} bytes", w.len()))
-    } else {
-        None
-    }
-}
-
-/// The characters of `w` that can open or close an expansion: not escaped by a backslash,
-/// and outside single quotes where `quotes` (a here-document's body has none).
-fn structural(w: &str, quotes: bool) -> impl Iterator<Item = char> + '_ {
-    let (mut quoted, mut escaped) = (false, false);
-    w.chars().filter(move |&c| {
-        if escaped {
-            escaped = false;
-            return false;
-        }
-        match c {
-            '\'' if quotes => {
-                quoted = !quoted;
-                false
-            }
-            '\\' if !quoted => {
-                escaped = true;
-                false
-            }
-            _ => !quoted,
-        }
-    })
-}
-
-/// Whether every `(`, `{` and `[` in `w` closes, in order, outside single quotes.
-fn balanced(w: &str, quotes: bool) -> bool {
-    let mut open = Vec::new();
-    for c in structural(w, quotes) {
-        match c {
-            '(' | '{' | '[' => open.push(c),
-            ')' | '}' => {
-                let want = if c == ')' { '(' } else { '{' };
-                if open.pop() != Some(want) {
-                    return false;
-                }
-            }
-            ']' if open.pop() != Some('[') => return false,
-            _ => {}
-        }
-    }
-    open.is_empty()
-}
-
-/// The deepest run of open parentheses and braces in `s`, outside single quotes.
-fn paren_depth(s: &str, quotes: bool) -> i32 {
-    let mut depth = 0i32;
-    let mut max = 0;
-    for c in structural(s, quotes) {
-        match c {
-            '(' | '{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            ')' | '}' => depth = (depth - 1).max(0),
-            _ => {}
-        }
-    }
-    max
-}
-
-/// `~+N` or `~-N` with N past `usize`: the word parser's directory-stack index.
-fn tilde_out_of_range(raw: &str) -> bool {
-    raw.match_indices('~').any(|(i, _)| {
-        let after = raw[i + 1..].trim_start_matches(['+', '-']);
-        after.bytes().take_while(u8::is_ascii_digit).count() >= 19
-    })
-}
-
-/// What a piece of a word is.
-#[derive(Default)]
-struct Kind {
-    /// Its value depends on an expansion.
-    dynamic: bool,
-    /// It is an expansion whose text may hold commands (`${X:-$(…)}`, `$(( $(…) ))`): the
-    /// word's raw text is searched for them.
-    hidden: bool,
-}
-
-/// Appends a piece's literal text.
-fn piece(p: &WordPiece, lit: &mut String, acc: &mut Acc) -> Kind {
-    match p {
-        WordPiece::Text(t) | WordPiece::SingleQuotedText(t) | WordPiece::AnsiCQuotedText(t) => {
-            lit.push_str(t);
-            Kind::default()
-        }
-        WordPiece::EscapeSequence(e) => {
-            lit.push_str(e.strip_prefix('\\').unwrap_or(e));
-            Kind::default()
-        }
-        WordPiece::TildeExpansion(_) => {
-            lit.push('~');
-            Kind::default()
-        }
-        WordPiece::DoubleQuotedSequence(ps) | WordPiece::GettextDoubleQuotedSequence(ps) => {
-            let mut k = Kind::default();
-            for p in ps {
-                let inner = piece(&p.piece, lit, acc);
-                k.dynamic |= inner.dynamic;
-                k.hidden |= inner.hidden;
-            }
-            k
-        }
-        WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
-            acc.raise(Class::ReversibleLow, "command substitution");
-            acc.compound = true;
-            script(s, acc);
-            lit.push_str("$(…)");
-            Kind {
-                dynamic: true,
-                hidden: false,
-            }
-        }
-        WordPiece::ParameterExpansion(_) => {
-            lit.push_str("${…}");
-            Kind {
-                dynamic: true,
-                hidden: true,
-            }
-        }
-        WordPiece::ArithmeticExpression(_) => {
-            lit.push_str("$((…))");
-            Kind {
-                dynamic: true,
-                hidden: true,
-            }
-        }
-    }
-}
-
-/// Commands written inside an expansion's text, found by their `$(`…`)` or backticks
-/// (quoting inside is not followed: this can only find more, never less).
-fn nested(text: &str, acc: &mut Acc) {
-    if !text.contains("$(") && !text.contains('`') {
-        return;
-    }
-    acc.raise(
-        Class::ReversibleLow,
-        "command substitution inside an expansion",
-    );
-    acc.compound = true;
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'$' && b.get(i + 1) == Some(&b'(') {
-            let start = i + 2;
-            let mut depth = 1;
-            let mut j = start;
-            while j < b.len() && depth > 0 {
-                match b[j] {
-                    b'(' => depth += 1,
-                    b')' => depth -= 1,
-                    _ => {}
-                }
-                j += 1;
-            }
-            let end = if depth == 0 { j - 1 } else { j };
-            // `$((…))` is arithmetic: its inside, `(…)`, reads as a subshell, whose words
-            // are searched in turn.
-            script(&text[start..end], acc);
-            i = j;
-        } else if b[i] == b'`' {
-            let start = i + 1;
-            let end = text[start..].find('`').map_or(text.len(), |e| start + e);
-            script(&text[start..end], acc);
-            i = end + 1;
-        } else {
-            i += 1;
-        }
-    }
 }

@@ -177,7 +177,8 @@ proptest! {
     }
 }
 
-/// Inputs the fuzzer found that broke the shell parser underneath.
+/// Inputs the fuzzer found that broke (panics, seconds of backtracking, endless loops)
+/// the shell parser the classifier was first built on: each gets a verdict, at once.
 #[test]
 fn parser_failures_are_verdicts() {
     let deep = format!("({}y=6", "(".repeat(60));
@@ -209,6 +210,8 @@ fn parser_failures_are_verdicts() {
         "groedl[\u{e}d\0\0\"\\'\"d[cl[egr[cl[\u{e}d\0\0\"\\'\"ed[cl[egwroed[cil[\u{e}d\0\0\"\\'\"d[cl[egr[cl[ on gby ",
         "at <<EOF\n$(\"\\\"\"rm -' O\n$(e\u{19}\0\0${X:\0:m -'O@<  tcassh\0\0\0\0e}}.om\0:r(ip -~ /dt-~ (\0\0\0\0e}}.om\0r:(ip -~ /dt-~ (ip -~  ~ /die}}.om\0r:(ip -~ /dt-~ (ip -~  ~ /~ (\0\0\0\0e}}.om\0r:(ip EFsh\0\0\0\0e}}.om\0:r(ip -~ /dt-~ (\0\0\0\0e}}.om\0r:(ip -~ /dtOat <<EOF\nEOF-$(;e\0${___[Tn[:$:;]-~ /dt-~ (idip p -)\nEOF\n-\"$\"-~e)\nEO  ~F /dt}}}~@\u{1}\0\0/",
         "rpm -qalgsl<<n\u{c}\u{2026}}tooo.oooxzcatoooof]fftn$(\t)#i)#in)#in - =$f e$e\0ptn$(\tft - e$oooeet|((2 /",
+        // brush-parser's tokenizer never returned on this one.
+        "<- l<  b1[$(-hd\u{1b}f(-f(  <<   pushd                        sysctl #                                  -'",
         "tca <<EOF\n$($[i\n$($[ipta\n\n$r0e/\u{17}\0\0\0\0\0\0\0mpta\n$($[ipta[OF\n$($[ipta[OF\n$r0e($[ipta\n\n$r0e/mpta\n$($[ipta[OF\n$($[ipta[OF\n$r/m(rfh em)\nEOF",
     ] {
         let t = std::time::Instant::now();
@@ -218,6 +221,37 @@ fn parser_failures_are_verdicts() {
             "{cmd}: {:?}",
             t.elapsed()
         );
-        assert_eq!(v.class, Class::ConfigMutation, "{cmd}: {v:?}");
+        assert!(!v.reasons.is_empty(), "{cmd}");
     }
+}
+
+/// Commands hidden anywhere the shell would find them are judged.
+#[test]
+fn commands_inside_words_are_found() {
+    for cmd in [
+        "echo ${X:-$(rm -rf /)}",
+        "echo \"${X:-`rm -rf /`}\"",
+        "echo $(( $(rm -rf /) + 1 ))",
+        "echo $((rm -rf /); ls)",
+        "echo $[ $(rm -rf /) ]",
+        "echo `echo \\`rm -rf /\\``",
+        "echo \"$(echo \")\"; rm -rf /)\"",
+        "echo $(case x in a) rm -rf / ;; esac)",
+        "echo $(cat <<E\n)\nE\nrm -rf /)",
+        "$'\\x72m' -rf /",
+        "cat <<E\n$(rm -rf /)\nE",
+        "echo ${a:-${b:-${c:-$(rm -rf /)}}}",
+    ] {
+        let v = classify(Command::Shell(cmd), None);
+        assert_eq!(v.class, Class::Destructive, "{cmd}: {v:?}");
+    }
+    for cmd in [
+        "echo '$(rm -rf /)'",
+        "cat <<'E'\n$(rm -rf /)\nE",
+        "echo \"\\$(rm -rf /)\"",
+    ] {
+        let v = classify(Command::Shell(cmd), None);
+        assert!(v.class < Class::Destructive, "{cmd}: {v:?}");
+    }
+    assert_eq!(class("echo $((1 + 2))"), Class::ReadOnly);
 }

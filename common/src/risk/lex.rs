@@ -1,0 +1,232 @@
+//! A command string cut into tokens as bash cuts it: words (quotes, `$(…)`, `${…}`,
+//! backticks and all), operators, and here-document bodies. One pass over the text; a
+//! substitution's end is found by `word::find_close`, which keeps its own stack, so nothing
+//! recurses on the input and nothing backtracks.
+
+use super::word::{Frame, backtick_end, find, find_close};
+
+/// A token; words are slices of the source, with their byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Token<'a> {
+    Word(&'a str, usize),
+    Op(&'static str, usize),
+    /// A here-document's body; it follows the `<<` operator and its delimiter word.
+    Body(String),
+}
+
+/// Control and redirection operators, longest first.
+const OPERATORS: &[&str] = &[
+    ";;&", "<<<", "<<-", "&>>", "&&", "||", ";;", ";&", "|&", "&>", ">>", "<<", "<>", "<&", ">&",
+    ">|", ";", "&", "|", "(", ")", "<", ">", "\n",
+];
+
+fn starts_operator(c: u8) -> bool {
+    matches!(c, b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>' | b'\n')
+}
+
+/// Tokens of `src`, or why it is not a complete command (an unclosed quote or
+/// substitution: the shell would run none of it).
+pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
+    let b = src.as_bytes();
+    let mut out = Vec::new();
+    // Here-documents begun on this line: (index of the body token, delimiter, `<<-`).
+    let mut pending: Vec<(usize, String, bool)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' => i += 1,
+            b'\\' if b.get(i + 1) == Some(&b'\n') => i += 2,
+            b'#' => i = find(b, i, b'\n'),
+            c if starts_operator(c) => {
+                let op = OPERATORS
+                    .iter()
+                    .find(|o| b[i..].starts_with(o.as_bytes()))
+                    .expect("an operator starts here");
+                out.push(Token::Op(op, i));
+                i += op.len();
+                match *op {
+                    "\n" => {
+                        for (at, delimiter, strip) in pending.drain(..) {
+                            let (body, next) = body(src, i, &delimiter, strip);
+                            out[at] = Token::Body(body);
+                            i = next;
+                        }
+                    }
+                    "<<" | "<<-" => {
+                        while i < b.len() && matches!(b[i], b' ' | b'\t') {
+                            i += 1;
+                        }
+                        if i == b.len() || starts_operator(b[i]) {
+                            return Err("a here-document without a delimiter".into());
+                        }
+                        let end = word_end(b, i)?;
+                        let raw = &src[i..end];
+                        out.push(Token::Word(raw, i));
+                        out.push(Token::Body(String::new()));
+                        let delimiter = raw.replace(['\'', '"', '\\'], "");
+                        pending.push((out.len() - 1, delimiter, *op == "<<-"));
+                        i = end;
+                    }
+                    _ => {}
+                }
+            }
+            _ => {
+                let end = word_end(b, i)?;
+                out.push(Token::Word(&src[i..end], i));
+                i = end;
+            }
+        }
+    }
+    // A here-document cut off by the end of the text is empty (bash warns and runs it).
+    Ok(out)
+}
+
+/// The end of the word starting at `i`.
+fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' => return Ok(i),
+            c if starts_operator(c) => return Ok(i),
+            b'\\' => i += 2,
+            b'\'' => {
+                i = find(b, i + 1, b'\'');
+                if i == b.len() {
+                    return Err("an unclosed single quote".into());
+                }
+                i += 1;
+            }
+            b'"' => {
+                i = find_close(b, i + 1, Frame::Double).ok_or("an unclosed double quote")? + 1;
+            }
+            b'`' => {
+                i = backtick_end(b, i + 1);
+                if i == b.len() {
+                    return Err("an unclosed backquote".into());
+                }
+                i += 1;
+            }
+            b'$' => match b.get(i + 1) {
+                Some(b'(') => {
+                    i = find_close(b, i + 2, Frame::cmd()).ok_or("an unclosed `$(`")? + 1;
+                }
+                Some(b'{') => {
+                    i = find_close(b, i + 2, Frame::Brace(b'}')).ok_or("an unclosed `${`")? + 1;
+                }
+                Some(b'[') => {
+                    i = find_close(b, i + 2, Frame::Brace(b']')).ok_or("an unclosed `$[`")? + 1;
+                }
+                Some(b'\'') => {
+                    i += 2;
+                    loop {
+                        match b.get(i) {
+                            None => return Err("an unclosed `$'`".into()),
+                            Some(b'\\') => i += 2,
+                            Some(b'\'') => break,
+                            Some(_) => i += 1,
+                        }
+                    }
+                    i += 1;
+                }
+                _ => i += 1,
+            },
+            _ => i += 1,
+        }
+    }
+    Ok(b.len().min(i))
+}
+
+/// A here-document's body from `i` to its closing line: (body, index after that line).
+fn body(src: &str, mut i: usize, delimiter: &str, strip: bool) -> (String, usize) {
+    let b = src.as_bytes();
+    let mut text = String::new();
+    while i < b.len() {
+        let end = find(b, i, b'\n');
+        let mut line = &src[i..end];
+        if strip {
+            line = line.trim_start_matches('\t');
+        }
+        let next = (end + 1).min(b.len());
+        if line == delimiter {
+            return (text, next);
+        }
+        text.push_str(line);
+        text.push('\n');
+        i = next;
+    }
+    (text, b.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shown(src: &str) -> Vec<String> {
+        lex(src)
+            .unwrap()
+            .into_iter()
+            .map(|t| match t {
+                Token::Word(w, _) => w.to_string(),
+                Token::Op(o, _) => format!("<{}>", o.escape_debug()),
+                Token::Body(b) => format!("[{b}]"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn words_and_operators() {
+        assert_eq!(
+            shown("ls -l|wc  -l&&x"),
+            ["ls", "-l", "<|>", "wc", "-l", "<&&>", "x"]
+        );
+        assert_eq!(shown("a 2>&1 >>f"), ["a", "2", "<>&>", "1", "<>>>", "f"]);
+        assert_eq!(
+            shown("echo \"a b\"'c d'\\ e # x"),
+            ["echo", "\"a b\"'c d'\\ e"]
+        );
+        assert_eq!(
+            shown("echo $(a; b) ${x:-y z} `c d`"),
+            ["echo", "$(a; b)", "${x:-y z}", "`c d`"]
+        );
+        assert_eq!(
+            shown("echo $(case x in a) b;; esac)"),
+            ["echo", "$(case x in a) b;; esac)"]
+        );
+        assert_eq!(
+            shown("diff <(a) b"),
+            ["diff", "<<>", "<(>", "a", "<)>", "b"]
+        );
+        assert_eq!(shown("a \\\n b"), ["a", "b"]);
+        assert_eq!(shown("echo $'a\\'b' c"), ["echo", "$'a\\'b'", "c"]);
+    }
+
+    #[test]
+    fn here_documents() {
+        assert_eq!(
+            shown("cat <<E; ls\nx $y\nE\nrm z"),
+            [
+                "cat", "<<<>", "E", "[x $y\n]", "<;>", "ls", "<\\n>", "rm", "z"
+            ]
+        );
+        assert_eq!(
+            shown("cat <<-'E'\n\tx\n\tE\n"),
+            ["cat", "<<<->", "'E'", "[x\n]", "<\\n>"]
+        );
+        assert_eq!(
+            shown("cat <<A <<B\na\nA\nb\nB\n")[..6],
+            ["cat", "<<<>", "A", "[a\n]", "<<<>", "B"]
+        );
+        assert_eq!(
+            shown("cat <<E\nunended"),
+            ["cat", "<<<>", "E", "[unended\n]", "<\\n>"]
+        );
+    }
+
+    #[test]
+    fn unclosed_text_is_refused() {
+        for src in [
+            "echo 'a", "echo \"a", "echo $(a", "echo ${a", "echo `a", "cat <<", "echo $'a",
+        ] {
+            assert!(lex(src).is_err(), "{src}");
+        }
+    }
+}

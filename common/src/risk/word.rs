@@ -1,0 +1,587 @@
+//! Words as the shell reads them, by a linear scanner: quote removal, whether a word's
+//! value depends on an expansion, and every command inside it (`$(…)`, backticks, and
+//! those nested in `${…}`, `$((…))`, `$[…]` and double quotes), each classified in turn.
+//!
+//! `lex` has already cut the command into words; `find_close` finds where a substitution
+//! ends, for both.
+//!
+//! Where the end of a `$(…)` is unclear, the scanner errs towards a longer body: text it
+//! judges as commands costs at most a higher class; text it wrongly took for a literal
+//! could hide a command.
+
+use super::shell::{self, Word};
+use super::{Acc, Class};
+
+/// How deep `${…}`, `$((…))` and `$[…]` nest inside one another before the scanner stops
+/// looking inside (commands nested in commands have their own limit, `MAX_DEPTH`).
+const MAX_NESTING: u32 = 16;
+
+/// Reads a word of a simple command.
+pub fn word(raw: &str, acc: &mut Acc) -> Word {
+    let mut s = Scan::new(raw, acc, false, 0);
+    s.run(Ctx::Bare);
+    Word {
+        lit: s.lit,
+        dynamic: s.dynamic,
+    }
+}
+
+/// Reads the body of a here-document whose delimiter is unquoted: its expansions and the
+/// commands inside them.
+pub fn heredoc(body: &str, acc: &mut Acc) {
+    Scan::new(body, acc, true, 0).run(Ctx::HereDoc);
+}
+
+/// Where the scanner is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    /// A word, or the inside of `${…}`: quotes apply; ends with the text.
+    Bare,
+    /// After a `"`: ends at the closing `"`.
+    Double,
+    /// An unquoted here-document's body: expansions apply, quotes do not.
+    HereDoc,
+}
+
+struct Scan<'a, 'c> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+    /// The word's text with quoting removed and expansions as placeholders.
+    lit: String,
+    /// Whether `lit` is kept (not for the insides of expansions).
+    quiet: bool,
+    dynamic: bool,
+    nest: u32,
+    acc: &'c mut Acc,
+}
+
+impl<'a, 'c> Scan<'a, 'c> {
+    fn new(s: &'a str, acc: &'c mut Acc, quiet: bool, nest: u32) -> Self {
+        Scan {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+            lit: String::with_capacity(if quiet { 0 } else { s.len() }),
+            quiet,
+            dynamic: false,
+            nest,
+            acc,
+        }
+    }
+
+    fn push(&mut self, t: &str) {
+        if !self.quiet {
+            self.lit.push_str(t);
+        }
+    }
+
+    /// Pushes the character at `i` and steps over it.
+    fn push_char(&mut self) {
+        let len = self.s[self.i..].chars().next().map_or(1, char::len_utf8);
+        let end = self.i + len;
+        if !self.quiet {
+            self.lit.push_str(&self.s[self.i..end]);
+        }
+        self.i = end;
+    }
+
+    fn run(&mut self, ctx: Ctx) {
+        while self.i < self.b.len() {
+            match (self.b[self.i], ctx) {
+                (b'"', Ctx::Double) => {
+                    self.i += 1;
+                    return;
+                }
+                (b'"', Ctx::Bare) => {
+                    self.i += 1;
+                    self.run(Ctx::Double);
+                }
+                (b'\'', Ctx::Bare) => {
+                    let end = find(self.b, self.i + 1, b'\'');
+                    self.push(&self.s[self.i + 1..end]);
+                    self.i = (end + 1).min(self.b.len());
+                }
+                (b'\\', _) => self.backslash(ctx),
+                (b'$', _) => self.dollar(ctx),
+                (b'`', _) => self.backtick(),
+                _ => {
+                    // A run of ordinary text.
+                    let start = self.i;
+                    while self.i < self.b.len()
+                        && !matches!(self.b[self.i], b'"' | b'\'' | b'\\' | b'$' | b'`')
+                    {
+                        self.i += 1;
+                    }
+                    if self.i == start {
+                        self.push_char(); // a quote that does not apply here
+                    } else {
+                        self.push(&self.s[start..self.i]);
+                    }
+                }
+            }
+        }
+    }
+
+    fn backslash(&mut self, ctx: Ctx) {
+        match self.b.get(self.i + 1) {
+            None => {
+                self.push("\\");
+                self.i += 1;
+            }
+            Some(b'\n') => self.i += 2, // a line continuation
+            Some(&c) => {
+                let escapes = match ctx {
+                    Ctx::Bare => true,
+                    Ctx::Double => matches!(c, b'$' | b'`' | b'"' | b'\\'),
+                    Ctx::HereDoc => matches!(c, b'$' | b'`' | b'\\'),
+                };
+                if escapes {
+                    self.i += 1;
+                    self.push_char();
+                } else {
+                    self.push("\\");
+                    self.i += 1;
+                }
+            }
+        }
+    }
+
+    fn dollar(&mut self, ctx: Ctx) {
+        let b = self.b;
+        let i = self.i;
+        match b.get(i + 1) {
+            Some(b'(') => {
+                let end = find_close(b, i + 2, Frame::cmd());
+                let close = end.unwrap_or(b.len());
+                if b.get(i + 2) == Some(&b'(')
+                    && end.is_some()
+                    && close > i + 3
+                    && b[close - 1] == b')'
+                {
+                    // `$((…))`: arithmetic (`$((ls); rm x)` is a command substitution).
+                    self.inside(i + 3, close - 1, "$((…))");
+                } else {
+                    self.substitution(&self.s[i + 2..close]);
+                }
+                self.i = (close + 1).min(b.len());
+            }
+            Some(b'{') => {
+                let close = find_close(b, i + 2, Frame::Brace(b'}')).unwrap_or(b.len());
+                self.inside(i + 2, close, "${…}");
+                self.i = (close + 1).min(b.len());
+            }
+            Some(b'[') => {
+                let close = find_close(b, i + 2, Frame::Brace(b']')).unwrap_or(b.len());
+                self.inside(i + 2, close, "$((…))");
+                self.i = (close + 1).min(b.len());
+            }
+            Some(b'\'') if ctx == Ctx::Bare => {
+                let (text, end) = ansi_c(&self.s[i + 2..]);
+                self.push(&text);
+                self.i = i + 2 + end;
+            }
+            Some(b'"') if ctx == Ctx::Bare => self.i += 1, // `$"…"`: a translated string
+            Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {
+                let mut j = i + 1;
+                while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+                    j += 1;
+                }
+                self.expansion("${…}");
+                self.i = j;
+            }
+            Some(c) if c.is_ascii_digit() || b"@*#?$!-".contains(c) => {
+                self.expansion("${…}");
+                self.i = i + 2;
+            }
+            _ => {
+                self.push("$");
+                self.i += 1;
+            }
+        }
+    }
+
+    fn expansion(&mut self, placeholder: &str) {
+        self.dynamic = true;
+        self.push(placeholder);
+    }
+
+    /// An expansion whose text (`s[from..to]`) may hold commands: they are judged.
+    fn inside(&mut self, from: usize, to: usize, placeholder: &str) {
+        self.expansion(placeholder);
+        if self.nest >= MAX_NESTING {
+            self.acc.raise(
+                Class::ConfigMutation,
+                "expansions nested too deep to inspect",
+            );
+            return;
+        }
+        let text = &self.s[from..to.max(from)];
+        if text.contains(['$', '`']) {
+            Scan::new(text, self.acc, true, self.nest + 1).run(Ctx::Bare);
+        }
+    }
+
+    fn substitution(&mut self, body: &str) {
+        self.acc.raise(Class::ReversibleLow, "command substitution");
+        self.acc.compound = true;
+        shell::script(body, self.acc);
+        self.expansion("$(…)");
+    }
+
+    fn backtick(&mut self) {
+        let b = self.b;
+        let start = self.i + 1;
+        let end = backtick_end(b, start);
+        // Inside backticks, a backslash quotes only `$`, `` ` `` and itself.
+        let mut body = String::with_capacity(end - start);
+        let raw = &self.s[start..end];
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\\'
+                && let Some(&n) = chars.peek()
+                && matches!(n, '$' | '`' | '\\')
+            {
+                body.push(n);
+                chars.next();
+            } else {
+                body.push(c);
+            }
+        }
+        self.substitution(&body);
+        self.i = (end + 1).min(b.len());
+    }
+}
+
+/// The index of the first `c` in `b` at or after `from`, or the end.
+pub(super) fn find(b: &[u8], from: usize, c: u8) -> usize {
+    b[from.min(b.len())..]
+        .iter()
+        .position(|&x| x == c)
+        .map_or(b.len(), |p| from + p)
+}
+
+/// The index of the backtick closing one opened just before `from`, or the end.
+pub(super) fn backtick_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'`' => return i,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
+/// `$'…'` text, from just after its opening quote: the decoded text and the length read
+/// (including the closing quote).
+fn ansi_c(s: &str) -> (String, usize) {
+    let mut out = String::new();
+    let mut it = s.char_indices().peekable();
+    while let Some((at, c)) = it.next() {
+        match c {
+            '\'' => return (out, at + 1),
+            '\\' => {
+                let Some((_, e)) = it.next() else { break };
+                let mut number = |radix: u32, max: usize, first: Option<char>| {
+                    let mut v: u32 = first.and_then(|f| f.to_digit(radix)).unwrap_or(0);
+                    for _ in 0..max {
+                        match it.peek().and_then(|(_, d)| d.to_digit(radix)) {
+                            Some(d) => {
+                                v = v.saturating_mul(radix).saturating_add(d);
+                                it.next();
+                            }
+                            None => break,
+                        }
+                    }
+                    char::from_u32(v).unwrap_or('\u{fffd}')
+                };
+                let d = match e {
+                    'a' => '\x07',
+                    'b' => '\x08',
+                    'e' | 'E' => '\x1b',
+                    'f' => '\x0c',
+                    'n' => '\n',
+                    'r' => '\r',
+                    't' => '\t',
+                    'v' => '\x0b',
+                    '0'..='7' => number(8, 2, Some(e)),
+                    'x' => number(16, 2, None),
+                    'u' => number(16, 4, None),
+                    'U' => number(16, 8, None),
+                    'c' => match it.next() {
+                        Some((_, x)) => char::from((x as u8) & 0x1f),
+                        None => break,
+                    },
+                    other => {
+                        if !matches!(other, '\\' | '\'' | '"' | '?') {
+                            out.push('\\');
+                        }
+                        other
+                    }
+                };
+                out.push(d);
+            }
+            c => out.push(c),
+        }
+    }
+    (out, s.len())
+}
+
+/// What the end finder is inside.
+#[derive(Debug)]
+pub(super) enum Frame {
+    /// `$(…)`: ends at a `)` that closes no `(` and no `case` pattern.
+    Cmd {
+        parens: u32,
+        cases: u32,
+        /// Here-documents begun on this line: (delimiter, leading tabs stripped).
+        heredocs: Vec<(String, bool)>,
+    },
+    /// `"…"`.
+    Double,
+    /// `${…}` (`}`) or `$[…]` (`]`).
+    Brace(u8),
+}
+
+impl Frame {
+    pub(super) fn cmd() -> Frame {
+        Frame::Cmd {
+            parens: 0,
+            cases: 0,
+            heredocs: Vec::new(),
+        }
+    }
+}
+
+/// What the end finder does with a character.
+enum Step {
+    /// It closes the innermost frame.
+    Close,
+    /// It opens a frame.
+    Open(Frame),
+    /// It was read (with whatever it quotes): nothing else to do.
+    Read,
+    /// Nothing special for this frame; it may still open a substitution.
+    Plain,
+}
+
+/// The index of the character closing `first`, which opened just before `from`; `None` if
+/// it never closes. One pass, no recursion: nesting is an explicit stack.
+pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
+    let mut stack = vec![first];
+    let mut i = from;
+    while i < b.len() {
+        let c = b[i];
+        let word_start =
+            i == from || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'(');
+        let step = match stack.last_mut().expect("a frame") {
+            Frame::Double => match c {
+                b'"' => Step::Close,
+                b'\\' => {
+                    i += 1;
+                    Step::Read
+                }
+                _ => Step::Plain,
+            },
+            Frame::Brace(close) if c == *close => Step::Close,
+            Frame::Brace(_) => match c {
+                b'\\' => {
+                    i += 1;
+                    Step::Read
+                }
+                b'\'' => {
+                    i = find(b, i + 1, b'\'');
+                    Step::Read
+                }
+                b'"' => Step::Open(Frame::Double),
+                _ => Step::Plain,
+            },
+            Frame::Cmd {
+                parens,
+                cases,
+                heredocs,
+            } => match c {
+                b')' if *parens > 0 => {
+                    *parens -= 1;
+                    Step::Read
+                }
+                // Else the end, or the end of a `case` pattern.
+                b')' if *cases == 0 => Step::Close,
+                b')' => Step::Read,
+                b'(' => {
+                    *parens += 1;
+                    Step::Read
+                }
+                b'\\' => {
+                    i += 1;
+                    Step::Read
+                }
+                b'\'' => {
+                    i = find(b, i + 1, b'\'');
+                    Step::Read
+                }
+                b'"' => Step::Open(Frame::Double),
+                b'#' if word_start => {
+                    // A comment, to the end of the line (the newline is read next).
+                    i = find(b, i, b'\n') - 1;
+                    Step::Read
+                }
+                b'<' if b[i..].starts_with(b"<<<") => {
+                    i += 2; // a here-string
+                    Step::Read
+                }
+                b'<' if b[i..].starts_with(b"<<") => {
+                    let (delimiter, strip, next) = heredoc_delimiter(b, i + 2);
+                    heredocs.push((delimiter, strip));
+                    i = next - 1;
+                    Step::Read
+                }
+                b'\n' if !heredocs.is_empty() => {
+                    for (delimiter, strip) in heredocs.drain(..) {
+                        i = heredoc_end(b, i + 1, &delimiter, strip);
+                    }
+                    Step::Read
+                }
+                _ if word_start && keyword(b, i, b"case") => {
+                    *cases += 1;
+                    Step::Read
+                }
+                _ if word_start && keyword(b, i, b"esac") => {
+                    *cases = cases.saturating_sub(1);
+                    Step::Read
+                }
+                _ => Step::Plain,
+            },
+        };
+        // Substitutions open in every frame.
+        let step = match (step, c, b.get(i + 1)) {
+            (Step::Plain, b'`', _) => {
+                i = backtick_end(b, i + 1);
+                Step::Read
+            }
+            (Step::Plain, b'$', Some(b'(')) => Step::Open(Frame::cmd()),
+            (Step::Plain, b'$', Some(b'{')) => Step::Open(Frame::Brace(b'}')),
+            (Step::Plain, b'$', Some(b'[')) => Step::Open(Frame::Brace(b']')),
+            (step, ..) => step,
+        };
+        match step {
+            Step::Close => {
+                stack.pop();
+                if stack.is_empty() {
+                    return Some(i);
+                }
+            }
+            Step::Open(f) => {
+                if c == b'$' {
+                    i += 1;
+                }
+                stack.push(f);
+            }
+            Step::Read | Step::Plain => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether the word `k` starts at `i` (followed by a blank, an operator or the end).
+fn keyword(b: &[u8], i: usize, k: &[u8]) -> bool {
+    b[i..].starts_with(k)
+        && b.get(i + k.len())
+            .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b')'))
+}
+
+/// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`, index
+/// after it).
+fn heredoc_delimiter(b: &[u8], mut i: usize) -> (String, bool, usize) {
+    let strip = b.get(i) == Some(&b'-');
+    if strip {
+        i += 1;
+    }
+    while i < b.len() && matches!(b[i], b' ' | b'\t') {
+        i += 1;
+    }
+    let start = i;
+    while i < b.len()
+        && !matches!(
+            b[i],
+            b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'<' | b'>' | b'(' | b')'
+        )
+    {
+        i += 1;
+    }
+    let delimiter = String::from_utf8_lossy(&b[start..i])
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    (delimiter, strip, i)
+}
+
+/// The index of the newline ending a here-document's closing line, the body starting at
+/// `i`; or the end.
+fn heredoc_end(b: &[u8], mut i: usize, delimiter: &str, strip: bool) -> usize {
+    while i < b.len() {
+        let end = find(b, i, b'\n');
+        let mut line = &b[i..end];
+        if strip {
+            while let [b'\t', rest @ ..] = line {
+                line = rest;
+            }
+        }
+        if line == delimiter.as_bytes() {
+            return end.min(b.len().saturating_sub(1));
+        }
+        i = end + 1;
+    }
+    b.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(raw: &str) -> (String, bool) {
+        let mut acc = Acc::default();
+        let w = word(raw, &mut acc);
+        (w.lit, w.dynamic)
+    }
+
+    #[test]
+    fn quotes_are_removed() {
+        assert_eq!(lit("'a b'\"c\"d"), ("a bcd".into(), false));
+        assert_eq!(lit(r#""a\"b\$c\x""#), (r#"a"b$c\x"#.into(), false));
+        assert_eq!(lit(r"a\ b\'"), ("a b'".into(), false));
+        assert_eq!(lit("$'\\x72m\\t\\'\\101'"), ("rm\t'A".into(), false));
+        assert_eq!(lit("~root/x"), ("~root/x".into(), false));
+        assert_eq!(lit("a\\\nb"), ("ab".into(), false));
+        assert_eq!(lit("$"), ("$".into(), false));
+        assert_eq!(lit("'unclosed"), ("unclosed".into(), false));
+    }
+
+    #[test]
+    fn expansions_are_dynamic() {
+        for w in [
+            "$HOME", "${a:-b}", "$1", "$@", "\"$x\"", "$((1+2))", "$[1]", "`ls`", "$(ls)",
+        ] {
+            assert!(lit(w).1, "{w}");
+        }
+        assert_eq!(lit("a$(ls)b").0, "a$(…)b");
+        assert_eq!(lit("x${a}y").0, "x${…}y");
+    }
+
+    #[test]
+    fn substitution_ends_are_found() {
+        let close = |s: &str| find_close(s.as_bytes(), 2, Frame::cmd());
+        assert_eq!(close("$(ls)x"), Some(4));
+        assert_eq!(close("$(echo \")\")x"), Some(10));
+        assert_eq!(close("$(echo ')')x"), Some(10));
+        assert_eq!(close("$(a $(b) c)x"), Some(10));
+        assert_eq!(close("$(case x in a) b;; esac)x"), Some(23));
+        assert_eq!(close("$(# )\n)x"), Some(6));
+        assert_eq!(close("$(cat <<E\n)\nE\n)x"), Some(14));
+        assert_eq!(close("$(echo ${a:-)})x"), Some(14));
+        assert_eq!(close("$(wc <<< 'a')x"), Some(12));
+        assert_eq!(close("$(ls"), None);
+    }
+}
