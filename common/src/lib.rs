@@ -2,6 +2,7 @@
 //! principal metadata, and gRPC over Unix sockets. No daemon logic lives here.
 #![forbid(unsafe_code)]
 
+pub mod audit;
 pub mod config;
 pub mod daemon;
 pub mod grpc;
