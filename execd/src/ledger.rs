@@ -103,11 +103,20 @@ impl Ledger {
         })
     }
 
-    /// Records a launch, as running, before it is handed to its shim.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Records a launch, as running, before it is handed to its shim (an execution that
+    /// waited for its approval becomes running; any other existing id is refused).
     pub async fn insert(&self, r: &NewExecution) -> sqlx::Result<()> {
-        sqlx::query(
+        let done = sqlx::query(
             "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
+               cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
+               init_identity = excluded.init_identity
+             WHERE executions.status = 'pending_approval'",
         )
         .bind(&r.id)
         .bind(&r.requested_by_role)
@@ -120,8 +129,14 @@ impl Ledger {
         .bind(json(&r.shim))
         .bind(json(&r.init))
         .execute(&self.pool)
-        .await
-        .map(|_| ())
+        .await?;
+        if done.rows_affected() != 1 {
+            return Err(sqlx::Error::Protocol(format!(
+                "execution {} exists and is not waiting for its approval",
+                r.id
+            )));
+        }
+        Ok(())
     }
 
     /// Completes a row from the shim's result (once: a final status is never rewritten).
@@ -193,6 +208,52 @@ impl Ledger {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(record).collect())
+    }
+}
+
+/// Records an execution that waits for its approval (nothing runs yet).
+pub async fn insert_pending(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending_approval', ?)",
+    )
+    .bind(&r.id)
+    .bind(&r.requested_by_role)
+    .bind(&r.principal)
+    .bind(json(&r.argv))
+    .bind(&r.cwd)
+    .bind(&r.profile)
+    .bind(r.created_at_ms)
+    .execute(tx)
+    .await
+    .map(|_| ())
+}
+
+/// Settles an execution that waited for an approval which will never come: `rejected`.
+pub async fn reject(
+    tx: &mut sqlx::SqliteConnection,
+    id: &str,
+    why: &str,
+    now_ms: i64,
+) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE executions SET status = 'rejected', error = ?, ended_at_ms = ?
+         WHERE id = ? AND status = 'pending_approval'",
+    )
+    .bind(why)
+    .bind(now_ms)
+    .bind(id)
+    .execute(tx)
+    .await
+    .map(|_| ())
+}
+
+/// Who did something, as the audit trail names them: `role` or `role:principal`.
+pub fn actor(role: &str, principal: &str) -> String {
+    if principal.is_empty() {
+        role.to_string()
+    } else {
+        format!("{role}:{principal}")
     }
 }
 

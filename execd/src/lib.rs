@@ -5,6 +5,7 @@
 //! a `// SAFETY:` note.
 #![deny(unsafe_code)]
 
+pub mod approval;
 pub mod cgroup;
 pub mod contain;
 pub mod launch;

@@ -235,6 +235,10 @@ pub enum LaunchStatus {
     ContainmentUnavailable,
     TeardownFailed,
     Lost,
+    /// Waits for an operator's approval; nothing has run.
+    PendingApproval,
+    /// Its approval was denied, revoked or expired; nothing ran.
+    Rejected,
 }
 
 impl LaunchStatus {
@@ -248,6 +252,8 @@ impl LaunchStatus {
             LaunchStatus::ContainmentUnavailable => "containment_unavailable",
             LaunchStatus::TeardownFailed => "teardown_failed",
             LaunchStatus::Lost => "lost",
+            LaunchStatus::PendingApproval => "pending_approval",
+            LaunchStatus::Rejected => "rejected",
         }
     }
 
@@ -261,13 +267,15 @@ impl LaunchStatus {
             LaunchStatus::ContainmentUnavailable,
             LaunchStatus::TeardownFailed,
             LaunchStatus::Lost,
+            LaunchStatus::PendingApproval,
+            LaunchStatus::Rejected,
         ]
         .into_iter()
         .find(|x| x.as_str() == s)
     }
 
     pub fn is_final(self) -> bool {
-        self != LaunchStatus::Running
+        !matches!(self, LaunchStatus::Running | LaunchStatus::PendingApproval)
     }
 }
 

@@ -45,6 +45,8 @@ pub fn status(s: LaunchStatus) -> pb::ExecutionStatus {
         LaunchStatus::ContainmentUnavailable => pb::ExecutionStatus::ContainmentUnavailable,
         LaunchStatus::TeardownFailed => pb::ExecutionStatus::TeardownFailed,
         LaunchStatus::Lost => pb::ExecutionStatus::Lost,
+        LaunchStatus::PendingApproval => pb::ExecutionStatus::PendingApproval,
+        LaunchStatus::Rejected => pb::ExecutionStatus::Rejected,
     }
 }
 
@@ -100,6 +102,8 @@ pub fn status_from(s: pb::ExecutionStatus) -> Option<LaunchStatus> {
         pb::ExecutionStatus::ContainmentUnavailable => LaunchStatus::ContainmentUnavailable,
         pb::ExecutionStatus::TeardownFailed => LaunchStatus::TeardownFailed,
         pb::ExecutionStatus::Lost => LaunchStatus::Lost,
+        pb::ExecutionStatus::PendingApproval => LaunchStatus::PendingApproval,
+        pb::ExecutionStatus::Rejected => LaunchStatus::Rejected,
     })
 }
 

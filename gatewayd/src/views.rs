@@ -14,12 +14,14 @@ pub fn status_word(s: i32) -> &'static str {
         pb::ExecutionStatus::ContainmentUnavailable => "containment_unavailable",
         pb::ExecutionStatus::TeardownFailed => "teardown_failed",
         pb::ExecutionStatus::Lost => "lost",
+        pb::ExecutionStatus::PendingApproval => "pending_approval",
+        pb::ExecutionStatus::Rejected => "rejected",
     }
 }
 
 /// The proto value of a status word (for filters).
 pub fn parse_status(word: &str) -> Option<i32> {
-    (1..=8).find(|s| status_word(*s) == word)
+    (1..=10).find(|s| status_word(*s) == word)
 }
 
 fn dim_state(s: i32) -> &'static str {
