@@ -67,6 +67,9 @@ pub struct ExecConfig {
     pub retention_s: u64,
     /// Shims kept set up and waiting, per profile (0: each launch sets up its own).
     pub warm_shims: u64,
+    /// How long an approval may wait for its decision, and an approved one for its run,
+    /// in seconds.
+    pub approval_ttl_s: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -345,6 +348,11 @@ impl Config {
                     "exec.warm_shims",
                     2u64,
                     "Shims kept ready per profile, their namespaces, mounts and seccomp filters already set up, so a launch starts without paying for them. 0 sets up each launch's shim on demand.",
+                ),
+                approval_ttl_s: r.get(
+                    "exec.approval_ttl_s",
+                    3600u64,
+                    "Seconds an agent's or a task's command waits for an operator's approval before it expires (its execution is then rejected).",
                 ),
             },
         }

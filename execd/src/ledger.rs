@@ -107,38 +107,6 @@ impl Ledger {
         &self.pool
     }
 
-    /// Records a launch, as running, before it is handed to its shim (an execution that
-    /// waited for its approval becomes running; any other existing id is refused).
-    pub async fn insert(&self, r: &NewExecution) -> sqlx::Result<()> {
-        let done = sqlx::query(
-            "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
-               cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
-               init_identity = excluded.init_identity
-             WHERE executions.status = 'pending_approval'",
-        )
-        .bind(&r.id)
-        .bind(&r.requested_by_role)
-        .bind(&r.principal)
-        .bind(json(&r.argv))
-        .bind(&r.cwd)
-        .bind(&r.profile)
-        .bind(LaunchStatus::Running.as_str())
-        .bind(r.created_at_ms)
-        .bind(json(&r.shim))
-        .bind(json(&r.init))
-        .execute(&self.pool)
-        .await?;
-        if done.rows_affected() != 1 {
-            return Err(sqlx::Error::Protocol(format!(
-                "execution {} exists and is not waiting for its approval",
-                r.id
-            )));
-        }
-        Ok(())
-    }
-
     /// Completes a row from the shim's result (once: a final status is never rewritten).
     /// Returns the completed record, or `None` if it was already final.
     pub async fn finish(&self, id: &str, res: &LaunchResult) -> sqlx::Result<Option<Record>> {
@@ -209,6 +177,58 @@ impl Ledger {
         .await?;
         Ok(rows.iter().map(record).collect())
     }
+}
+
+/// Records a launch, as running, before it is handed to its shim (an execution that
+/// waited for its approval becomes running; any other existing id is refused).
+pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
+    let done = sqlx::query(
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
+           cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
+           init_identity = excluded.init_identity
+         WHERE executions.status = 'pending_approval'",
+    )
+    .bind(&r.id)
+    .bind(&r.requested_by_role)
+    .bind(&r.principal)
+    .bind(json(&r.argv))
+    .bind(&r.cwd)
+    .bind(&r.profile)
+    .bind(LaunchStatus::Running.as_str())
+    .bind(r.created_at_ms)
+    .bind(json(&r.shim))
+    .bind(json(&r.init))
+    .execute(tx)
+    .await?;
+    if done.rows_affected() != 1 {
+        return Err(sqlx::Error::Protocol(format!(
+            "execution {} exists and is not waiting for its approval",
+            r.id
+        )));
+    }
+    Ok(())
+}
+
+/// Ends an execution that waited for its approval without starting it: `failed`, with
+/// why. Whether it was still waiting.
+pub async fn fail_unstarted(
+    tx: &mut sqlx::SqliteConnection,
+    id: &str,
+    why: &str,
+    now_ms: i64,
+) -> sqlx::Result<bool> {
+    sqlx::query(
+        "UPDATE executions SET status = 'failed', error = ?, ended_at_ms = ?
+         WHERE id = ? AND status = 'pending_approval'",
+    )
+    .bind(why)
+    .bind(now_ms)
+    .bind(id)
+    .execute(tx)
+    .await
+    .map(|r| r.rows_affected() == 1)
 }
 
 /// Records an execution that waits for its approval (nothing runs yet).
@@ -319,7 +339,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let l = Ledger::open(&dir.path().join("execd.db")).await.unwrap();
         for (id, who) in [("01", "alice"), ("02", "bob"), ("03", "alice")] {
-            l.insert(&rec(id, who)).await.unwrap();
+            let mut conn = l.pool().acquire().await.unwrap();
+            insert_running(&mut conn, &rec(id, who)).await.unwrap();
         }
         let result = LaunchResult {
             status: LaunchStatus::Succeeded,

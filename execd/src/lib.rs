@@ -8,6 +8,7 @@
 pub mod approval;
 pub mod cgroup;
 pub mod contain;
+pub mod gate;
 pub mod launch;
 pub mod ledger;
 pub mod manager;

@@ -3,11 +3,14 @@
 #![deny(unsafe_code)]
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use argos_common::audit::Audit;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
 use argos_common::grpc::Routes;
+use argos_execd::gate;
 use argos_execd::launch::{Launcher, OutputLimits};
 use argos_execd::ledger::Ledger;
 use argos_execd::manager::Manager;
@@ -77,11 +80,24 @@ fn main() -> ExitCode {
             "exec.warm_shims is {warm_shims}; at most 64 shims per profile may wait"
         );
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
-        let manager = Manager::new(launcher, ledger, warm_shims as usize);
+        let audit = Arc::new(
+            Audit::open(ledger.pool().clone())
+                .await
+                .context("opening the audit trail")?,
+        );
+        let approval_ttl_s = ctx.config.exec.approval_ttl_s;
+        anyhow::ensure!(
+            approval_ttl_s > 0,
+            "exec.approval_ttl_s is 0; an approval must have time to be decided"
+        );
+        let manager = Manager::new(launcher, ledger, audit, warm_shims as usize, approval_ttl_s);
         manager
             .reconcile()
             .await
             .context("reconciling launches after start")?;
+        gate::resume(&manager)
+            .await
+            .context("resuming approvals after start")?;
         manager.pool.fill();
         let svc = ExecService {
             identity: ctx.identity.clone(),
@@ -106,6 +122,21 @@ fn main() -> ExitCode {
                 }
             }
         };
+        // Approvals past their time expire (their executions are rejected) within 5 s.
+        let expiry = {
+            let (manager, stop) = (manager.clone(), ctx.clone());
+            async move {
+                loop {
+                    if let Err(e) = gate::sweep(&manager).await {
+                        tracing::error!(error = %e, "expiring approvals");
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                        _ = stop.shutdown() => return Ok(()),
+                    }
+                }
+            }
+        };
         // On stop, the warm shims end with execd rather than a moment after it.
         let drain = {
             let (manager, stop) = (manager.clone(), ctx.clone());
@@ -118,7 +149,7 @@ fn main() -> ExitCode {
         Ok(Serve {
             routes: Routes::new().route(service::server(svc)),
             policy: service::policy(),
-            background: vec![Box::pin(sweeper), Box::pin(drain)],
+            background: vec![Box::pin(sweeper), Box::pin(expiry), Box::pin(drain)],
         })
     })
 }

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use argos_common::audit::{Audit, Entry};
+
+use crate::approval::{self, Approval};
 use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};
 use crate::ledger::{Ledger, NewExecution, Record};
 use crate::pool::Pool;
@@ -33,9 +36,18 @@ pub enum StartError {
     #[error("every per-launch uid is in use")]
     NoUid,
     #[error("recording the launch")]
-    Ledger(#[source] sqlx::Error),
+    Ledger(#[from] sqlx::Error),
     #[error(transparent)]
     Launch(#[from] launch::LaunchError),
+}
+
+/// Whether a launch's audit intent record is still to be written.
+#[derive(Debug, Clone)]
+pub enum Intent {
+    /// Write it, with these details.
+    Record(serde_json::Value),
+    /// Its approval's consumption was the intent record.
+    Recorded,
 }
 
 /// How a launch ended, handed from its finalizer to its waiters (so a `Run` answers from
@@ -49,6 +61,13 @@ pub struct Ended {
 pub struct Manager {
     pub launcher: Launcher,
     pub ledger: Ledger,
+    /// execd's audit trail: an intent record before each launch, an outcome after.
+    pub audit: Arc<Audit>,
+    pub approvals: approval::Store,
+    /// Every change of an approval (created, decided, consumed, expired), for `Watch`.
+    pub approval_changes: tokio::sync::broadcast::Sender<Approval>,
+    /// How long an approval may wait, in seconds.
+    pub approval_ttl_s: u64,
     pub pool: Arc<Pool>,
     /// Every change of a launch's state (started, ended), for `Watch`.
     pub changes: tokio::sync::broadcast::Sender<Record>,
@@ -59,9 +78,19 @@ pub struct Manager {
 
 impl Manager {
     /// `warm_shims`: how many shims per profile to keep set up and waiting.
-    pub fn new(launcher: Launcher, ledger: Ledger, warm_shims: usize) -> Arc<Manager> {
+    pub fn new(
+        launcher: Launcher,
+        ledger: Ledger,
+        audit: Arc<Audit>,
+        warm_shims: usize,
+        approval_ttl_s: u64,
+    ) -> Arc<Manager> {
         let pool = Pool::new(&launcher, warm_shims);
         Arc::new(Manager {
+            approvals: approval::Store::new(ledger.pool().clone(), audit.clone()),
+            approval_changes: tokio::sync::broadcast::channel(256).0,
+            approval_ttl_s,
+            audit,
             launcher,
             ledger,
             pool,
@@ -109,6 +138,26 @@ impl Manager {
         allowed_profiles: Option<&[&str]>,
     ) -> Result<String, StartError> {
         let id = uuid::Uuid::now_v7().to_string();
+        self.start_as(
+            id,
+            req,
+            who,
+            allowed_profiles,
+            Intent::Record(serde_json::json!({})),
+        )
+        .await
+    }
+
+    /// As [`Manager::start`], as execution `id` (one that waited for its approval, or a
+    /// new one); `intent` says whether the audit intent record is still to be written.
+    pub async fn start_as(
+        self: &Arc<Self>,
+        id: String,
+        req: &LaunchRequest,
+        who: &Requester,
+        allowed_profiles: Option<&[&str]>,
+        intent: Intent,
+    ) -> Result<String, StartError> {
         let uid = self.claim_uid(&id).ok_or(StartError::NoUid)?;
         let spec = match self.launcher.validate(&id, req, uid) {
             Ok(s) => s,
@@ -153,9 +202,27 @@ impl Manager {
         let _rx = self.watch(&id);
         // The ledger write (on its own thread) and the launch dir overlap; the launch is
         // handed to its shim only once both are done.
-        let (inserted, prepared) = tokio::join!(self.ledger.insert(&record), async {
-            self.launcher.prepare(spec, &req.stdin)
-        });
+        // The ledger row and the audit intent commit together, before anything runs: a
+        // launch that cannot be audited does not start.
+        let recorded = async {
+            let mut t = self.audit.begin().await?;
+            crate::ledger::insert_running(&mut t.tx, &record).await?;
+            if let Intent::Record(mut detail) = intent {
+                detail["argv"] = serde_json::json!(record.argv);
+                detail["cwd"] = record.cwd.clone().into();
+                detail["profile"] = record.profile.clone().into();
+                t.append(&Entry::new(
+                    "launch.intent",
+                    crate::ledger::actor(&who.role, &who.principal),
+                    &id,
+                    detail,
+                ))
+                .await?;
+            }
+            t.commit().await
+        };
+        let (inserted, prepared) =
+            tokio::join!(recorded, async { self.launcher.prepare(spec, &req.stdin) });
         if let Err(e) = inserted {
             // Unrecorded, so it never starts: the unused shim ends its tree when its pipe
             // closes, and the launch dir goes.
@@ -247,6 +314,7 @@ impl Manager {
             }
         };
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
+        self.audit_outcome(id, &result).await;
         // The uid goes back to the pool: take the workspace away from it first, so a later
         // launch with the same uid cannot read what this one left.
         if let Some(spec) = &spec
@@ -266,8 +334,28 @@ impl Manager {
         self.end_without_result(id, r).await;
     }
 
+    /// The audit outcome record of a launch (the effect has happened: a failure to record
+    /// it is logged, it cannot be refused).
+    async fn audit_outcome(&self, id: &str, result: &LaunchResult) {
+        let detail = serde_json::json!({
+            "status": result.status.as_str(),
+            "exit_code": result.exit_code,
+            "signal": result.signal,
+            "teardown_complete": result.teardown.complete,
+            "error": result.error,
+        });
+        if let Err(e) = self
+            .audit
+            .append(&Entry::new("launch.outcome", "execd", id, detail))
+            .await
+        {
+            tracing::error!(id, error = %e, "recording a launch's outcome in the audit trail");
+        }
+    }
+
     /// Records an end the shim did not report (lost, failed teardown) and wakes waiters.
     async fn end_without_result(&self, id: &str, result: LaunchResult) {
+        self.audit_outcome(id, &result).await;
         let record = match self.ledger.finish(id, &result).await {
             Ok(r) => r,
             Err(e) => {

@@ -13,6 +13,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
+use crate::approval::{Approval, Refusal, State, StoreError};
+use crate::gate::{self, GateError, Requested};
 use crate::launch::{self, KillOutcome, LaunchRequest};
 use crate::ledger::{ListFilter, Record};
 use crate::manager::{Manager, Requester, StartError};
@@ -50,6 +52,33 @@ pub fn policy() -> MethodPolicy {
         .method(m("List"), RoleSet::of(&admin))
         .method(m("Watch"), RoleSet::of(&admin))
         .method(m("Classify"), RoleSet::all())
+        .method(m("RequestRun"), launchers)
+        .method(m("DecideApproval"), RoleSet::of(&[PeerRole::Gateway]))
+        .method(m("GetApproval"), launchers)
+        .method(m("ListApprovals"), launchers)
+        .method(m("VerifyAudit"), RoleSet::of(&admin))
+        .method(m("ListAudit"), RoleSet::of(&admin))
+}
+
+fn gate_status(e: GateError) -> Status {
+    match e {
+        GateError::Invalid(i) => Status::invalid_argument(i.to_string()),
+        GateError::Field(..) => Status::invalid_argument(e.to_string()),
+        GateError::Store(StoreError::Refused(r)) => match r {
+            Refusal::SelfDecision => Status::permission_denied(r.to_string()),
+            Refusal::ConfirmationRequired | Refusal::WrongConfirmation => {
+                Status::invalid_argument(format!("confirm: {r}"))
+            }
+            other => Status::failed_precondition(other.to_string()),
+        },
+        GateError::Store(StoreError::NotFound(id)) => {
+            Status::not_found(format!("no approval {id}"))
+        }
+        GateError::Store(StoreError::Raced) => Status::aborted(e.to_string()),
+        GateError::Store(StoreError::Damaged) => Status::data_loss(e.to_string()),
+        GateError::Start(s) => start_status(s),
+        other => internal(format!("{:#}", anyhow::Error::from(other))),
+    }
 }
 
 /// What a caller may do, derived once per call from its roles.
@@ -93,6 +122,26 @@ fn access(caller: Option<&Caller>) -> Access {
 }
 
 impl Access {
+    /// job and mcp see only approvals their own role asked for.
+    fn may_see_approval(&self, a: &Approval) -> bool {
+        self.admin
+            || (self.roles.contains(PeerRole::Job)
+                && a.requester_role.split('+').any(|x| x == "job"))
+            || (self.roles.contains(PeerRole::Mcp)
+                && a.requester_role.split('+').any(|x| x == "mcp"))
+    }
+
+    /// The role whose approvals a non-admin lists.
+    fn own_role(&self) -> Option<&'static str> {
+        if self.admin {
+            None
+        } else if self.roles.contains(PeerRole::Job) {
+            Some("job")
+        } else {
+            Some("mcp")
+        }
+    }
+
     /// job and mcp see only launches their own role started.
     fn may_see(&self, r: &Record) -> bool {
         self.admin
@@ -120,6 +169,27 @@ fn start_status(e: StartError) -> Status {
 fn internal(e: impl std::fmt::Display) -> Status {
     tracing::error!(error = %e, "ledger");
     Status::internal("ledger unavailable")
+}
+
+/// Refuses what only a started launch can do for an execution still waiting for its
+/// approval.
+fn waiting(r: &Record) -> Result<(), Status> {
+    if r.status == crate::spec::LaunchStatus::PendingApproval {
+        return Err(Status::failed_precondition(format!(
+            "execution {} waits for its approval: nothing runs yet (deny or revoke the approval to end it)",
+            r.id
+        )));
+    }
+    Ok(())
+}
+
+/// A listing's page size: default 50, at most 500.
+fn page_size(n: u32) -> Result<u32, Status> {
+    match n {
+        0 => Ok(50),
+        n if n > 500 => Err(Status::invalid_argument("page_size: at most 500")),
+        n => Ok(n),
+    }
 }
 
 /// Kills a launch if the call that started it goes away before it ends.
@@ -204,6 +274,166 @@ impl Exec for ExecService {
             .map(Response::new)
     }
 
+    async fn request_run(
+        &self,
+        req: Request<pb::RequestRunRequest>,
+    ) -> Result<Response<pb::RequestRunResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
+            return Err(Status::invalid_argument(
+                "principal: a job's request must name its stored owner",
+            ));
+        }
+        let r = req.into_inner();
+        let run = r
+            .run
+            .ok_or_else(|| Status::invalid_argument("run: the command to run is missing"))?;
+        let declared = match r.declared_risk.as_str() {
+            "" => None,
+            d => Some(
+                d.parse()
+                    .map_err(|e| Status::invalid_argument(format!("declared_risk: {e}")))?,
+            ),
+        };
+        let requested = gate::request_run(
+            &self.manager,
+            wire::launch_request(run),
+            r.purpose,
+            declared,
+            &a.who,
+        )
+        .await
+        .map_err(gate_status)?;
+        Ok(Response::new(match requested {
+            Requested::Started(rec) => pb::RequestRunResponse {
+                execution: Some(wire::execution(&rec)),
+                approval: None,
+                deduplicated: false,
+            },
+            Requested::Pending(ap, rec, deduplicated) => pb::RequestRunResponse {
+                execution: Some(wire::execution(&rec)),
+                approval: Some(wire::approval(&ap)),
+                deduplicated,
+            },
+        }))
+    }
+
+    async fn decide_approval(
+        &self,
+        req: Request<pb::DecideApprovalRequest>,
+    ) -> Result<Response<pb::DecideApprovalResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let r = req.into_inner();
+        if uuid::Uuid::parse_str(&r.id).is_err() {
+            return Err(Status::invalid_argument("id: not an approval id"));
+        }
+        let (ap, rec) = gate::decide(
+            &self.manager,
+            &r.id,
+            &r.decision,
+            &a.who,
+            &r.confirm,
+            &r.note,
+        )
+        .await
+        .map_err(gate_status)?;
+        Ok(Response::new(pb::DecideApprovalResponse {
+            approval: Some(wire::approval(&ap)),
+            execution: Some(wire::execution(&rec)),
+        }))
+    }
+
+    async fn get_approval(
+        &self,
+        req: Request<pb::GetApprovalRequest>,
+    ) -> Result<Response<pb::Approval>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let id = req.into_inner().id;
+        if uuid::Uuid::parse_str(&id).is_err() {
+            return Err(Status::invalid_argument("id: not an approval id"));
+        }
+        match self.manager.approvals.get(&id).await.map_err(internal)? {
+            Some(ap) if a.may_see_approval(&ap) => Ok(Response::new(wire::approval(&ap))),
+            _ => Err(Status::not_found(format!("no approval {id}"))),
+        }
+    }
+
+    async fn list_approvals(
+        &self,
+        req: Request<pb::ListApprovalsRequest>,
+    ) -> Result<Response<pb::ListApprovalsResponse>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let r = req.into_inner();
+        let limit = page_size(r.page_size)?;
+        if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
+            return Err(Status::invalid_argument(
+                "page_token: not a token from a previous page",
+            ));
+        }
+        let state = match r.state.as_str() {
+            "" => None,
+            s => Some(State::parse(s).ok_or_else(|| {
+                Status::invalid_argument(format!(
+                    "state: {s:?} is not pending, approved, denied, revoked, expired or consumed"
+                ))
+            })?),
+        };
+        let rows = self
+            .manager
+            .approvals
+            .list(
+                state,
+                a.own_role(),
+                (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
+                limit,
+            )
+            .await
+            .map_err(internal)?;
+        let next_page_token = if rows.len() == limit as usize {
+            rows.last().map(|r| r.id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(pb::ListApprovalsResponse {
+            approvals: rows.iter().map(wire::approval).collect(),
+            next_page_token,
+        }))
+    }
+
+    async fn verify_audit(
+        &self,
+        _req: Request<pb::VerifyAuditRequest>,
+    ) -> Result<Response<pb::VerifyAuditResponse>, Status> {
+        let v = self.manager.audit.verify().await.map_err(internal)?;
+        let (broken_seq, broken_reason) = v.broken.unwrap_or_default();
+        Ok(Response::new(pb::VerifyAuditResponse {
+            ok: broken_seq == 0,
+            rows: v.rows,
+            head_seq: v.head_seq,
+            head_hash: v.head_hash,
+            broken_seq,
+            broken_reason,
+        }))
+    }
+
+    async fn list_audit(
+        &self,
+        req: Request<pb::ListAuditRequest>,
+    ) -> Result<Response<pb::ListAuditResponse>, Status> {
+        let r = req.into_inner();
+        let filter = argos_common::audit::Filter {
+            kind_prefix: (!r.kind_prefix.is_empty()).then_some(r.kind_prefix),
+            subject: (!r.subject.is_empty()).then_some(r.subject),
+            actor: None,
+            before_seq: (r.before_seq > 0).then_some(r.before_seq),
+            limit: page_size(r.page_size)?,
+        };
+        let rows = self.manager.audit.list(&filter).await.map_err(internal)?;
+        Ok(Response::new(pb::ListAuditResponse {
+            records: rows.iter().map(wire::audit_record).collect(),
+        }))
+    }
+
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {
         let a = access(req.extensions().get::<Caller>());
         let domain = wire::launch_request(req.into_inner());
@@ -245,16 +475,23 @@ impl Exec for ExecService {
         &self,
         _req: Request<pb::WatchRequest>,
     ) -> Result<Response<WatchStream>, Status> {
+        use tokio::sync::broadcast::error::RecvError;
         let mut changes = self.manager.changes.subscribe();
+        let mut approvals = self.manager.approval_changes.subscribe();
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(async move {
             loop {
-                let event = match changes.recv().await {
-                    Ok(rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        pb::watch_event::Event::Missed(n)
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                let event = tokio::select! {
+                    change = changes.recv() => match change {
+                        Ok(rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
+                        Err(RecvError::Lagged(n)) => pb::watch_event::Event::Missed(n),
+                        Err(RecvError::Closed) => return,
+                    },
+                    change = approvals.recv() => match change {
+                        Ok(a) => pb::watch_event::Event::Approval(wire::approval(&a)),
+                        Err(RecvError::Lagged(n)) => pb::watch_event::Event::Missed(n),
+                        Err(RecvError::Closed) => return,
+                    },
                 };
                 let ev = pb::WatchEvent { event: Some(event) };
                 if tx.send(Ok(ev)).await.is_err() {
@@ -271,7 +508,7 @@ impl Exec for ExecService {
     ) -> Result<Response<FollowStream>, Status> {
         let a = access(req.extensions().get::<Caller>());
         let r = req.into_inner();
-        self.visible(&r.id, &a).await?;
+        waiting(&self.visible(&r.id, &a).await?)?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let manager = self.manager.clone();
         tokio::spawn(follow(manager, r, tx));
@@ -285,6 +522,7 @@ impl Exec for ExecService {
         let a = access(req.extensions().get::<Caller>());
         let id = req.into_inner().id;
         let rec = self.visible(&id, &a).await?;
+        waiting(&rec)?;
         let outcome = if rec.status.is_final() {
             KillOutcome::AlreadyGone
         } else {
@@ -348,11 +586,7 @@ impl Exec for ExecService {
         req: Request<pb::ListRequest>,
     ) -> Result<Response<pb::ListResponse>, Status> {
         let r = req.into_inner();
-        let limit = match r.page_size {
-            0 => 50,
-            n if n > 500 => return Err(Status::invalid_argument("page_size: at most 500")),
-            n => n,
-        };
+        let limit = page_size(r.page_size)?;
         if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
             return Err(Status::invalid_argument(
                 "page_token: not a token from a previous page",

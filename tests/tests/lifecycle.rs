@@ -475,3 +475,170 @@ fn a_stalled_follower_is_cut_off_and_the_launch_runs_on() {
         assert!(err.message().contains("cut off"), "{}", err.message());
     });
 }
+
+fn with_principal<T>(body: T, principal: &str) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(body);
+    r.metadata_mut()
+        .insert("x-argos-principal", principal.parse().unwrap());
+    r
+}
+
+#[test]
+fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
+    use argos_proto::exec::v1::{
+        DecideApprovalRequest, GetApprovalRequest, RequestRunRequest, VerifyAuditRequest,
+    };
+    require_root("the approvals restart test");
+    // root is the gateway here too, to decide (a dev setup, said to be insecure).
+    let mut s = Standalone::start_with(
+        "execd",
+        "approval_ttl_s = 4\n[peers]\ngateway_uids = [0]\ninsecure_shared_uid = true\n",
+    );
+    let runtime = rt();
+    let ask = |command: &str| RequestRunRequest {
+        run: Some(RunRequest {
+            command: command.into(),
+            ..Default::default()
+        }),
+        purpose: "restart test".into(),
+        declared_risk: String::new(),
+    };
+    let (kept, lapsing) = runtime.block_on(async {
+        let mut c = client(&s);
+        let kept = c
+            .request_run(with_principal(
+                ask("echo approved-after-restart; true"),
+                "agent-bot",
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let lapsing = c
+            .request_run(with_principal(
+                ask("rm -rf /tmp/argos-lapsing"),
+                "agent-bot",
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        (kept.approval.unwrap(), lapsing.approval.unwrap())
+    });
+    assert_eq!(kept.state, "pending", "a command list is never read-only");
+    s.kill9();
+    s.restart();
+    runtime.block_on(async {
+        let mut c = client(&s);
+        let a = c
+            .get_approval(GetApprovalRequest {
+                id: kept.id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(a.state, "pending", "{a:?}");
+        let e = c
+            .get(GetRequest {
+                id: kept.execution_id.clone(),
+                include_output: false,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        assert_eq!(e.status, ExecutionStatus::PendingApproval as i32);
+        let decided = c
+            .decide_approval(with_principal(
+                DecideApprovalRequest {
+                    id: kept.id.clone(),
+                    decision: "approve".into(),
+                    confirm: String::new(),
+                    note: String::new(),
+                },
+                "alice",
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(decided.approval.unwrap().state, "consumed");
+        let (out, _, end) = follow(&mut c, &kept.execution_id, 0, |_| false).await;
+        assert_eq!(out, b"approved-after-restart\n");
+        assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
+    });
+    // The other one lapses while execd is down: the restart expires it.
+    s.kill9();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let wait = lapsing.expires_at_unix_ms - now;
+    std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
+    s.restart();
+    let head = runtime.block_on(async {
+        let mut c = client(&s);
+        let a = c
+            .get_approval(GetApprovalRequest {
+                id: lapsing.id.clone(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(a.state, "expired", "{a:?}");
+        let e = c
+            .get(GetRequest {
+                id: lapsing.execution_id.clone(),
+                include_output: false,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        assert_eq!(e.status, ExecutionStatus::Rejected as i32, "{e:?}");
+        let v = c
+            .verify_audit(VerifyAuditRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(v.ok && v.broken_seq == 0, "{v:?}");
+        v.head_seq
+    });
+    assert!(
+        head >= 6,
+        "requested ×2, decided, intent, outcome, expired: {head}"
+    );
+    // Someone with the database file rewrites history while execd is down.
+    s.stop();
+    runtime.block_on(async {
+        use sqlx::ConnectOptions;
+        let db = s.root.path().join("state/execd/execd.db");
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&db)
+            .connect()
+            .await
+            .unwrap();
+        let refused = sqlx::query("UPDATE audit SET actor = 'nobody' WHERE seq = 3")
+            .execute(&mut conn)
+            .await;
+        assert!(refused.is_err(), "the trigger keeps the trail append-only");
+        sqlx::query("DROP TRIGGER audit_no_update")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE audit SET actor = 'nobody' WHERE seq = 3")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    });
+    s.restart();
+    runtime.block_on(async {
+        let v = client(&s)
+            .verify_audit(VerifyAuditRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!v.ok, "{v:?}");
+        assert_eq!(v.broken_seq, 3, "{v:?}");
+        assert!(v.broken_reason.contains("changed"), "{v:?}");
+    });
+}

@@ -6,6 +6,7 @@ use super::*;
 #[derive(Debug, Clone)]
 pub enum Change {
     Execution(Arc<pb::Execution>),
+    Approval(Arc<pb::Approval>),
     /// Changes were dropped (a slow subscriber, or execd's stream lagged): re-list.
     Missed(u64),
 }
@@ -27,6 +28,7 @@ pub async fn watch_execd(api: Shared) {
                         Some(pb::watch_event::Event::Execution(e)) => {
                             Change::Execution(Arc::new(e))
                         }
+                        Some(pb::watch_event::Event::Approval(a)) => Change::Approval(Arc::new(a)),
                         Some(pb::watch_event::Event::Missed(n)) => Change::Missed(n),
                         None => continue,
                     };
@@ -43,9 +45,9 @@ pub async fn watch_execd(api: Shared) {
 }
 
 /// Server-sent events of the state changes this caller may see: `execution` (an
-/// execution started or ended; admins see all, others their own) and `missed` (some were
-/// dropped: re-list).
-#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own); `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+/// execution started or ended; admins see all, others their own), `approval` (created or
+/// decided; admins only) and `missed` (some were dropped: re-list).
+#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own), approval changes (admins), and `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
     caller.scoped("read")?;
     let mut changes = api.changes.subscribe();
@@ -63,6 +65,13 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
                         "execution",
                         &json!({"execution": crate::views::execution(&e)}),
                     )
+                }
+                Ok(Change::Approval(a)) => {
+                    // Approvals are decided by admins: only they see them go by.
+                    if !caller.is_admin() {
+                        continue;
+                    }
+                    event("approval", &json!({"approval": crate::views::approval(&a)}))
                 }
                 Ok(Change::Missed(n)) => event("missed", &json!({"count": n})),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {

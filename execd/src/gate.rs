@@ -1,0 +1,343 @@
+//! The risk gate: agents' and tasks' commands run at once only when the classifier finds
+//! them read-only; anything else waits for an operator's approval of that exact request.
+//!
+//! `request_run` classifies and either starts the launch or records a pending approval
+//! (and its execution, `pending_approval`). `decide` applies an operator's decision; an
+//! approval starts its execution at once: the request is rebuilt from the approval's
+//! canonical text, its digest recomputed from what is about to run, and the approval
+//! consumed (with the audit intent record) before the launch is handed to a shim.
+//! `sweep` expires what waited too long; `resume` finishes what a stop interrupted.
+
+use std::sync::Arc;
+
+use argos_common::audit::{Entry, sha256_hex};
+use argos_common::risk::{self, Class, Command};
+
+use crate::approval::{Action, Approval, Canonical, NewApproval, Refusal, State, StoreError};
+use crate::launch::{InvalidRequest, LaunchRequest};
+use crate::ledger::{self, NewExecution, Record};
+use crate::manager::{Intent, Manager, Requester, StartError};
+use crate::spec::{Identity, now_ms};
+
+/// The only profile the gate runs commands in.
+pub const PROFILE: &str = "agent";
+
+/// Why the gate refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidRequest),
+    #[error("{0}: {1}")]
+    Field(&'static str, String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Start(#[from] StartError),
+    #[error("recording")]
+    Db(#[from] sqlx::Error),
+}
+
+/// What a request to run became.
+#[derive(Debug)]
+pub enum Requested {
+    /// Read-only: started.
+    Started(Record),
+    /// Waits for an approval (`true`: an identical one was already pending).
+    Pending(Box<Approval>, Record, bool),
+}
+
+/// The host commands run on, as approvals name it.
+fn target() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The canonical form of a request: what an approval is bound to.
+pub fn canonical(m: &Manager, req: &LaunchRequest) -> Canonical {
+    let run_as = m
+        .launcher
+        .profiles
+        .get(PROFILE)
+        .and_then(|p| p.privileges.run_as.clone())
+        .unwrap_or_else(|| "root".into());
+    Canonical {
+        target: target(),
+        command: req.command.clone(),
+        argv: req.argv.clone(),
+        cwd: req.cwd.clone(),
+        profile: PROFILE.into(),
+        env: req.env.clone(),
+        timeout_ms: req.timeout_ms,
+        run_as,
+        stdin_sha256: sha256_hex(&req.stdin),
+    }
+}
+
+/// The request a canonical form (and its stdin) stands for.
+fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
+    LaunchRequest {
+        argv: c.argv.clone(),
+        command: c.command.clone(),
+        cwd: c.cwd.clone(),
+        env: c.env.clone(),
+        profile: c.profile.clone(),
+        timeout_ms: c.timeout_ms,
+        stdin,
+    }
+}
+
+fn changed(m: &Manager, a: &Approval) {
+    let _ = m.approval_changes.send(a.clone());
+}
+
+async fn execution_changed(m: &Manager, id: &str) -> Result<Record, GateError> {
+    let r = m
+        .ledger
+        .get(id)
+        .await?
+        .ok_or_else(|| GateError::Field("execution", format!("{id} vanished")))?;
+    let _ = m.changes.send(r.clone());
+    Ok(r)
+}
+
+/// Classifies a command and starts it (read-only) or records its approval.
+pub async fn request_run(
+    m: &Arc<Manager>,
+    mut req: LaunchRequest,
+    purpose: String,
+    declared: Option<Class>,
+    who: &Requester,
+) -> Result<Requested, GateError> {
+    if !req.profile.is_empty() && req.profile != PROFILE {
+        return Err(GateError::Field(
+            "profile",
+            format!("the gate runs commands in the {PROFILE} profile only"),
+        ));
+    }
+    req.profile = PROFILE.into();
+    if purpose.len() > 4096 {
+        return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
+    }
+    let id = uuid::Uuid::now_v7().to_string();
+    // Refused here, not after an operator approved it.
+    let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
+    let verdict = {
+        let (command, argv) = (req.command.clone(), req.argv.clone());
+        tokio::task::spawn_blocking(move || {
+            let c = if argv.is_empty() {
+                Command::Shell(&command)
+            } else {
+                Command::Argv(&argv)
+            };
+            risk::classify(c, declared)
+        })
+        .await
+        .map_err(|e| GateError::Field("command", format!("the classifier failed: {e}")))?
+    };
+    let c = canonical(m, &req);
+    let (_, digest) = c.text_and_digest();
+    if verdict.class == Class::ReadOnly {
+        let detail = serde_json::json!({
+            "risk_class": verdict.class.as_str(),
+            "digest": digest,
+            "purpose": purpose,
+        });
+        let id = m
+            .start_as(id, &req, who, Some(&[PROFILE]), Intent::Record(detail))
+            .await?;
+        let r = m
+            .ledger
+            .get(&id)
+            .await?
+            .ok_or_else(|| GateError::Field("execution", format!("{id} vanished")))?;
+        return Ok(Requested::Started(r));
+    }
+    let unstarted = Identity {
+        pid: 0,
+        start_time: 0,
+        boot_id: String::new(),
+    };
+    let execution = NewExecution {
+        id,
+        requested_by_role: who.role.clone(),
+        principal: who.principal.clone(),
+        argv: spec.argv.clone(),
+        cwd: req.cwd.clone(),
+        profile: PROFILE.into(),
+        created_at_ms: now_ms(),
+        shim: unstarted.clone(),
+        init: unstarted,
+    };
+    let ttl_ms = i64::try_from(m.approval_ttl_s.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let (a, created) = m
+        .approvals
+        .create(
+            NewApproval {
+                class: verdict.class,
+                reasons: verdict.reasons,
+                purpose,
+                canonical: c,
+                stdin: req.stdin.clone(),
+                requester_role: who.role.clone(),
+                requester_principal: who.principal.clone(),
+                ttl_ms,
+            },
+            &execution,
+            now_ms(),
+        )
+        .await?;
+    let record = if created {
+        changed(m, &a);
+        execution_changed(m, &a.execution_id).await?
+    } else {
+        m.ledger
+            .get(&a.execution_id)
+            .await?
+            .ok_or_else(|| GateError::Field("execution", "vanished".into()))?
+    };
+    tracing::info!(approval = %a.id, class = %a.class, role = %who.role,
+        principal = %who.principal, deduplicated = !created, "approval requested");
+    Ok(Requested::Pending(Box::new(a), record, !created))
+}
+
+/// Applies an operator's decision (`approve`, `deny`, `revoke`) to approval `id`.
+pub async fn decide(
+    m: &Arc<Manager>,
+    id: &str,
+    decision: &str,
+    by: &Requester,
+    confirm: &str,
+    note: &str,
+) -> Result<(Approval, Record), GateError> {
+    let who = by.principal.clone();
+    if who.is_empty() {
+        return Err(GateError::Field(
+            "principal",
+            "a decision needs the deciding user".into(),
+        ));
+    }
+    if note.len() > 4096 {
+        return Err(GateError::Field("note", "longer than 4096 bytes".into()));
+    }
+    let action = match decision {
+        "approve" => Action::Approve {
+            by: who,
+            confirm: confirm.to_string(),
+        },
+        "deny" => Action::Deny { by: who },
+        "revoke" => Action::Revoke { by: who },
+        other => {
+            return Err(GateError::Field(
+                "decision",
+                format!("{other:?}: approve, deny or revoke"),
+            ));
+        }
+    };
+    let actor = ledger::actor(&by.role, &by.principal);
+    let mut a = m
+        .approvals
+        .apply(id, &action, &actor, note, now_ms())
+        .await?;
+    changed(m, &a);
+    tracing::info!(approval = %id, state = a.state.as_str(), by = %actor, "approval decided");
+    if a.state == State::Approved {
+        a = run_approved(m, a).await?;
+    }
+    let record = execution_changed(m, &a.execution_id).await?;
+    Ok((a, record))
+}
+
+/// Runs an approved request: rebuilt from its canonical text, its digest recomputed from
+/// what is about to run, the approval consumed, then the launch started.
+async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateError> {
+    let c = a.canonical().ok_or(StoreError::Damaged)?;
+    let stdin = m.approvals.stdin(&a.id).await?;
+    let req = request(&c, stdin);
+    let (_, digest) = canonical(m, &req).text_and_digest();
+    let consumed = m
+        .approvals
+        .apply(&a.id, &Action::Consume { digest }, "execd", "", now_ms())
+        .await?;
+    changed(m, &consumed);
+    let who = Requester {
+        role: consumed.requester_role.clone(),
+        principal: consumed.requester_principal.clone(),
+    };
+    let started = m
+        .start_as(
+            consumed.execution_id.clone(),
+            &req,
+            &who,
+            Some(&[PROFILE]),
+            Intent::Recorded,
+        )
+        .await;
+    if let Err(e) = started {
+        fail_unstarted(m, &consumed.execution_id, &format!("could not start: {e}")).await?;
+    }
+    Ok(consumed)
+}
+
+/// Ends an execution whose approval was consumed but which did not start.
+async fn fail_unstarted(m: &Manager, execution: &str, why: &str) -> Result<(), GateError> {
+    let mut t = m.audit.begin().await?;
+    if !ledger::fail_unstarted(&mut t.tx, execution, why, now_ms()).await? {
+        return Ok(()); // it started, and its end is recorded as any launch's
+    }
+    let detail = serde_json::json!({ "status": "failed", "error": why });
+    t.append(&Entry::new("launch.outcome", "execd", execution, detail))
+        .await?;
+    t.commit().await?;
+    tracing::warn!(execution, why, "an approved execution did not start");
+    execution_changed(m, execution).await?;
+    Ok(())
+}
+
+/// Expires approvals past their time; their executions are rejected.
+pub async fn sweep(m: &Manager) -> Result<usize, GateError> {
+    let now = now_ms();
+    let mut n = 0;
+    for id in m.approvals.overdue(now).await? {
+        match m
+            .approvals
+            .apply(&id, &Action::Expire, "execd", "", now)
+            .await
+        {
+            Ok(a) => {
+                n += 1;
+                changed(m, &a);
+                execution_changed(m, &a.execution_id).await?;
+            }
+            // Decided meanwhile.
+            Err(StoreError::Refused(_) | StoreError::Raced) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(n)
+}
+
+/// After a start: expires what is overdue, runs what was approved but not yet run, and
+/// ends as failed what was consumed but never started (nothing ran).
+pub async fn resume(m: &Arc<Manager>) -> Result<(), GateError> {
+    sweep(m).await?;
+    for id in m.approvals.approved().await? {
+        if let Some(a) = m.approvals.get(&id).await? {
+            match run_approved(m, a).await {
+                Ok(_) | Err(GateError::Store(StoreError::Refused(Refusal::Final(..)))) => {}
+                Err(e) => {
+                    tracing::error!(approval = %id, error = %e, "running an approved request after a restart")
+                }
+            }
+        }
+    }
+    for execution in m.approvals.consumed_unstarted().await? {
+        fail_unstarted(
+            m,
+            &execution,
+            "execd stopped after consuming its approval and before starting it; nothing ran",
+        )
+        .await?;
+    }
+    Ok(())
+}
