@@ -183,6 +183,7 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
         note: a.note.clone(),
         execution_id: a.execution_id.clone(),
         needs_confirmation: a.needs_confirmation(),
+        target: c.as_ref().map(|c| c.target.clone()).unwrap_or_default(),
     }
 }
 

@@ -61,7 +61,9 @@ pub struct TokenInfo {
 }
 
 /// What a token may be used for.
-pub const SCOPES: &[&str] = &["exec", "read"];
+/// `read`: look; `exec`: run commands (admins); `agent`: ask to run commands through the
+/// risk gate; `approve`: decide approvals (admins).
+pub const SCOPES: &[&str] = &["exec", "read", "agent", "approve"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
@@ -154,6 +156,11 @@ pub struct Accounts {
 }
 
 impl Accounts {
+    /// The gateway's database (its audit trail lives there too).
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     pub async fn open(
         path: &std::path::Path,
         concurrent_hashes: usize,

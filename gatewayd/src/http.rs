@@ -61,6 +61,12 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/executions/{id}", get(api::execution))
         .route("/api/executions/{id}/kill", post(api::kill))
         .route("/api/classify", post(api::classify))
+        .route("/api/agent/run", post(api::agent_run))
+        .route("/api/approvals", get(api::approvals))
+        .route("/api/approvals/{id}", get(api::approval))
+        .route("/api/approvals/{id}/decision", post(api::decide))
+        .route("/api/audit", get(api::audit))
+        .route("/api/audit/verify", get(api::audit_verify))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authenticate,

@@ -87,7 +87,13 @@ fn main() -> ExitCode {
                 .collect(),
             allowed_origins: g.allowed_origins.clone(),
         };
+        let audit = std::sync::Arc::new(
+            argos_common::audit::Audit::open(accounts.pool().clone())
+                .await
+                .context("opening the audit trail")?,
+        );
         let api = std::sync::Arc::new(api::Api {
+            audit,
             accounts,
             throttle: throttle::Throttle::default(),
             exec: state.exec_channel(),

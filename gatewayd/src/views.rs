@@ -65,6 +65,7 @@ pub fn approval(a: &pb::Approval) -> Value {
         "reasons": a.reasons.iter().map(|r| json!({"risk_class": r.risk_class, "why": r.why})).collect::<Vec<_>>(),
         "needs_confirmation": a.needs_confirmation,
         "purpose": a.purpose,
+        "target": a.target,
         "command": a.command,
         "argv": a.argv,
         "cwd": a.cwd,

@@ -239,8 +239,9 @@ async function tokensView() {
           await api("DELETE", "/api/tokens/" + t.id); render();
         } }, "Revoke")))))),
     el("h2", {}, "New token"),
-    form([["name", "Name"]], "Create (scopes: read, exec)", async (v) => {
-      const t = await api("POST", "/api/tokens", { name: v.name, scopes: ["read", "exec"] });
+    form([["name", "Name"], ["scopes", "Scopes (read, exec, agent, approve)", "text", { value: "read, exec" }]], "Create", async (v) => {
+      const scopes = v.scopes.split(",").map((x) => x.trim()).filter(Boolean);
+      const t = await api("POST", "/api/tokens", { name: v.name, scopes });
       await tokensView();
       document.getElementById("new-token").replaceChildren(
         el("p", {}, "Copy it now: it is shown once."), el("p", { class: "secret" }, t.token));
@@ -277,6 +278,123 @@ async function usersView() {
     }));
 }
 
+// ---- approvals ----------------------------------------------------------------------
+
+// While the approvals page is open: its event stream and the countdown clock.
+let live = null;
+
+function leaveApprovals() {
+  if (live) { live.events.close(); clearInterval(live.clock); live = null; }
+}
+
+function countdown(ms) {
+  const s = Math.max(0, Math.round((ms - Date.now()) / 1000));
+  return s === 0 ? "expired" : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+}
+
+function commandText(a) { return a.command || a.argv.join(" "); }
+
+function approvalCard(a) {
+  const err = errorLine();
+  const confirmBox = el("input", { name: "confirm", class: "short", autocomplete: "off", spellcheck: "false" });
+  const approve = el("button", { type: "button", class: a.needs_confirmation ? "danger approve" : "approve",
+    disabled: a.needs_confirmation }, "Approve");
+  const deny = el("button", { type: "button", class: "secondary deny" }, "Deny");
+  // A destructive command is approved only once its short id is typed.
+  confirmBox.addEventListener("input", () => { approve.disabled = confirmBox.value.trim() !== a.short_id; });
+  const decide = async (decision) => {
+    err.textContent = "";
+    approve.disabled = deny.disabled = true;
+    try {
+      const r = await api("POST", `/api/approvals/${encodeURIComponent(a.id)}/decision`,
+        { decision, confirm: a.needs_confirmation ? confirmBox.value.trim() : "" });
+      if (decision === "approve" && r.execution) followRun(r.execution.id, commandText(a));
+      await refreshApprovals();
+    } catch (e) {
+      err.textContent = e.message;
+      deny.disabled = false;
+      approve.disabled = a.needs_confirmation && confirmBox.value.trim() !== a.short_id;
+    }
+  };
+  approve.addEventListener("click", () => decide("approve"));
+  deny.addEventListener("click", () => decide("deny"));
+  return el("div", { class: "approval", "data-id": a.id, "data-class": a.risk_class },
+    el("p", {}, el("code", { class: "cmd" }, commandText(a))),
+    el("p", {}, el("strong", { class: "class-" + a.risk_class }, a.risk_class), " — ", a.purpose || "(no purpose given)"),
+    el("ul", { class: "reasons" }, a.reasons.map((r) => el("li", {}, `${r.risk_class}: ${r.why}`))),
+    el("p", { class: "meta" },
+      `asked by ${a.requester_principal || a.requester_role} (${a.requester_role}) for ${a.target}, `,
+      `in ${a.cwd || "its own workspace"}, profile ${a.profile}; expires in `,
+      el("span", { class: "countdown", "data-expires": a.expires_at_ms }, countdown(a.expires_at_ms))),
+    el("div", { class: "row" },
+      a.needs_confirmation ? el("label", {}, `Destructive: type ${a.short_id} to approve`, confirmBox) : null,
+      approve, deny),
+    err);
+}
+
+async function refreshApprovals() {
+  const r = await api("GET", "/api/approvals?limit=100");
+  const pending = r.approvals.filter((a) => a.state === "pending");
+  const past = r.approvals.filter((a) => a.state !== "pending");
+  const box = document.getElementById("pending");
+  if (!box) return;
+  box.replaceChildren(...(pending.length ? pending.map(approvalCard)
+    : [el("p", { id: "none-pending" }, "Nothing waits for a decision.")]));
+  document.getElementById("history").replaceChildren(el("table", { id: "approval-history" },
+    el("thead", {}, el("tr", {}, ["asked", "command", "class", "state", "decided by", "execution"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, past.map((a) => el("tr", {},
+      el("td", {}, when(a.created_at_ms)), el("td", {}, el("code", {}, commandText(a))),
+      el("td", {}, a.risk_class), el("td", {}, a.state), el("td", {}, a.decided_by),
+      el("td", {}, el("a", { href: "#/executions/" + a.execution_id }, "open")))))));
+}
+
+// After an approval: the run's output, as soon as it ends.
+async function followRun(id, command) {
+  const state = el("p", { id: "run-state" }, "running…");
+  const out = el("pre", { class: "out", id: "run-output" });
+  document.getElementById("run")?.replaceChildren(el("h2", {}, "Approved: ", el("code", {}, command)), state, out);
+  for (;;) {
+    const r = await api("GET", "/api/executions/" + encodeURIComponent(id));
+    const s = r.execution.status;
+    if (s !== "running" && s !== "pending_approval") {
+      out.replaceChildren(r.stdout.text, el("span", { class: "err" }, r.stderr.text));
+      state.textContent = "finished: " + s + (r.execution.exit_code !== null ? " (exit " + r.execution.exit_code + ")" : "");
+      return;
+    }
+    await new Promise((ok) => setTimeout(ok, 300));
+  }
+}
+
+async function approvalsView() {
+  show(el("h1", {}, "Approvals"),
+    el("p", { class: "meta" }, "Commands agents and tasks asked to run that are not read-only. Approving runs that exact command once."),
+    el("div", { id: "pending" }), el("div", { id: "run" }),
+    el("h2", {}, "History"), el("div", { id: "history" }));
+  await refreshApprovals();
+  leaveApprovals();
+  // Live: a new or decided approval re-reads the list; the countdowns tick.
+  const events = new EventSource("/api/events");
+  for (const name of ["approval", "missed"]) events.addEventListener(name, () => refreshApprovals().catch(() => {}));
+  const clock = setInterval(() => {
+    for (const c of document.querySelectorAll(".countdown")) c.textContent = countdown(Number(c.dataset.expires));
+  }, 1000);
+  live = { events, clock };
+}
+
+async function auditView() {
+  const [r, v] = await Promise.all([api("GET", "/api/audit?limit=200"), api("GET", "/api/audit/verify")]);
+  const chain = (name, x) => el("li", { class: x.ok ? "ok" : "bad" },
+    `${name}: ${x.rows} records, ` + (x.ok ? `the chain verifies (head ${x.head_seq})` : `broken at seq ${x.broken_seq}: ${x.broken_reason}`));
+  show(el("h1", {}, "Audit trail"),
+    el("ul", { id: "audit-verify" }, chain("execd", v.execd), chain("gateway", v.gateway)),
+    el("table", { id: "audit" },
+      el("thead", {}, el("tr", {}, ["when", "where", "seq", "what", "who", "about", "detail"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, r.records.map((x) => el("tr", {},
+        el("td", {}, when(x.at_ms)), el("td", {}, x.source), el("td", {}, x.seq), el("td", {}, x.kind),
+        el("td", {}, x.actor), el("td", {}, el("code", {}, x.subject)),
+        el("td", {}, el("code", {}, JSON.stringify(x.detail))))))));
+}
+
 // ---- routing ------------------------------------------------------------------------
 
 async function whoami() {
@@ -300,8 +418,11 @@ async function render() {
   document.getElementById("who").textContent = `${me.name} (${me.role})`;
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = me.role !== "admin";
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.getAttribute("href") === hash);
+  if (hash !== "#/approvals") leaveApprovals();
   try {
     if (hash === "#/" || hash === "#/login") return await dashboardView();
+    if (hash === "#/approvals") return await approvalsView();
+    if (hash === "#/audit") return await auditView();
     if (hash === "#/shell") return shellView();
     if (hash === "#/executions") return await executionsView();
     if (hash.startsWith("#/executions/")) return await executionView(hash.slice("#/executions/".length));

@@ -1,6 +1,7 @@
 // Drives the Argos web UI in headless Debian Chromium with playwright-core:
 // first-admin setup, the dashboard, running `echo hello`, watching a live stream, killing
-// a sleeping command, logging out. Usage: node ui.mjs <setup-url>
+// a sleeping command, an agent's commands approved live (a destructive one only with its
+// short id typed), the audit trail, logging out. Usage: node ui.mjs <setup-url>
 // Exits non-zero (with the reason) on the first expectation that fails.
 import { createRequire } from "node:module";
 
@@ -75,6 +76,77 @@ try {
   await page.waitForSelector("#executions tbody tr");
   await page.click("#executions tbody tr:first-child a");
   await page.waitForSelector("#containment");
+
+  step("an agent's command waits for an approval that appears live");
+  // Another account's agent asks (nobody approves their own request); the admin decides.
+  const created = await page.evaluate(async () => (await fetch("/api/users", {
+    method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "bot-owner", password: "bot owner password", role: "user" }),
+  })).status);
+  if (created !== 201) throw new Error(`creating the bot's owner answered ${created}`);
+  const login = await fetch(base + "/api/login", {
+    method: "POST", headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "bot-owner", password: "bot owner password" }),
+  });
+  const cookie = (login.headers.get("set-cookie") || "").split(";")[0];
+  const minted = await (await fetch(base + "/api/tokens", {
+    method: "POST", headers: { "content-type": "application/json", cookie },
+    body: JSON.stringify({ name: "agent", scopes: ["agent"] }),
+  })).json();
+  if (!minted.token) throw new Error("no agent token: " + JSON.stringify(minted));
+  const agent = async (body) => (await fetch(base + "/api/agent/run", {
+    method: "POST", headers: { "content-type": "application/json", authorization: "Bearer " + minted.token },
+    body: JSON.stringify(body),
+  })).json();
+  await page.click("a[href='#/approvals']");
+  await page.waitForSelector("#none-pending");
+  const asked = await agent({ command: "echo approved-by-admin; true", purpose: "check the approval flow" });
+  if (asked.approval?.state !== "pending") throw new Error("not pending: " + JSON.stringify(asked));
+  const card = (id) => `.approval[data-id='${id}']`;
+  await page.waitForSelector(card(asked.approval.id)); // no reload: the event stream brought it
+  const shown = await page.textContent(card(asked.approval.id));
+  for (const want of ["echo approved-by-admin; true", "check the approval flow", "bot-owner", "expires in"]) {
+    if (!shown.includes(want)) throw new Error(`the approval does not show ${want}: ${shown}`);
+  }
+
+  step("approving runs it and shows its output");
+  await page.click(`${card(asked.approval.id)} button.approve`);
+  await page.waitForFunction(() => document.querySelector("#run-state")?.textContent.includes("finished"));
+  const ran = await page.textContent("#run-output");
+  if (ran !== "approved-by-admin\n") throw new Error(`approved output was ${JSON.stringify(ran)}`);
+  if (!(await page.textContent("#run-state")).includes("succeeded")) throw new Error("approved run did not succeed");
+
+  step("a destructive command cannot be approved without its short id typed");
+  const bad = await agent({ command: "rm -rf /tmp/argos-ui-approval", purpose: "clean up" });
+  const badCard = card(bad.approval.id);
+  await page.waitForSelector(badCard);
+  if (!(await page.isDisabled(`${badCard} button.approve`))) throw new Error("approve is enabled without a confirmation");
+  await page.fill(`${badCard} input[name=confirm]`, "deadbeef");
+  if (!(await page.isDisabled(`${badCard} button.approve`))) throw new Error("approve is enabled with a wrong confirmation");
+  // The API refuses it too (asked outside the page, with the admin's session).
+  const session = (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join("; ");
+  const direct = (await fetch(`${base}/api/approvals/${bad.approval.id}/decision`, {
+    method: "POST", headers: { "content-type": "application/json", cookie: session },
+    body: JSON.stringify({ decision: "approve" }),
+  })).status;
+  if (direct !== 400) throw new Error(`the API took an unconfirmed destructive approval: ${direct}`);
+  await page.fill(`${badCard} input[name=confirm]`, bad.approval.short_id);
+  await page.click(`${badCard} button.approve`);
+  await page.waitForFunction(() => document.querySelector("#run-state")?.textContent.includes("finished"));
+  await page.waitForSelector("#none-pending");
+  // The history follows the events (approved, then consumed as it runs).
+  await page.waitForFunction(() => [...document.querySelectorAll("#approval-history tbody tr td:nth-child(4)")]
+    .filter((td) => td.textContent === "consumed").length === 2);
+
+  step("the audit page shows both trails verifying");
+  await page.click("a[href='#/audit']");
+  await page.waitForSelector("#audit-verify");
+  const chains = await page.textContent("#audit-verify");
+  if (!chains.includes("the chain verifies") || chains.includes("broken")) throw new Error(`audit: ${chains}`);
+  const kinds = await page.locator("#audit tbody td:nth-child(4)").allTextContents();
+  for (const want of ["approval.decide", "launch.intent", "login.succeeded", "user.create"]) {
+    if (!kinds.includes(want)) throw new Error(`the audit page does not list ${want}`);
+  }
 
   step("change the password");
   await page.click("a[href='#/account']");

@@ -102,6 +102,17 @@ fn authorization_matrix() {
     assert_eq!(v["execution"]["principal"], "root-admin", "{v}");
     let id = v["execution"]["id"].as_str().unwrap().to_string();
 
+    // A real approval to address: bob's own request through the risk gate.
+    let r = bob.post(
+        "/api/agent/run",
+        json!({"command": "touch /tmp/argos-matrix", "purpose": "matrix"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(v["approval"]["state"], "pending", "{v}");
+    assert_eq!(v["execution"]["status"], "pending_approval", "{v}");
+    let aid = v["approval"]["id"].as_str().unwrap().to_string();
+
     struct Route {
         method: &'static str,
         path: String,
@@ -182,6 +193,42 @@ fn authorization_matrix() {
             path: "/api/classify".into(),
             body: Some(json!({"command": "ls -la"})),
             expect: [401, 200, 200, 200],
+        },
+        Route {
+            method: "POST",
+            path: "/api/agent/run".into(),
+            body: Some(json!({"command": "ls /", "purpose": "look"})),
+            expect: [401, 200, 200, 403],
+        },
+        Route {
+            method: "GET",
+            path: "/api/approvals".into(),
+            body: None,
+            expect: [401, 403, 200, 200],
+        },
+        Route {
+            method: "GET",
+            path: format!("/api/approvals/{aid}"),
+            body: None,
+            expect: [401, 403, 200, 200],
+        },
+        Route {
+            method: "POST",
+            path: format!("/api/approvals/{aid}/decision"),
+            body: Some(json!({"decision": "deny", "note": "not now"})),
+            expect: [401, 403, 200, 403],
+        },
+        Route {
+            method: "GET",
+            path: "/api/audit".into(),
+            body: None,
+            expect: [401, 403, 200, 200],
+        },
+        Route {
+            method: "GET",
+            path: "/api/audit/verify".into(),
+            body: None,
+            expect: [401, 403, 200, 200],
         },
         Route {
             method: "POST",
@@ -726,6 +773,12 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/classify",
         "GET /api/events",
         "GET /api/status",
+        "POST /api/agent/run",
+        "GET /api/approvals",
+        "GET /api/approvals/{id}",
+        "POST /api/approvals/{id}/decision",
+        "GET /api/audit",
+        "GET /api/audit/verify",
     ];
     served.sort();
     assert_eq!(documented, served);
@@ -792,4 +845,175 @@ fn classify_explains_the_class_and_what_running_it_takes() {
         assert_eq!(r.status, 400, "{body}: {r:?}");
         assert!(r.message().contains(field), "{body}: {r:?}");
     }
+}
+
+/// Agents' runs through the gate over HTTP: live approval events for admins only, the
+/// decision's rules as HTTP errors, an approve-scoped token, and both audit trails merged.
+#[test]
+fn approvals_over_http_with_events_rules_and_the_merged_audit_trail() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = accounts(&stack);
+    let own = format!("http://{}", stack.listen);
+    let mut events = admin.sse_get("/api/events", &[("origin", own.as_str())]);
+    assert_eq!(events.next_event().unwrap().event, "ready");
+    let mut bobs = bob.sse_get("/api/events", &[]);
+    assert_eq!(bobs.next_event().unwrap().event, "ready");
+    let (tx, bob_saw) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while let Some(e) = bobs.next_event() {
+            if tx.send(e).is_err() {
+                return;
+            }
+        }
+    });
+    // bob's agent, by token: read-only runs at once; the rest waits.
+    let r = bob.post("/api/tokens", json!({"name": "agent", "scopes": ["agent"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let r = agent.post("/api/agent/run", json!({"command": "uname -a"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.json()["approval"].is_null(), "{r:?}");
+    let r = agent.post("/api/shell/exec", json!({"command": "uname -a"}));
+    assert_eq!(r.status, 403, "an agent token cannot run directly: {r:?}");
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "dd if=/dev/zero of=/tmp/argos-dd bs=1 count=1", "purpose": "zero it", "risk": "harmless"}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("risk:"),
+        "{r:?}"
+    );
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "dd if=/dev/zero of=/tmp/argos-dd bs=1 count=1", "purpose": "zero it"}),
+    );
+    let pending = r.json();
+    let a = &pending["approval"];
+    assert_eq!(
+        (a["state"].as_str(), a["risk_class"].as_str()),
+        (Some("pending"), Some("destructive")),
+        "{pending}"
+    );
+    assert_eq!(a["requester_principal"], "bob");
+    let id = a["id"].as_str().unwrap().to_string();
+    let short = a["short_id"].as_str().unwrap().to_string();
+    // The admin's stream shows it; bob's does not.
+    loop {
+        let e = events.next_event().unwrap();
+        if e.event == "approval" && e.json()["approval"]["id"] == id.as_str() {
+            assert_eq!(e.json()["approval"]["state"], "pending");
+            break;
+        }
+    }
+    // The decision's rules, as HTTP answers.
+    let decide = |web: &mut Web, body: serde_json::Value| {
+        web.post(&format!("/api/approvals/{id}/decision"), body)
+    };
+    let r = decide(&mut admin, json!({"decision": "approve"}));
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (400, "invalid_argument"),
+        "{r:?}"
+    );
+    let r = decide(
+        &mut admin,
+        json!({"decision": "approve", "confirm": "nope1234"}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    let r = decide(&mut admin, json!({"decision": "maybe"}));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("decision:")
+    );
+    // An admin token needs the `approve` scope; with it, it decides.
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "console", "scopes": ["approve"]}),
+    );
+    let mut console = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let r = decide(
+        &mut console,
+        json!({"decision": "approve", "confirm": short}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(v["approval"]["state"], "consumed", "{v}");
+    assert_eq!(v["approval"]["decided_by"], "gateway:root-admin");
+    let r = decide(
+        &mut console,
+        json!({"decision": "approve", "confirm": short}),
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (409, "conflict"),
+        "used once: {r:?}"
+    );
+    // Nobody decides their own request, admin or not.
+    let r = admin.post("/api/agent/run", json!({"command": "mkdir /tmp/argos-own"}));
+    let own_id = r.json()["approval"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        &format!("/api/approvals/{own_id}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(r.text.contains("own request"), "{r:?}");
+    let r = admin.get("/api/approvals?state=pending");
+    let listed = r.json();
+    assert_eq!(listed["approvals"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["approvals"][0]["id"], own_id.as_str());
+    let r = admin.get("/api/approvals?state=whatever");
+    assert_eq!(r.status, 400, "{r:?}");
+    // bob never saw an approval go by.
+    while let Ok(e) = bob_saw.recv_timeout(std::time::Duration::from_millis(300)) {
+        assert_ne!(e.event, "approval", "a user saw an approval: {e:?}");
+    }
+    // Both trails, merged and verified.
+    let v = admin.get("/api/audit/verify").json();
+    assert_eq!(
+        (v["execd"]["ok"].as_bool(), v["gateway"]["ok"].as_bool()),
+        (Some(true), Some(true)),
+        "{v}"
+    );
+    let trail = admin.get(&format!("/api/audit?subject={id}")).json();
+    let kinds: Vec<(String, String)> = trail["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["source"].as_str().unwrap().into(),
+                r["kind"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for want in [
+        ("execd", "approval.requested"),
+        ("execd", "approval.refused"),
+        ("execd", "approval.decided"),
+        ("execd", "launch.intent"),
+        ("gateway", "approval.decide"),
+        ("gateway", "approval.decide.outcome"),
+    ] {
+        assert!(
+            kinds.iter().any(|(s, k)| s == want.0 && k == want.1),
+            "{want:?} missing from {kinds:?}"
+        );
+    }
+    let logins = admin.get("/api/audit?kind=login.").json();
+    assert!(
+        logins["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["actor"] == "bob"),
+        "{logins}"
+    );
+    stack.stop();
 }

@@ -28,14 +28,25 @@ pub async fn setup(
     if let Some(wait) = api.throttle.wait(&keys) {
         return Err(throttled(wait));
     }
-    let user = match api
-        .accounts
-        .setup_admin(&b.token, &b.name, &b.password)
-        .await
-    {
-        Err(AccountError::SetupLink) => {
+    let detail = json!({"peer": peer.ip().to_string()});
+    let created = audited(
+        &api,
+        "user.setup_admin",
+        "setup-link",
+        &b.name,
+        detail,
+        async {
+            Ok(api
+                .accounts
+                .setup_admin(&b.token, &b.name, &b.password)
+                .await?)
+        },
+    )
+    .await;
+    let user = match created {
+        Err(e) if e.code == "setup_link" => {
             api.throttle.failed(&keys);
-            return Err(AccountError::SetupLink.into());
+            return Err(e);
         }
         other => other?,
     };
@@ -75,8 +86,10 @@ pub async fn login(
     if let Some(wait) = api.throttle.wait(&keys) {
         return Err(throttled(wait));
     }
+    let peer_detail = json!({"peer": peer.ip().to_string()});
     let Some(user) = api.accounts.login(&b.name, &b.password).await? else {
         api.throttle.failed(&keys);
+        record(&api, "login.failed", &b.name, &b.name, peer_detail).await?;
         tracing::warn!(name = %b.name, peer = %peer.ip(), "failed login");
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -85,6 +98,7 @@ pub async fn login(
         ));
     };
     api.throttle.succeeded(&account);
+    record(&api, "login.succeeded", &user.name, &user.name, peer_detail).await?;
     let secret = api.accounts.new_session(user.id).await?;
     tracing::info!(user = %user.name, "login");
     Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
@@ -98,7 +112,11 @@ pub async fn logout(
     caller: Caller,
 ) -> Result<Response, ApiError> {
     let secret = caller.cookie_only()?;
-    api.accounts.end_session(secret).await?;
+    let name = &caller.user.name;
+    audited(&api, "logout", name, name, json!({}), async {
+        Ok(api.accounts.end_session(secret).await?)
+    })
+    .await?;
     let mut r = StatusCode::NO_CONTENT.into_response();
     r.headers_mut().insert(
         header::SET_COOKIE,
@@ -130,14 +148,19 @@ pub async fn change_password(
     Body(b): Body<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {
     let session = caller.cookie_only()?.to_string();
-    api.accounts
-        .change_password(
-            &caller.user,
-            &b.current_password,
-            &b.new_password,
-            Some(&session),
-        )
-        .await?;
+    let name = &caller.user.name;
+    audited(&api, "password.change", name, name, json!({}), async {
+        Ok(api
+            .accounts
+            .change_password(
+                &caller.user,
+                &b.current_password,
+                &b.new_password,
+                Some(&session),
+            )
+            .await?)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -173,7 +196,16 @@ pub async fn create_user(
             "role: `admin` or `user`",
         )
     })?;
-    let user = api.accounts.create_user(&b.name, &b.password, role).await?;
+    let detail = json!({"role": role.as_str()});
+    let user = audited(
+        &api,
+        "user.create",
+        &caller.user.name,
+        &b.name,
+        detail,
+        async { Ok(api.accounts.create_user(&b.name, &b.password, role).await?) },
+    )
+    .await?;
     tracing::info!(by = %caller.user.name, user = %user.name, role = role.as_str(), "user created");
     Ok((StatusCode::CREATED, Json(json!({"user": user}))))
 }
@@ -186,7 +218,16 @@ pub async fn delete_user(
 ) -> Result<StatusCode, ApiError> {
     caller.cookie_only()?;
     caller.admin()?;
-    if api.accounts.delete_user(&name).await? {
+    let deleted = audited(
+        &api,
+        "user.delete",
+        &caller.user.name,
+        &name,
+        json!({}),
+        async { Ok(api.accounts.delete_user(&name).await?) },
+    )
+    .await?;
+    if deleted {
         tracing::info!(by = %caller.user.name, user = %name, "user deleted");
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -218,10 +259,21 @@ pub async fn create_token(
     Body(b): Body<NewToken>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     caller.cookie_only()?;
-    let (id, secret) = api
-        .accounts
-        .new_token(caller.user.id, &b.name, &b.scopes)
-        .await?;
+    let detail = json!({"scopes": b.scopes});
+    let (id, secret) = audited(
+        &api,
+        "token.create",
+        &caller.user.name,
+        &b.name,
+        detail,
+        async {
+            Ok(api
+                .accounts
+                .new_token(caller.user.id, &b.name, &b.scopes)
+                .await?)
+        },
+    )
+    .await?;
     Ok((
         StatusCode::CREATED,
         Json(
@@ -238,7 +290,17 @@ pub async fn revoke_token(
     Path(id): Path<i64>,
 ) -> Result<StatusCode, ApiError> {
     caller.cookie_only()?;
-    if api.accounts.revoke_token(caller.user.id, id).await? {
+    let subject = format!("token:{id}");
+    let revoked = audited(
+        &api,
+        "token.revoke",
+        &caller.user.name,
+        &subject,
+        json!({}),
+        async { Ok(api.accounts.revoke_token(caller.user.id, id).await?) },
+    )
+    .await?;
+    if revoked {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("no token {id}")))

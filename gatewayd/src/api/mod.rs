@@ -13,7 +13,10 @@
 //! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
 //! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
 //! | `POST /api/shell/stream` (SSE) | 401 | 403 | cookie, or token with `exec` |
-//! | `GET /api/events` (SSE) | 401 | own executions | all executions (cookie, or token with `read`) |
+//! | `GET /api/events` (SSE) | 401 | own executions | all executions and approvals (cookie, or token with `read`) |
+//! | `POST /api/agent/run` (the risk gate) | 401 | cookie, or token with `agent` | same |
+//! | `GET /api/approvals[/{id}]`, `GET /api/audit`, `GET /api/audit/verify` | 401 | 403 | cookie, or token with `read` |
+//! | `POST /api/approvals/{id}/decision` | 401 | 403 | cookie, or token with `approve` (never one's own request) |
 //!
 //! Every request that could change state and carries no bearer token passes the
 //! cross-site check first (see [`cross_site`]).
@@ -35,12 +38,14 @@ use crate::accounts::{AccountError, Accounts, Role, User};
 use crate::throttle::Throttle;
 
 mod accounts;
+mod approvals;
 mod auth;
 mod classify;
 mod events;
 mod exec;
 
 pub use accounts::*;
+pub use approvals::*;
 pub use auth::*;
 pub use classify::*;
 pub use events::*;
@@ -76,6 +81,8 @@ pub struct Api {
     pub changes: tokio::sync::broadcast::Sender<Change>,
     /// How long a streamed workload outlives its client before it is killed.
     pub resume_grace: Duration,
+    /// The gateway's audit trail (logins, accounts, tokens, decisions), in its database.
+    pub audit: Arc<argos_common::audit::Audit>,
 }
 
 pub type Shared = Arc<Api>;
@@ -122,6 +129,12 @@ pub struct ErrorDetail {
         kill,
         classify,
         events,
+        agent_run,
+        approvals,
+        approval,
+        decide,
+        audit,
+        audit_verify,
         crate::http::status
     ),
     components(schemas(
@@ -133,7 +146,9 @@ pub struct ErrorDetail {
         NewUser,
         NewToken,
         ExecBody,
-        ClassifyBody
+        ClassifyBody,
+        AgentRunBody,
+        DecisionBody
     ))
 )]
 pub struct ApiDoc;
@@ -236,6 +251,9 @@ pub(crate) fn from_status(s: tonic::Status) -> ApiError {
     let (status, code) = match s.code() {
         tonic::Code::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
         tonic::Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+        tonic::Code::FailedPrecondition | tonic::Code::Aborted => {
+            (StatusCode::CONFLICT, "conflict")
+        }
         tonic::Code::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
         tonic::Code::ResourceExhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
         tonic::Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
