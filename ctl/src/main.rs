@@ -1,6 +1,7 @@
 //! argosctl: starts the development stack and inspects a running one.
 #![forbid(unsafe_code)]
 
+mod approvals;
 mod up;
 
 use std::path::PathBuf;
@@ -21,7 +22,17 @@ commands:
               --id-base N     as root: socket group N, daemon uids N+1..N+3 (default 64200)
   status    call Status on every daemon socket under --root (or --runtime-dir DIR)
   config-reference
-            print the configuration reference (docs/configuration.md)";
+            print the configuration reference (docs/configuration.md)
+  approvals list [--state pending|approved|denied|revoked|expired|consumed|all]
+  approvals approve ID [--confirm SHORT_ID] [--note TEXT]
+  approvals deny ID [--note TEXT]
+            the commands agents and tasks wait to run, and an admin's decision on them
+            (a destructive one needs --confirm with its short id); through the gateway
+            at --url (default http://127.0.0.1:7000) with the admin API token in
+            ARGOS_TOKEN (scope read to list, approve to decide)
+  audit verify
+            walk execd's and the gateway's hash-chained audit trails; exit 1 if either
+            is broken (same --url and ARGOS_TOKEN)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,8 +54,45 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
         println!("{USAGE}");
         return Ok(0);
     }
+    // Words before the first flag: a subcommand and its operand.
+    let split = rest
+        .iter()
+        .position(|a| a.starts_with("--"))
+        .unwrap_or(rest.len());
+    let (words, rest) = rest.split_at(split);
     let mut flags = Flags::parse(rest)?;
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    if !matches!(cmd.as_str(), "approvals" | "audit") && !words.is_empty() {
+        bail!("unexpected argument {:?}", words[0]);
+    }
     match cmd.as_str() {
+        "approvals" => {
+            let gw = approvals::Gateway::new(flags.take("--url"))?;
+            match words.as_slice() {
+                ["list"] | [] => {
+                    let state = flags.take("--state").unwrap_or_else(|| "pending".into());
+                    flags.finish()?;
+                    approvals::list(&gw, &state)
+                }
+                [decision @ ("approve" | "deny"), id] => {
+                    let confirm = flags.take("--confirm").unwrap_or_default();
+                    let note = flags.take("--note").unwrap_or_default();
+                    flags.finish()?;
+                    approvals::decide(&gw, id, decision, &confirm, &note)
+                }
+                other => {
+                    bail!("approvals: expected list, approve ID or deny ID, not {other:?}\n{USAGE}")
+                }
+            }
+        }
+        "audit" => {
+            let gw = approvals::Gateway::new(flags.take("--url"))?;
+            flags.finish()?;
+            match words.as_slice() {
+                ["verify"] => approvals::verify(&gw),
+                other => bail!("audit: expected verify, not {other:?}"),
+            }
+        }
         "up" => {
             let root = absolute(flags.take("--root").unwrap_or_else(|| ".argos".into()))?;
             let listen = flags

@@ -1017,3 +1017,93 @@ fn approvals_over_http_with_events_rules_and_the_merged_audit_trail() {
     );
     stack.stop();
 }
+
+/// `argosctl approvals` and `argosctl audit verify` at the console, with an admin's token.
+#[test]
+fn argosctl_lists_and_decides_approvals_with_an_api_token() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = accounts(&stack);
+    let url = format!("http://{}", stack.listen);
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "console", "scopes": ["read", "approve"]}),
+    );
+    let token = r.json()["token"].as_str().unwrap().to_string();
+    let ctl = |args: &[&str]| {
+        let out = argos_tests::command("argosctl")
+            .args(args)
+            .args(["--url", &url])
+            .env("ARGOS_TOKEN", &token)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, _) = ctl(&["approvals", "list"]);
+    assert_eq!((code, out.trim()), (Some(0), "no pending approvals"));
+    let ask = |bob: &mut Web, command: &str| {
+        let r = bob.post(
+            "/api/agent/run",
+            json!({"command": command, "purpose": "console test"}),
+        );
+        r.json()["approval"].clone()
+    };
+    let wipe = ask(
+        &mut bob,
+        "shred -u /tmp/argos-console-test || echo shredded",
+    );
+    let note = ask(&mut bob, "echo from-the-console > /dev/null; echo done");
+    let (code, out, err) = ctl(&["approvals", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    for want in [
+        wipe["short_id"].as_str().unwrap(),
+        "destructive",
+        "bob",
+        "purpose: console test",
+        "echo from-the-console",
+    ] {
+        assert!(out.contains(want), "{want} missing from:\n{out}");
+    }
+    // A destructive one needs its short id.
+    let id = wipe["id"].as_str().unwrap();
+    let (code, _, err) = ctl(&["approvals", "approve", id]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("400") && err.contains("short id"), "{err}");
+    let short = wipe["short_id"].as_str().unwrap();
+    let (code, out, err) = ctl(&["approvals", "approve", id, "--confirm", short]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.starts_with(&format!("consumed {short}")), "{out}");
+    assert!(
+        out.contains("shredded") && out.contains("succeeded"),
+        "{out}"
+    );
+    let (code, out, _) = ctl(&[
+        "approvals",
+        "deny",
+        note["id"].as_str().unwrap(),
+        "--note",
+        "no",
+    ]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("denied") && out.contains("rejected"), "{out}");
+    let (code, out, _) = ctl(&["approvals", "list", "--state", "all"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("consumed") && out.contains("denied"), "{out}");
+    let (code, out, _) = ctl(&["audit", "verify"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("execd:") && out.contains("gateway:") && out.contains("verifies"),
+        "{out}"
+    );
+    // Without a token it says what to do.
+    let out = argos_tests::command("argosctl")
+        .args(["approvals", "list", "--url", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ARGOS_TOKEN"));
+    stack.stop();
+}
