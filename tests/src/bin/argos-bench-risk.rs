@@ -2,8 +2,9 @@
 //!
 //! Classifies every command of the labeled corpus (`common/src/risk/corpus.tsv`) over and
 //! over on one thread and prints commands per second, beside the same commands only
-//! tokenized and parsed by brush-parser (the parser the classifier is built on), as a
-//! ratio. Also prints the slowest single command. Run with `scripts/bench`.
+//! tokenized and parsed by brush-parser (a bash parser in Rust: what reading a command
+//! costs elsewhere; the classifier reads them with its own lexer and judges them too), as
+//! a ratio. Also prints the slowest single command. Run with `scripts/bench`.
 #![forbid(unsafe_code)]
 
 use std::time::{Duration, Instant};
