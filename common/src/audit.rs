@@ -104,14 +104,17 @@ pub struct Filter {
 #[derive(Debug)]
 pub struct Audit {
     pool: SqlitePool,
-    /// One append at a time: each reads the head it chains to.
-    lock: tokio::sync::Mutex<()>,
+    /// One append at a time; the lock holds the committed head (seq, hash) once read, so
+    /// an append does not read it back from the table (this daemon owns its database).
+    lock: tokio::sync::Mutex<Option<(i64, String)>>,
 }
 
 /// A transaction holding the append lock: the caller's own changes and the audit records
 /// that describe them commit together, or not at all.
 pub struct Txn<'a> {
-    _held: tokio::sync::MutexGuard<'a, ()>,
+    head: tokio::sync::MutexGuard<'a, Option<(i64, String)>>,
+    /// The head once this transaction's appends commit.
+    next: Option<(i64, String)>,
     pub tx: sqlx::Transaction<'static, Sqlite>,
 }
 
@@ -124,11 +127,14 @@ impl std::fmt::Debug for Txn<'_> {
 impl Txn<'_> {
     /// Appends a record in this transaction; returns its seq.
     pub async fn append(&mut self, e: &Entry) -> sqlx::Result<i64> {
-        let head: Option<(i64, String)> =
-            sqlx::query_as("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+        let head = match (&self.next, &*self.head) {
+            (Some(h), _) | (None, Some(h)) => h.clone(),
+            (None, None) => sqlx::query_as("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(&mut *self.tx)
-                .await?;
-        let (prev_seq, prev_hash) = head.unwrap_or((0, GENESIS.to_string()));
+                .await?
+                .unwrap_or((0, GENESIS.to_string())),
+        };
+        let (prev_seq, prev_hash) = head;
         let mut r = Record {
             seq: prev_seq + 1,
             at_ms: now_ms(),
@@ -156,11 +162,16 @@ impl Txn<'_> {
         .await?;
         tracing::info!(target: "audit", seq = r.seq, hash = %r.hash, kind = %r.kind,
             actor = %r.actor, subject = %r.subject, "audit");
+        self.next = Some((r.seq, r.hash));
         Ok(r.seq)
     }
 
-    pub async fn commit(self) -> sqlx::Result<()> {
-        self.tx.commit().await
+    pub async fn commit(mut self) -> sqlx::Result<()> {
+        self.tx.commit().await?;
+        if let Some(h) = self.next.take() {
+            *self.head = Some(h);
+        }
+        Ok(())
     }
 }
 
@@ -170,15 +181,19 @@ impl Audit {
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         Ok(Audit {
             pool,
-            lock: tokio::sync::Mutex::new(()),
+            lock: tokio::sync::Mutex::new(None),
         })
     }
 
     /// Begins a transaction for changes that must be audited with them.
     pub async fn begin(&self) -> sqlx::Result<Txn<'_>> {
-        let held = self.lock.lock().await;
+        let head = self.lock.lock().await;
         let tx = self.pool.begin().await?;
-        Ok(Txn { _held: held, tx })
+        Ok(Txn {
+            head,
+            next: None,
+            tx,
+        })
     }
 
     /// Appends one record on its own; returns its seq.

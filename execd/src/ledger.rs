@@ -107,9 +107,16 @@ impl Ledger {
         &self.pool
     }
 
-    /// Completes a row from the shim's result (once: a final status is never rewritten).
-    /// Returns the completed record, or `None` if it was already final.
-    pub async fn finish(&self, id: &str, res: &LaunchResult) -> sqlx::Result<Option<Record>> {
+    /// Completes a row from the shim's result (once: a final status is never rewritten),
+    /// with its audit outcome record in the same transaction. Returns the completed
+    /// record, or `None` if it was already final.
+    pub async fn finish(
+        &self,
+        audit: &argos_common::audit::Audit,
+        id: &str,
+        res: &LaunchResult,
+    ) -> sqlx::Result<Option<Record>> {
+        let mut t = audit.begin().await?;
         let row = sqlx::query(
             "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = ?,
                ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, error = ?
@@ -127,9 +134,27 @@ impl Ledger {
         .bind(json(&res.teardown.survivors))
         .bind(res.error.clone().unwrap_or_default())
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *t.tx)
         .await?;
-        Ok(row.map(|r| record(&r)))
+        let Some(row) = row else {
+            return Ok(None); // already final: its outcome is recorded
+        };
+        let detail = serde_json::json!({
+            "status": res.status.as_str(),
+            "exit_code": res.exit_code,
+            "signal": res.signal,
+            "teardown_complete": res.teardown.complete,
+            "error": res.error,
+        });
+        t.append(&argos_common::audit::Entry::new(
+            "launch.outcome",
+            "execd",
+            id,
+            detail,
+        ))
+        .await?;
+        t.commit().await?;
+        Ok(Some(record(&row)))
     }
 
     pub async fn get(&self, id: &str) -> sqlx::Result<Option<Record>> {
@@ -360,11 +385,14 @@ mod tests {
             },
             error: None,
         };
-        l.finish("02", &result).await.unwrap();
+        let audit = argos_common::audit::Audit::open(l.pool().clone())
+            .await
+            .unwrap();
+        l.finish(&audit, "02", &result).await.unwrap();
         // A final status is never rewritten.
         let mut other = result.clone();
         other.status = LaunchStatus::Failed;
-        l.finish("02", &other).await.unwrap();
+        l.finish(&audit, "02", &other).await.unwrap();
         let got = l.get("02").await.unwrap().unwrap();
         assert_eq!(got.status, LaunchStatus::Succeeded);
         assert_eq!(got.stdout_bytes, 3);

@@ -306,7 +306,7 @@ impl Manager {
             || LaunchResult::lost("the launch's spec is gone", now_ms()),
             |f| f.result.clone(),
         );
-        let record = match self.ledger.finish(id, &result).await {
+        let record = match self.ledger.finish(&self.audit, id, &result).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(id, error = %e, "recording the result");
@@ -314,7 +314,6 @@ impl Manager {
             }
         };
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
-        self.audit_outcome(id, &result).await;
         // The uid goes back to the pool: take the workspace away from it first, so a later
         // launch with the same uid cannot read what this one left.
         if let Some(spec) = &spec
@@ -334,29 +333,9 @@ impl Manager {
         self.end_without_result(id, r).await;
     }
 
-    /// The audit outcome record of a launch (the effect has happened: a failure to record
-    /// it is logged, it cannot be refused).
-    async fn audit_outcome(&self, id: &str, result: &LaunchResult) {
-        let detail = serde_json::json!({
-            "status": result.status.as_str(),
-            "exit_code": result.exit_code,
-            "signal": result.signal,
-            "teardown_complete": result.teardown.complete,
-            "error": result.error,
-        });
-        if let Err(e) = self
-            .audit
-            .append(&Entry::new("launch.outcome", "execd", id, detail))
-            .await
-        {
-            tracing::error!(id, error = %e, "recording a launch's outcome in the audit trail");
-        }
-    }
-
     /// Records an end the shim did not report (lost, failed teardown) and wakes waiters.
     async fn end_without_result(&self, id: &str, result: LaunchResult) {
-        self.audit_outcome(id, &result).await;
-        let record = match self.ledger.finish(id, &result).await {
+        let record = match self.ledger.finish(&self.audit, id, &result).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(id, error = %e, "recording a launch's end");
