@@ -139,7 +139,7 @@ fn grpcurl_classifies_commands_on_execd() {
 
 /// The real grpcurl binary where other uids can run it (the build dir may sit under a
 /// private home).
-fn reachable_grpcurl() -> PathBuf {
+fn reachable_grpcurl() -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let lib = grpcurl()
         .parent()
@@ -154,13 +154,15 @@ fn reachable_grpcurl() -> PathBuf {
             })
         })
         .expect("the grpcurl binary inside the wrapper package");
-    let dir = std::env::temp_dir().join(format!("argos-grpcurl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let to = dir.join("grpcurl");
+    let dir = tempfile::Builder::new()
+        .prefix("argos-grpcurl-")
+        .tempdir()
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let to = dir.path().join("grpcurl");
     std::fs::copy(&lib, &to).unwrap();
     std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
-    to
+    (dir, to)
 }
 
 /// grpcurl as `uid` (in the socket group), optionally for a principal: (ok, stdout or
@@ -204,7 +206,7 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     use argos_tests::{GATEWAY_UID, MCP_UID};
     let stack = StackBuilder::new().start();
     let socket = stack.socket("execd");
-    let grpcurl = reachable_grpcurl();
+    let (_dir, grpcurl) = reachable_grpcurl();
     let json = |s: &str| -> serde_json::Value {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
     };
