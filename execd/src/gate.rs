@@ -84,6 +84,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         profile: c.profile.clone(),
         timeout_ms: c.timeout_ms,
         stdin,
+        tty: None,
     }
 }
 
@@ -116,6 +117,12 @@ pub async fn request_run(
         ));
     }
     req.profile = PROFILE.into();
+    if req.tty.is_some() {
+        return Err(GateError::Field(
+            "tty",
+            "terminals are opened by admins, not through the gate".into(),
+        ));
+    }
     if purpose.len() > 4096 {
         return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
     }

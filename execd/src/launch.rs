@@ -33,7 +33,12 @@ pub struct LaunchRequest {
     pub profile: String,
     pub timeout_ms: Option<u64>,
     pub stdin: Vec<u8>,
+    /// Run on a terminal: (rows, cols, TERM). Its input then comes through `Attach`.
+    pub tty: Option<(u32, u32, String)>,
 }
+
+/// Recent terminal output a shim keeps for a client that attaches again.
+pub const SCROLLBACK_BYTES: u64 = 1024 * 1024;
 
 /// A request field that is not acceptable, named for the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -252,6 +257,45 @@ impl Launcher {
             }
             Some(t) => t,
         };
+        let tty = match &req.tty {
+            None => None,
+            Some(_) if !req.stdin.is_empty() => {
+                return Err(invalid(
+                    "stdin",
+                    "a terminal's input comes through Attach, not stdin",
+                ));
+            }
+            Some((rows, cols, term)) => {
+                let size = |field, v: u32| {
+                    u16::try_from(v)
+                        .ok()
+                        .filter(|v| (1..=1000).contains(v))
+                        .ok_or_else(|| invalid(field, format!("{v}: between 1 and 1000")))
+                };
+                let term = if term.is_empty() {
+                    "xterm-256color".to_string()
+                } else {
+                    term.clone()
+                };
+                if term.len() > 64
+                    || !term
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
+                {
+                    return Err(invalid(
+                        "tty.term",
+                        format!("{term:?} is not a terminal type"),
+                    ));
+                }
+                env.insert("TERM".into(), term.clone());
+                Some(crate::spec::Tty {
+                    rows: size("tty.rows", *rows)?,
+                    cols: size("tty.cols", *cols)?,
+                    term,
+                    scrollback_bytes: SCROLLBACK_BYTES,
+                })
+            }
+        };
         if req.stdin.len() > MAX_STDIN_BYTES {
             return Err(invalid(
                 "stdin",
@@ -287,6 +331,7 @@ impl Launcher {
             plan,
             shim: None,
             init: None,
+            tty,
         })
     }
 

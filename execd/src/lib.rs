@@ -18,4 +18,5 @@ pub mod service;
 pub mod shim;
 pub mod spec;
 pub mod sys;
+pub mod terminal;
 pub mod wire;

@@ -58,6 +58,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
+        .method(m("Attach"), RoleSet::of(&admin))
 }
 
 fn gate_status(e: GateError) -> Status {
@@ -254,6 +255,7 @@ impl ExecService {
 }
 
 type FollowStream = ReceiverStream<Result<pb::FollowEvent, Status>>;
+type AttachStream = ReceiverStream<Result<pb::AttachEvent, Status>>;
 type WatchStream = ReceiverStream<Result<pb::WatchEvent, Status>>;
 
 #[tonic::async_trait]
@@ -437,6 +439,11 @@ impl Exec for ExecService {
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {
         let a = access(req.extensions().get::<Caller>());
         let domain = wire::launch_request(req.into_inner());
+        if domain.tty.is_some() {
+            return Err(Status::invalid_argument(
+                "tty: a terminal is started with Start and used with Attach",
+            ));
+        }
         self.run_to_end(domain, &a).await.map(Response::new)
     }
 
@@ -451,6 +458,11 @@ impl Exec for ExecService {
             ));
         }
         let domain = wire::launch_request(req.into_inner());
+        if domain.tty.is_some() && !a.admin {
+            return Err(Status::permission_denied(
+                "tty: terminals are for the gateway and operators",
+            ));
+        }
         let id = self
             .manager
             .start(&domain, &a.who, a.allowed_profiles.as_deref())
@@ -469,6 +481,41 @@ impl Exec for ExecService {
     }
 
     type FollowStream = FollowStream;
+    type AttachStream = AttachStream;
+
+    async fn attach(
+        &self,
+        req: Request<tonic::Streaming<pb::AttachRequest>>,
+    ) -> Result<Response<AttachStream>, Status> {
+        let a = access(req.extensions().get::<Caller>());
+        let mut inbound = req.into_inner();
+        let open = match inbound.message().await? {
+            Some(pb::AttachRequest {
+                msg: Some(pb::attach_request::Msg::Open(o)),
+            }) => o,
+            _ => {
+                return Err(Status::invalid_argument(
+                    "open: the first message opens the attachment",
+                ));
+            }
+        };
+        let rec = self.visible(&open.id, &a).await?;
+        waiting(&rec)?;
+        if !rec.status.is_final() && self.manager.spec(&open.id).is_none_or(|s| s.tty.is_none()) {
+            return Err(Status::failed_precondition(format!(
+                "launch {} has no terminal: use Follow",
+                open.id
+            )));
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        tokio::spawn(crate::terminal::relay(
+            self.manager.clone(),
+            open,
+            inbound,
+            tx,
+        ));
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
     type WatchStream = WatchStream;
 
     async fn watch(

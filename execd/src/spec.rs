@@ -188,6 +188,19 @@ pub struct LaunchSpec {
     pub shim: Option<Identity>,
     #[serde(default)]
     pub init: Option<Identity>,
+    /// Run on a terminal the shim holds (a web terminal) instead of pipes.
+    #[serde(default)]
+    pub tty: Option<Tty>,
+}
+
+/// A launch's terminal: its first size and type, and how much recent output the shim keeps
+/// in memory for a client that attaches again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tty {
+    pub rows: u16,
+    pub cols: u16,
+    pub term: String,
+    pub scrollback_bytes: u64,
 }
 
 /// What execd tells a new shim before any launch exists (the first line on its stdin):

@@ -16,6 +16,7 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         profile: r.profile,
         timeout_ms: r.timeout_ms,
         stdin: r.stdin,
+        tty: r.tty.map(|t| (t.rows, t.cols, t.term)),
     }
 }
 

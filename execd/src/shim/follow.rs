@@ -14,6 +14,12 @@
 //! Wire: the follower sends one line `<stdout offset> <stderr offset>\n`; the shim sends
 //! frames `[kind u8][offset u64 LE][len u32 LE][payload]`, kind 1 stdout, 2 stderr,
 //! 3 error (payload: the reason), and closes once both streams are complete.
+//!
+//! A terminal launch's clients may ask for `tail` instead of a stdout offset (the recent
+//! output the shim keeps, [`Followers::keep`] bytes, whatever the log's cap), and one of
+//! them at a time may add ` w`: the writer. After its line it sends input frames
+//! `[kind u8][len u32 LE][payload]`: kind 1 bytes typed, kind 2 a resize (rows u16 LE,
+//! cols u16 LE).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -27,6 +33,21 @@ pub const KIND_STDOUT: u8 = 1;
 pub const KIND_STDERR: u8 = 2;
 pub const KIND_ERROR: u8 = 3;
 pub const HEADER: usize = 13;
+/// Input frames from a terminal's writer.
+pub const INPUT_BYTES: u8 = 1;
+pub const INPUT_RESIZE: u8 = 2;
+/// Largest input frame.
+pub const MAX_INPUT: usize = 64 * 1024;
+/// Input read but not yet written to the terminal: above this, the writer's socket is
+/// left unread (its sender waits).
+const INPUT_HIGH_WATER: usize = 1024 * 1024;
+
+/// What a terminal's writer sent.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Input {
+    Bytes(Vec<u8>),
+    Resize(u16, u16),
+}
 /// Largest payload of one frame.
 pub const MAX_FRAME: usize = 1024 * 1024;
 /// Recent output kept per stream, past the log's cap.
@@ -78,6 +99,9 @@ struct Client {
     progress: std::time::Instant,
     /// Since when it has been holding each stream back (None: it is not).
     holding: [Option<std::time::Instant>; 2],
+    /// It holds the terminal's input; its unparsed input frames.
+    writer: bool,
+    inbuf: Vec<u8>,
 }
 
 impl Client {
@@ -149,6 +173,12 @@ pub struct Followers {
     listener: Option<UnixListener>,
     clients: Vec<Client>,
     windows: [Window; 2],
+    /// Recent output always kept in memory, for `tail` (a terminal's scrollback).
+    keep: usize,
+    /// Input from the writer, for the caller to write to the terminal.
+    input: Vec<Input>,
+    /// Input bytes taken and not yet written (the caller says so).
+    input_backlog: usize,
 }
 
 impl Followers {
@@ -172,7 +202,23 @@ impl Followers {
                     buf: VecDeque::new(),
                 },
             ],
+            keep: 0,
+            input: Vec::new(),
+            input_backlog: 0,
         }
+    }
+
+    /// Keeps the last `bytes` of output in memory for clients asking for `tail`, and
+    /// accepts a writer.
+    pub fn keep(&mut self, bytes: usize) {
+        self.keep = bytes;
+    }
+
+    /// Input received since the last call; `backlog`: input bytes still waiting to be
+    /// written to the terminal (no more is read above a high-water mark).
+    pub fn take_input(&mut self, backlog: usize) -> Vec<Input> {
+        self.input_backlog = backlog;
+        std::mem::take(&mut self.input)
     }
 
     /// Fds to poll: the listener, and each follower (readable: its request or its
@@ -217,10 +263,15 @@ impl Followers {
                     closing: false,
                     progress: std::time::Instant::now(),
                     holding: [None; 2],
+                    writer: false,
+                    inbuf: Vec::new(),
                 });
             }
         }
         let windows = &self.windows;
+        let keep = self.keep as u64;
+        let mut writer_taken = self.clients.iter().any(|c| c.writer && !c.closing);
+        let (input, backlog) = (&mut self.input, self.input_backlog);
         self.clients.retain_mut(|c| {
             if c.want.is_none() {
                 let mut buf = [0u8; 128];
@@ -232,13 +283,54 @@ impl Followers {
                 }
                 if let Some(end) = c.request.iter().position(|b| *b == b'\n') {
                     let line = String::from_utf8_lossy(&c.request[..end]).into_owned();
-                    let mut it = line.split_whitespace().map(|v| v.parse::<u64>());
-                    match (it.next(), it.next()) {
-                        (Some(Ok(o)), Some(Ok(e))) => c.want = Some([o, e]),
+                    let rest = c.request[end + 1..].to_vec();
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    let out = match words.first() {
+                        // The recent output a terminal keeps.
+                        Some(&"tail") if keep > 0 => Some(sources[0].total.saturating_sub(keep)),
+                        Some(w) => w.parse::<u64>().ok(),
+                        None => None,
+                    };
+                    match (out, words.get(1).and_then(|w| w.parse::<u64>().ok())) {
+                        (Some(o), Some(e)) => c.want = Some([o, e]),
                         _ => return false,
+                    }
+                    match words.get(2) {
+                        None => {}
+                        Some(&"w") if keep > 0 && !writer_taken => {
+                            c.writer = true;
+                            writer_taken = true;
+                            c.inbuf = rest;
+                        }
+                        Some(&"w") if keep > 0 => {
+                            let msg = "another client holds this terminal's input";
+                            c.frame(KIND_ERROR, 0, msg.as_bytes());
+                            c.closing = true;
+                        }
+                        Some(_) => return false,
                     }
                 } else if c.request.len() > 100 {
                     return false;
+                }
+            } else if !c.closing && (!c.writer || backlog < INPUT_HIGH_WATER) {
+                // After its request: a writer's input frames; from anyone else, nothing
+                // but the hang-up is expected.
+                let mut buf = [0u8; 16 * 1024];
+                match c.sock.read(&mut buf) {
+                    Ok(0) => return false,
+                    Ok(n) if c.writer => c.inbuf.extend_from_slice(&buf[..n]),
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return false,
+                }
+            }
+            if c.writer && !c.closing {
+                match parse_input(&mut c.inbuf) {
+                    Ok(frames) => input.extend(frames),
+                    Err(why) => {
+                        c.frame(KIND_ERROR, 0, why.as_bytes());
+                        c.closing = true;
+                    }
                 }
             }
             if !c.closing {
@@ -306,7 +398,7 @@ impl Followers {
             }
         }
         let w = &mut self.windows[i];
-        if all_took {
+        if all_took && self.keep == 0 {
             // Nobody needs these bytes from memory: the window starts after them.
             w.buf.clear();
             w.start = at + chunk.len() as u64;
@@ -317,7 +409,13 @@ impl Followers {
             w.start = at;
         }
         w.buf.extend(chunk);
-        let excess = w.buf.len().saturating_sub(WINDOW);
+        // A terminal keeps its recent output even when everyone took it.
+        let limit = if all_took {
+            self.keep
+        } else {
+            WINDOW.max(self.keep)
+        };
+        let excess = w.buf.len().saturating_sub(limit);
         if excess > 0 {
             w.buf.drain(..excess);
             w.start += excess as u64;
@@ -408,4 +506,44 @@ fn catch_up(c: &mut Client, sources: &[Source<'_>; 2], windows: &[Window; 2]) {
         }
     }
     c.want = Some(want);
+}
+
+/// The complete input frames at the front of `buf` (taken out of it), or why the writer
+/// is to be cut off.
+fn parse_input(buf: &mut Vec<u8>) -> Result<Vec<Input>, String> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while buf.len() - at >= 5 {
+        let kind = buf[at];
+        let len = u32::from_le_bytes([buf[at + 1], buf[at + 2], buf[at + 3], buf[at + 4]]) as usize;
+        if len > MAX_INPUT {
+            return Err(format!(
+                "an input frame of {len} bytes (at most {MAX_INPUT})"
+            ));
+        }
+        if buf.len() - at - 5 < len {
+            break;
+        }
+        let payload = &buf[at + 5..at + 5 + len];
+        match (kind, len) {
+            (INPUT_BYTES, _) => out.push(Input::Bytes(payload.to_vec())),
+            (INPUT_RESIZE, 4) => out.push(Input::Resize(
+                u16::from_le_bytes([payload[0], payload[1]]),
+                u16::from_le_bytes([payload[2], payload[3]]),
+            )),
+            _ => return Err(format!("an unknown input frame (kind {kind}, {len} bytes)")),
+        }
+        at += 5 + len;
+    }
+    buf.drain(..at);
+    Ok(out)
+}
+
+/// One input frame as a writer sends it.
+pub fn input_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = Vec::with_capacity(5 + payload.len());
+    f.push(kind);
+    f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    f.extend_from_slice(payload);
+    f
 }

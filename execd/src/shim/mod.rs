@@ -219,9 +219,12 @@ struct Pipes {
     setup_w: OwnedFd,
     status_r: OwnedFd,
     status_w: OwnedFd,
-    /// The launch, from shim to init (one [`Go`] line).
+    /// The launch, from shim to init: one [`Go`] message on a socket pair (a terminal
+    /// launch's slave side comes with it, as `SCM_RIGHTS`).
     go_r: OwnedFd,
     go_w: OwnedFd,
+    /// A terminal launch's master side, once the launch is handed over.
+    tty_master: Option<OwnedFd>,
 }
 
 fn pipes() -> Result<Pipes, String> {
@@ -235,7 +238,13 @@ fn pipes() -> Result<Pipes, String> {
     }
     let (setup_r, setup_w) = p()?;
     let (status_r, status_w) = p()?;
-    let (go_r, go_w) = p()?;
+    let (go_r, go_w) = nix::sys::socket::socketpair(
+        nix::sys::socket::AddressFamily::Unix,
+        nix::sys::socket::SockType::SeqPacket,
+        None,
+        nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+    )
+    .map_err(|e| format!("socketpair: {e}"))?;
     Ok(Pipes {
         out_r,
         out_w,
@@ -247,6 +256,7 @@ fn pipes() -> Result<Pipes, String> {
         status_w,
         go_r,
         go_w,
+        tty_master: None,
     })
 }
 
@@ -388,7 +398,7 @@ impl Tree {
     ) -> (LaunchResult, Cgroups, Pid) {
         let Tree {
             init,
-            pipes,
+            mut pipes,
             cgroups,
             cgroup_notes,
         } = self;
@@ -398,9 +408,48 @@ impl Tree {
                 .limits_anything()
                 .then(|| format!("/argos/{}", cgroup_name())),
         };
-        let mut line = serde_json::to_vec(&go).unwrap_or_default();
-        line.push(b'\n');
-        if let Err(e) = nix::unistd::write(&pipes.go_w, &line) {
+        // A terminal launch: the shim keeps the master side, the workload gets the slave.
+        let pty = match &spec.tty {
+            None => None,
+            Some(t) => {
+                let size = nix::pty::Winsize {
+                    ws_row: t.rows,
+                    ws_col: t.cols,
+                    ws_xpixel: 0,
+                    ws_ypixel: 0,
+                };
+                match nix::pty::openpty(Some(&size), None) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        let _ = kill(init, Signal::SIGKILL);
+                        let _ = nix::sys::wait::waitpid(init, None);
+                        let failed = failed_before_start(
+                            spec,
+                            started,
+                            LaunchStatus::Failed,
+                            format!("opening a terminal: {e}"),
+                        );
+                        return (failed, cgroups, init);
+                    }
+                }
+            }
+        };
+        let line = serde_json::to_vec(&go).unwrap_or_default();
+        let sent = {
+            use std::os::fd::AsRawFd;
+            let fds: Vec<i32> = pty.iter().map(|p| p.slave.as_raw_fd()).collect();
+            let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
+            nix::sys::socket::sendmsg::<()>(
+                pipes.go_w.as_raw_fd(),
+                &[std::io::IoSlice::new(&line)],
+                if fds.is_empty() { &[] } else { &cmsg },
+                nix::sys::socket::MsgFlags::empty(),
+                None,
+            )
+        };
+        // Only the workload holds the slave now: its last close ends the terminal.
+        let master = pty.map(|p| p.master);
+        if let Err(e) = sent {
             let _ = kill(init, Signal::SIGKILL);
             let _ = nix::sys::wait::waitpid(init, None);
             let failed = failed_before_start(
@@ -411,6 +460,7 @@ impl Tree {
             );
             return (failed, cgroups, init);
         }
+        pipes.tty_master = master;
         let mut result =
             supervise::supervise(dir, spec, started, init, pipes, cgroup_notes, followers);
         // The tree is gone (init reaped it, or died with its PID namespace); the cgroup

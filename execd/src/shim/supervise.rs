@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::follow::{Followers, Source};
+use super::follow::{Followers, Input, Source};
 use super::{EXIT_EXEC, Pipes, SetupMsg};
 use crate::spec::{
     DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
@@ -153,6 +153,43 @@ impl Stream {
     }
 }
 
+/// A terminal launch's master side: input from the writer goes in as the terminal takes it.
+struct Terminal {
+    master: OwnedFd,
+    reader: Option<OwnedFd>,
+    pending: std::collections::VecDeque<u8>,
+}
+
+impl Terminal {
+    /// Takes the writer's input and writes what the terminal takes now; resizes at once.
+    /// `open`: the terminal still has a reader (its output has not ended).
+    fn input(&mut self, followers: &mut Followers, open: bool) {
+        for i in followers.take_input(self.pending.len()) {
+            match i {
+                Input::Bytes(b) => self.pending.extend(b),
+                Input::Resize(rows, cols) => {
+                    let _ = crate::sys::raw::set_window_size(&self.master, rows, cols);
+                }
+            }
+        }
+        if !open {
+            self.pending.clear();
+            return;
+        }
+        while !self.pending.is_empty() {
+            let (a, _) = self.pending.as_slices();
+            match nix::unistd::write(&self.master, a) {
+                Ok(n) => {
+                    self.pending.drain(..n);
+                }
+                Err(nix::errno::Errno::EINTR) => {}
+                // Full (EAGAIN), or the terminal is gone: try again after the next poll.
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 fn sources(streams: &[Stream; 2]) -> [Source<'_>; 2] {
     [0, 1].map(|i| Source {
         total: streams[i].total,
@@ -171,6 +208,23 @@ pub(super) fn supervise(
     mut followers: Followers,
 ) -> LaunchResult {
     drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.go_r, p.go_w));
+    let master = p.tty_master;
+    // A terminal launch: its output is the terminal's (read from the master side, which
+    // also takes the writer's input); the pipes carry nothing.
+    let mut term = master.and_then(|m| {
+        let reader = m.try_clone().ok()?;
+        let flags = nix::fcntl::fcntl(&m, nix::fcntl::FcntlArg::F_GETFL).ok()?;
+        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        nix::fcntl::fcntl(&m, nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
+        Some(Terminal {
+            master: m,
+            reader: Some(reader),
+            pending: std::collections::VecDeque::new(),
+        })
+    });
+    if let Some(t) = &spec.tty {
+        followers.keep(t.scrollback_bytes as usize);
+    }
     // Setup: read the channel to EOF (exec closed it) or to the workload's refusal.
     let mut setup_error = None;
     let mut report: Vec<DimReport> = Vec::new();
@@ -195,9 +249,16 @@ pub(super) fn supervise(
             r.detail = format!("{}; {note}", r.detail);
         }
     }
+    let out = match term.as_mut().and_then(|t| t.reader.take()) {
+        Some(reader) => {
+            drop(p.out_r);
+            reader
+        }
+        None => p.out_r,
+    };
     let mut streams = [
         Stream::new(
-            p.out_r,
+            out,
             dir.join(files::STDOUT_LOG),
             spec.log_cap_bytes,
             spec.tail_bytes,
@@ -229,6 +290,13 @@ pub(super) fn supervise(
                 fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
                 which.push(i);
             }
+        }
+        // Typed input waiting for room in the terminal.
+        if let Some(t) = &term
+            && !t.pending.is_empty()
+            && streams[0].fd.is_some()
+        {
+            fds.push(PollFd::new(t.master.as_fd(), PollFlags::POLLOUT));
         }
         let src = sources(&streams);
         for (fd, out) in followers.poll_fds(&src) {
@@ -265,6 +333,9 @@ pub(super) fn supervise(
             }
         }
         followers.serve(&sources(&streams));
+        if let Some(t) = &mut term {
+            t.input(&mut followers, streams[0].fd.is_some());
+        }
     }
     // Followers get the rest before anything else (a slow one gets two seconds).
     followers.finish(&sources(&streams), Duration::from_secs(2));

@@ -168,17 +168,11 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         notes.push(format!("bringing up lo: {e}"));
     }
     let _ = nix::unistd::sethostname("argos");
-    // Standing: wait for the launch. EOF means the shim ended the tree unused.
-    let mut go = String::new();
-    let got = {
-        use std::io::BufRead;
-        std::io::BufReader::new(File::from(p.go_r)).read_line(&mut go)
-    };
-    let go: Go = match got
-        .ok()
-        .filter(|n| *n > 0)
-        .map(|_| serde_json::from_str(&go))
-    {
+    // Standing: wait for the launch (and a terminal launch's slave side). EOF means the
+    // shim ended the tree unused.
+    let (go, tty) = receive_go(&p.go_r);
+    drop(p.go_r);
+    let go: Go = match go.map(|line| serde_json::from_slice(&line)) {
         Some(Ok(go)) => go,
         Some(Err(e)) => {
             send(
@@ -219,9 +213,41 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         mask.add(s);
     }
     let _ = mask.thread_block();
+    // A terminal launch runs with the terminal as its stdin, stdout and stderr; the pipes
+    // then carry nothing and close with init's copies.
+    let (stdin, out, err) = match tty {
+        Some(slave) => match (slave.try_clone(), slave.try_clone()) {
+            (Ok(a), Ok(b)) => {
+                drop(stdin);
+                (slave, a, b)
+            }
+            _ => {
+                send(
+                    &p.setup_w,
+                    &SetupMsg::Failed {
+                        error: "dup of the terminal failed".into(),
+                    },
+                );
+                raw::exit_now(EXIT_EXEC);
+            }
+        },
+        None => match (p.out_w.try_clone(), p.err_w.try_clone()) {
+            (Ok(a), Ok(b)) => (stdin, a, b),
+            _ => {
+                send(
+                    &p.setup_w,
+                    &SetupMsg::Failed {
+                        error: "dup of the output pipes failed".into(),
+                    },
+                );
+                raw::exit_now(EXIT_EXEC);
+            }
+        },
+    };
+    let tty = spec.tty.is_some();
     let workload = match raw::fork_single_threaded() {
         Ok(ForkResult::Child) => workload(
-            &spec, base, &work, &readable, stdin, p.out_w, p.err_w, p.setup_w,
+            &spec, base, &work, &readable, stdin, out, err, p.setup_w, tty,
         ),
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
@@ -234,7 +260,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             raw::exit_now(EXIT_EXEC);
         }
     };
-    drop((stdin, p.out_w, p.err_w, p.setup_w));
+    drop((stdin, out, err, p.out_w, p.err_w, p.setup_w));
     let mut outcome: Option<WaitStatus> = None;
     loop {
         match mask.wait() {
@@ -398,6 +424,7 @@ fn workload(
     out: OwnedFd,
     err: OwnedFd,
     setup: OwnedFd,
+    tty: bool,
 ) -> ! {
     let plan = &spec.plan;
     let fail = |error: String| -> ! {
@@ -413,6 +440,10 @@ fn workload(
     }
     drop((stdin, out, err));
     let _ = nix::unistd::setsid();
+    // A terminal launch: its terminal becomes the new session's controlling terminal.
+    if tty && let Err(e) = raw::set_controlling_tty(0) {
+        fail(format!("terminal: {e}"));
+    }
     if let Err(e) = nix::unistd::chdir(&spec.cwd) {
         fail(format!("cwd {}: {e}", spec.cwd.display()));
     }
@@ -499,4 +530,47 @@ fn workload(
     // 6. Exec. On success the CLOEXEC setup pipe closes: the shim reads EOF.
     let e = nix::unistd::execve(&work.program, &work.argv, &work.env).unwrap_err();
     fail(format!("exec {}: {e}", work.program.to_string_lossy()));
+}
+
+/// The launch hand-over: one message with the [`Go`] line and, for a terminal launch,
+/// the terminal's slave side. `None` at EOF (the tree ends unused).
+fn receive_go(sock: &OwnedFd) -> (Option<Vec<u8>>, Option<OwnedFd>) {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::AsRawFd;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
+    loop {
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return (None, None),
+            Ok(msg) => {
+                let mut fd = None;
+                if let Ok(cmsgs) = msg.cmsgs() {
+                    for c in cmsgs {
+                        if let ControlMessageOwned::ScmRights(fds) = c {
+                            for raw_fd in fds {
+                                // Keep the first; close any other.
+                                let owned = raw::received_fd(raw_fd);
+                                if fd.is_none() {
+                                    fd = Some(owned);
+                                }
+                            }
+                        }
+                    }
+                }
+                let n = msg.bytes;
+                if n == 0 {
+                    return (None, None);
+                }
+                buf.truncate(n);
+                return (Some(buf), fd);
+            }
+        }
+    }
 }

@@ -177,3 +177,50 @@ pub fn keep_large_buffers() {
         }
     }
 }
+
+/// Makes the terminal on `fd` the controlling terminal of the calling process, a session
+/// leader without one (`TIOCSCTTY`): its line discipline then sends the foreground job
+/// SIGINT on Ctrl-C, SIGWINCH on a resize, SIGHUP when the terminal goes.
+pub fn set_controlling_tty(fd: RawFd) -> SysResult<()> {
+    // SAFETY: ioctl(TIOCSCTTY) takes an integer argument (0: do not steal from another
+    // session); `fd` is an fd of this process; no memory is passed.
+    let r = unsafe { libc::ioctl(fd, libc::TIOCSCTTY, 0) };
+    if r < 0 {
+        return Err(SysError::on(
+            "ioctl(TIOCSCTTY)",
+            fd,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Sets a terminal's window size (`TIOCSWINSZ` on its master); the foreground job gets
+/// SIGWINCH.
+pub fn set_window_size(fd: &impl std::os::fd::AsRawFd, rows: u16, cols: u16) -> SysResult<()> {
+    let ws = libc::winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: `ws` is an initialised winsize that outlives the call; the kernel only reads
+    // it; the fd is one this process holds.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
+    if r < 0 {
+        return Err(SysError::on(
+            "ioctl(TIOCSWINSZ)",
+            rows,
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// Takes ownership of an fd the kernel just installed in this process (received with
+/// `SCM_RIGHTS`).
+pub fn received_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: `fd` was created by the kernel for this process by the recvmsg that returned
+    // it; nothing else refers to it, so it gets exactly one owner.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}

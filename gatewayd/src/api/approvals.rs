@@ -47,6 +47,7 @@ pub async fn agent_run(
                     profile: String::new(),
                     timeout_ms: b.timeout_ms,
                     stdin: b.stdin.into_bytes(),
+                    tty: None,
                 }),
                 purpose: b.purpose,
                 declared_risk: b.risk.unwrap_or_default(),

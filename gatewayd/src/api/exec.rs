@@ -44,6 +44,7 @@ impl ExecBody {
             profile: self.profile,
             timeout_ms: self.timeout_ms,
             stdin: self.stdin.into_bytes(),
+            tty: None,
         }
     }
 }

@@ -1,0 +1,153 @@
+//! `Attach`: a client on a terminal launch. The terminal lives in the launch's shim;
+//! execd relays its output (with offsets) to the client and the client's input and
+//! resizes to the shim, over the shim's follow socket. The shim admits one writer at a
+//! time; viewers are many. Nothing here outlives the call: attaching again, after a
+//! disconnect or an execd restart, is a new call.
+
+use std::os::linux::net::SocketAddrExt;
+use std::sync::Arc;
+
+use argos_proto::exec::v1 as pb;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::{Status, Streaming};
+
+use crate::manager::Manager;
+use crate::shim::follow::{
+    HEADER, INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_STDOUT, MAX_FRAME, MAX_INPUT, input_frame,
+    socket_name,
+};
+use crate::wire;
+
+type Tx = tokio::sync::mpsc::Sender<Result<pb::AttachEvent, Status>>;
+
+/// Relays one attached client until the launch ends, the client goes, or the shim cuts it
+/// off (another writer holds the input; it fell too far behind).
+pub async fn relay(
+    manager: Arc<Manager>,
+    open: pb::AttachOpen,
+    mut inbound: Streaming<pb::AttachRequest>,
+    tx: Tx,
+) {
+    let id = open.id.clone();
+    let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(&id).as_bytes())
+        .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
+        .and_then(|s| s.set_nonblocking(true).map(|()| s))
+        .and_then(tokio::net::UnixStream::from_std);
+    let Ok(sock) = sock else {
+        // The shim is gone: the launch has ended (or is ending).
+        exit(&manager, &id, &tx).await;
+        return;
+    };
+    let (mut rd, mut wr) = sock.into_split();
+    let from = if open.scrollback {
+        "tail".to_string()
+    } else {
+        open.offset.to_string()
+    };
+    let request = format!("{from} 0{}\n", if open.write { " w" } else { "" });
+    if wr.write_all(request.as_bytes()).await.is_err() {
+        exit(&manager, &id, &tx).await;
+        return;
+    }
+    let output = async {
+        loop {
+            let mut h = [0u8; HEADER];
+            if rd.read_exact(&mut h).await.is_err() {
+                return Ok(()); // the shim closed: the launch is complete
+            }
+            let kind = h[0];
+            let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
+            let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
+            if len > MAX_FRAME {
+                return Err(Status::internal("a shim sent an oversized frame"));
+            }
+            let mut data = Vec::with_capacity(len);
+            match (&mut rd).take(len as u64).read_to_end(&mut data).await {
+                Ok(n) if n == len => {}
+                _ => return Ok(()),
+            }
+            if kind == KIND_ERROR {
+                return Err(Status::failed_precondition(
+                    String::from_utf8_lossy(&data).into_owned(),
+                ));
+            }
+            if kind != KIND_STDOUT {
+                continue; // a terminal writes only one stream
+            }
+            let ev = pb::AttachEvent {
+                event: Some(pb::attach_event::Event::Output(pb::OutputChunk {
+                    stream: pb::OutputStream::Stdout as i32,
+                    offset: at,
+                    data: data.into(),
+                })),
+            };
+            if tx.send(Ok(ev)).await.is_err() {
+                return Err(Status::cancelled("the client went away"));
+            }
+        }
+    };
+    let input = async {
+        loop {
+            let msg = match inbound.message().await {
+                Ok(Some(m)) => m,
+                // The client stopped sending; its output goes on until the end.
+                Ok(None) | Err(_) => return std::future::pending::<Result<(), Status>>().await,
+            };
+            let frame = match msg.msg {
+                Some(pb::attach_request::Msg::Input(b)) if open.write => {
+                    if b.len() > MAX_INPUT {
+                        return Err(Status::invalid_argument(format!(
+                            "input: at most {MAX_INPUT} bytes per message"
+                        )));
+                    }
+                    input_frame(INPUT_BYTES, &b)
+                }
+                Some(pb::attach_request::Msg::Resize(s)) if open.write => {
+                    let ok = |v: u32| (1..=1000).contains(&v);
+                    if !ok(s.rows) || !ok(s.cols) {
+                        return Err(Status::invalid_argument(
+                            "resize: rows and cols between 1 and 1000",
+                        ));
+                    }
+                    let mut p = (s.rows as u16).to_le_bytes().to_vec();
+                    p.extend_from_slice(&(s.cols as u16).to_le_bytes());
+                    input_frame(INPUT_RESIZE, &p)
+                }
+                Some(pb::attach_request::Msg::Input(_) | pb::attach_request::Msg::Resize(_)) => {
+                    return Err(Status::failed_precondition(
+                        "attached as a viewer: open with write to type",
+                    ));
+                }
+                Some(pb::attach_request::Msg::Open(_)) => {
+                    return Err(Status::invalid_argument("open: only the first message"));
+                }
+                None => continue,
+            };
+            if wr.write_all(&frame).await.is_err() {
+                return Ok(()); // the shim closed: the output side says how it ended
+            }
+        }
+    };
+    let ended = tokio::select! {
+        r = output => r,
+        r = input => r,
+    };
+    match ended {
+        Ok(()) => exit(&manager, &id, &tx).await,
+        Err(s) if s.code() == tonic::Code::Cancelled => {}
+        Err(s) => {
+            let _ = tx.send(Err(s)).await;
+        }
+    }
+}
+
+/// The launch's end, once it is recorded.
+async fn exit(manager: &Manager, id: &str, tx: &Tx) {
+    let ev = match manager.wait(id).await {
+        Some(rec) => Ok(pb::AttachEvent {
+            event: Some(pb::attach_event::Event::Exit(wire::execution(&rec))),
+        }),
+        None => Err(Status::internal("launch record vanished")),
+    };
+    let _ = tx.send(ev).await;
+}

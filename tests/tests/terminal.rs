@@ -1,0 +1,196 @@
+//! Terminal launches in execd: a real PTY held by the launch's shim, attached over gRPC
+//! (`Attach`): tty and isatty inside, resizes, Ctrl-C to the foreground job, one writer
+//! with any number of viewers, and the terminal with its scrollback after kill -9 of
+//! execd.
+
+use std::time::{Duration, Instant};
+
+use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_proto::exec::v1::{
+    AttachOpen, AttachRequest, ExecutionStatus, RunRequest, TerminalSize, Tty, attach_event,
+    attach_request,
+};
+use argos_tests::{Standalone, require_root};
+use tonic::transport::Channel;
+
+fn client(s: &Standalone) -> ExecClient<Channel> {
+    ExecClient::new(argos_common::grpc::unix_channel(&s.socket()).unwrap())
+}
+
+/// One attached client: what it typed goes in, what the terminal showed is in `seen`.
+struct Term {
+    tx: tokio::sync::mpsc::Sender<AttachRequest>,
+    rx: tonic::Streaming<argos_proto::exec::v1::AttachEvent>,
+    seen: String,
+    exit: Option<argos_proto::exec::v1::Execution>,
+}
+
+impl Term {
+    async fn open(c: &mut ExecClient<Channel>, id: &str, scrollback: bool, write: bool) -> Term {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        tx.send(AttachRequest {
+            msg: Some(attach_request::Msg::Open(AttachOpen {
+                id: id.into(),
+                offset: 0,
+                scrollback,
+                write,
+            })),
+        })
+        .await
+        .unwrap();
+        let rx = c
+            .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+            .await
+            .unwrap()
+            .into_inner();
+        Term {
+            tx,
+            rx,
+            seen: String::new(),
+            exit: None,
+        }
+    }
+
+    async fn typed(&self, text: &str) {
+        self.tx
+            .send(AttachRequest {
+                msg: Some(attach_request::Msg::Input(text.as_bytes().to_vec())),
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn resize(&self, rows: u32, cols: u32) {
+        self.tx
+            .send(AttachRequest {
+                msg: Some(attach_request::Msg::Resize(TerminalSize { rows, cols })),
+            })
+            .await
+            .unwrap();
+    }
+
+    /// Reads until the terminal has shown `needle` (or fails, naming what it showed).
+    async fn until(&mut self, needle: &str) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !self.seen.contains(needle) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.rx.message()).await {
+                Err(_) => return Err(format!("no {needle:?} in 15 s; saw {:?}", self.seen)),
+                Ok(Err(s)) => return Err(format!("{:?}: {}", s.code(), s.message())),
+                Ok(Ok(None)) => return Err(format!("ended before {needle:?}: {:?}", self.seen)),
+                Ok(Ok(Some(ev))) => match ev.event {
+                    Some(attach_event::Event::Output(o)) => {
+                        self.seen.push_str(&String::from_utf8_lossy(&o.data))
+                    }
+                    Some(attach_event::Event::Exit(e)) => {
+                        self.exit = Some(e);
+                        if !self.seen.contains(needle) {
+                            return Err(format!("exited before {needle:?}: {:?}", self.seen));
+                        }
+                    }
+                    None => {}
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads to the end; the launch's final record.
+    async fn end(&mut self) -> argos_proto::exec::v1::Execution {
+        while self.exit.is_none() {
+            match tokio::time::timeout(Duration::from_secs(15), self.rx.message()).await {
+                Ok(Ok(Some(ev))) => match ev.event {
+                    Some(attach_event::Event::Output(o)) => {
+                        self.seen.push_str(&String::from_utf8_lossy(&o.data))
+                    }
+                    Some(attach_event::Event::Exit(e)) => self.exit = Some(e),
+                    None => {}
+                },
+                other => panic!("no exit: {other:?}; saw {:?}", self.seen),
+            }
+        }
+        self.exit.clone().unwrap()
+    }
+}
+
+#[test]
+fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_execd() {
+    require_root("the terminal test");
+    let mut s = Standalone::start("execd");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let id = rt.block_on(async {
+        let mut c = client(&s);
+        let e = c
+            .start(RunRequest {
+                argv: vec![
+                    "/bin/bash".into(),
+                    "--norc".into(),
+                    "--noprofile".into(),
+                    "-i".into(),
+                ],
+                timeout_ms: Some(120_000),
+                tty: Some(Tty {
+                    rows: 24,
+                    cols: 80,
+                    term: String::new(),
+                }),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap();
+        assert_eq!(e.status, ExecutionStatus::Running as i32, "{e:?}");
+        let id = e.id;
+        let mut t = Term::open(&mut c, &id, false, true).await;
+        // Computed markers: the terminal echoes what is typed, not what it computes.
+        t.typed("echo $((6*7))-ok; tty; [ -t 0 ] && [ -t 1 ] && echo $((2*3))-isatty; stty size; echo $TERM\n")
+            .await;
+        t.until("6-isatty").await.unwrap();
+        t.until("xterm-256color\r\n").await.unwrap();
+        assert!(t.seen.contains("42-ok"), "{:?}", t.seen);
+        assert!(t.seen.contains("/dev/pts/"), "tty names the terminal: {:?}", t.seen);
+        assert!(t.seen.contains("24 80"), "{:?}", t.seen);
+
+        t.resize(40, 100).await;
+        t.typed("stty size\n").await;
+        t.until("40 100").await.unwrap();
+
+        // Ctrl-C stops the foreground job, not the shell.
+        t.typed("sleep 30; echo $((1+1))-after\n").await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        t.typed("\x03").await;
+        t.typed("echo $((2+3))-next\n").await;
+        t.until("5-next").await.unwrap();
+        assert!(!t.seen.contains("2-after"), "the whole line ran: {:?}", t.seen);
+
+        // One writer at a time; viewers see the recent output.
+        let mut second = Term::open(&mut c, &id, false, true).await;
+        let refused = second.until("never").await.unwrap_err();
+        assert!(refused.contains("another client holds"), "{refused}");
+        let mut viewer = Term::open(&mut c, &id, true, false).await;
+        viewer.until("42-ok").await.unwrap();
+        viewer.typed("echo no\n").await;
+        let refused = viewer.until("never").await.unwrap_err();
+        assert!(refused.contains("viewer"), "{refused}");
+        id
+    });
+    // execd dies; the terminal lives on in its shim.
+    s.kill9();
+    s.restart();
+    rt.block_on(async {
+        let mut c = client(&s);
+        let mut t = Term::open(&mut c, &id, true, true).await;
+        t.until("42-ok").await.unwrap();
+        t.typed("echo $((7*8))-back\n").await;
+        t.until("56-back").await.unwrap();
+        t.typed("exit 3\n").await;
+        let end = t.end().await;
+        assert_eq!(end.status, ExecutionStatus::Failed as i32, "{end:?}");
+        assert_eq!(end.exit_code, Some(3));
+    });
+}
