@@ -70,6 +70,9 @@ pub struct ExecConfig {
     /// How long an approval may wait for its decision, and an approved one for its run,
     /// in seconds.
     pub approval_ttl_s: u64,
+    /// How long a terminal may stay with no client attached before it is torn down, in
+    /// seconds (0: never).
+    pub terminal_detach_ttl_s: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -353,6 +356,11 @@ impl Config {
                     "exec.approval_ttl_s",
                     3600u64,
                     "Seconds an agent's or a task's command waits for an operator's approval before it expires (its execution is then rejected).",
+                ),
+                terminal_detach_ttl_s: r.get(
+                    "exec.terminal_detach_ttl_s",
+                    900u64,
+                    "Seconds a web terminal may stay with no client attached (its tab closed, its browser gone) before its shell and everything it started are killed. 0 keeps detached terminals until they end.",
                 ),
             },
         }

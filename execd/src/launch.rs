@@ -105,6 +105,8 @@ pub struct Launcher {
     pub disabled: Vec<Dimension>,
     pub output: OutputLimits,
     pub grace_ms: u64,
+    /// How long a terminal may stay with no client attached (0: never).
+    pub terminal_detach_ttl_ms: u64,
     /// Reserved uids for per-launch users: `[base, base + count)`.
     pub launch_uids: (u32, u32),
 }
@@ -293,6 +295,7 @@ impl Launcher {
                     cols: size("tty.cols", *cols)?,
                     term,
                     scrollback_bytes: SCROLLBACK_BYTES,
+                    detach_ttl_ms: self.terminal_detach_ttl_ms,
                 })
             }
         };

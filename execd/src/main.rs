@@ -70,6 +70,7 @@ fn main() -> ExitCode {
                 ..OutputLimits::default()
             },
             grace_ms: 2000,
+            terminal_detach_ttl_ms: ctx.config.exec.terminal_detach_ttl_s.saturating_mul(1000),
             launch_uids: launch_uid_range(&ctx.config.exec)?,
         };
         launcher.check_work_root().map_err(anyhow::Error::msg)?;

@@ -201,6 +201,9 @@ pub struct Tty {
     pub cols: u16,
     pub term: String,
     pub scrollback_bytes: u64,
+    /// Torn down after this long with no client attached (0: never).
+    #[serde(default)]
+    pub detach_ttl_ms: u64,
 }
 
 /// What execd tells a new shim before any launch exists (the first line on its stdin):

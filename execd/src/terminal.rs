@@ -90,8 +90,10 @@ pub async fn relay(
         loop {
             let msg = match inbound.message().await {
                 Ok(Some(m)) => m,
-                // The client stopped sending; its output goes on until the end.
-                Ok(None) | Err(_) => return std::future::pending::<Result<(), Status>>().await,
+                // The client stopped sending (a half-close): its output goes on.
+                Ok(None) => return std::future::pending::<Result<(), Status>>().await,
+                // The client is gone: detach.
+                Err(_) => return Err(Status::cancelled("the client went away")),
             };
             let frame = match msg.msg {
                 Some(pb::attach_request::Msg::Input(b)) if open.write => {
@@ -131,6 +133,8 @@ pub async fn relay(
     let ended = tokio::select! {
         r = output => r,
         r = input => r,
+        // The client dropped its end of the output: detach (the terminal goes on).
+        () = tx.closed() => Err(Status::cancelled("the client went away")),
     };
     match ended {
         Ok(()) => exit(&manager, &id, &tx).await,

@@ -194,3 +194,82 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
         assert_eq!(end.exit_code, Some(3));
     });
 }
+
+#[test]
+fn a_terminal_nobody_attaches_to_is_torn_down_after_its_ttl() {
+    require_root("the terminal TTL test");
+    let s = Standalone::start_with("execd", "terminal_detach_ttl_s = 1\n");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut c = client(&s);
+        let start = |c: &mut ExecClient<Channel>| {
+            let mut c = c.clone();
+            async move {
+                c.start(RunRequest {
+                    // A shell that would wait for input for a minute, and a job behind it.
+                    command: "sleep 60 & read line".into(),
+                    timeout_ms: Some(120_000),
+                    tty: Some(Tty {
+                        rows: 24,
+                        cols: 80,
+                        term: "vt100".into(),
+                    }),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .into_inner()
+                .execution
+                .unwrap()
+                .id
+            }
+        };
+        // Never attached; and attached, then left.
+        let never = start(&mut c).await;
+        let left = start(&mut c).await;
+        let t0 = Instant::now();
+        let t = Term::open(&mut c, &left, false, true).await;
+        t.typed("x").await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(
+            c.get(argos_proto::exec::v1::GetRequest {
+                id: left.clone(),
+                include_output: false,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .execution
+            .unwrap()
+            .status
+                == ExecutionStatus::Running as i32,
+            "an attached terminal stays"
+        );
+        drop(t);
+        for id in [never, left] {
+            let end = loop {
+                let e = c
+                    .get(argos_proto::exec::v1::GetRequest {
+                        id: id.clone(),
+                        include_output: false,
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .execution
+                    .unwrap();
+                if e.status != ExecutionStatus::Running as i32 {
+                    break e;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(15), "still running");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            };
+            assert_eq!(end.status, ExecutionStatus::Killed as i32, "{end:?}");
+            assert!(end.error.contains("no client attached for 1 s"), "{end:?}");
+            assert!(end.teardown_complete, "{end:?}");
+        }
+    });
+}

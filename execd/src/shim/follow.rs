@@ -208,6 +208,11 @@ impl Followers {
         }
     }
 
+    /// Whether any client is connected (a terminal with none is detached).
+    pub fn attached(&self) -> bool {
+        !self.clients.is_empty()
+    }
+
     /// Keeps the last `bytes` of output in memory for clients asking for `tail`, and
     /// accepts a writer.
     pub fn keep(&mut self, bytes: usize) {

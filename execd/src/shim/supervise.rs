@@ -71,6 +71,13 @@ impl Clock {
         }
     }
 
+    /// Hangs up: SIGHUP to init (it forwards it to the tree), then KILL to the whole tree
+    /// once the grace period is over.
+    fn hang_up(&mut self, init: Pid, now: Instant) {
+        let _ = kill(init, Signal::SIGHUP);
+        self.kill_at = Some(now + self.grace);
+    }
+
     /// When something is next due, if anything is.
     fn next(&self) -> Option<Instant> {
         [self.deadline.filter(|_| !self.timed_out), self.kill_at]
@@ -272,11 +279,34 @@ pub(super) fn supervise(
     ];
     let mut clock = Clock::start(spec);
     let mut buf = vec![0u8; 1024 * 1024];
+    // A terminal nobody is attached to is torn down after its TTL.
+    let detach_ttl = spec
+        .tty
+        .as_ref()
+        .map(|t| t.detach_ttl_ms)
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis);
+    let mut unattached_since = Instant::now();
+    let mut hung_up = false;
     while streams.iter().any(|s| s.fd.is_some()) {
         let now = Instant::now();
         clock.tick(init_pid, now);
+        let mut detach_due = None;
+        if let Some(ttl) = detach_ttl {
+            if followers.attached() {
+                unattached_since = now;
+            } else if !hung_up && now >= unattached_since + ttl {
+                hung_up = true;
+                clock.hang_up(init_pid, now);
+            } else if !hung_up {
+                detach_due = Some(unattached_since + ttl);
+            }
+        }
         let timeout_ms = clock
             .next()
+            .into_iter()
+            .chain(detach_due)
+            .min()
             .map(|w| w.saturating_duration_since(now).as_millis().min(60_000) as u16 as i32)
             .unwrap_or(1000);
         use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -390,7 +420,7 @@ pub(super) fn supervise(
     } else {
         Some(WaitStatus::StillAlive)
     };
-    let kill_requested = dir.join(files::KILL_REQUESTED).exists();
+    let kill_requested = dir.join(files::KILL_REQUESTED).exists() || hung_up;
     let mut error = setup_error;
     let status = if !missing.is_empty() {
         exit_code = None;
@@ -420,6 +450,12 @@ pub(super) fn supervise(
     } else {
         LaunchStatus::Failed
     };
+    if hung_up && error.is_none() {
+        error = Some(format!(
+            "no client attached for {} s: the terminal was torn down",
+            detach_ttl.map_or(0, |t| t.as_secs())
+        ));
+    }
     let [out, err] = streams;
     // The tail is only needed where the head does not already hold everything.
     for (s, name) in [(&out, files::STDOUT_TAIL), (&err, files::STDERR_TAIL)] {
