@@ -724,6 +724,7 @@ mod tests {
                 start_time: 1,
                 boot_id: "b".into(),
             },
+            tty: false,
         };
 
         // Asking twice gives the same pending approval; its execution waits.

@@ -175,6 +175,7 @@ pub async fn request_run(
         created_at_ms: now_ms(),
         shim: unstarted.clone(),
         init: unstarted,
+        tty: false,
     };
     let ttl_ms = i64::try_from(m.approval_ttl_s.saturating_mul(1000)).unwrap_or(i64::MAX);
     let (a, created) = m

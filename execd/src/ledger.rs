@@ -31,6 +31,8 @@ pub struct Record {
     pub teardown_complete: bool,
     pub survivors: Vec<String>,
     pub error: String,
+    /// It runs on a terminal.
+    pub tty: bool,
 }
 
 impl Record {
@@ -56,6 +58,7 @@ impl Record {
             teardown_complete: false,
             survivors: Vec::new(),
             error: String::new(),
+            tty: n.tty,
         }
     }
 }
@@ -73,6 +76,8 @@ pub struct NewExecution {
     /// The shim that will run it and its tree's root.
     pub shim: Identity,
     pub init: Identity,
+    /// It runs on a terminal.
+    pub tty: bool,
 }
 
 /// Filters of a ledger listing.
@@ -85,6 +90,8 @@ pub struct ListFilter {
     /// Only ids below this one (ids are time-ordered UUID v7).
     pub before_id: Option<String>,
     pub limit: u32,
+    /// Only terminal launches.
+    pub terminals: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -189,7 +196,7 @@ impl Ledger {
             "SELECT * FROM executions
              WHERE (?1 IS NULL OR principal = ?1) AND (?2 IS NULL OR status = ?2)
                AND (?3 IS NULL OR created_at_ms >= ?3) AND (?4 IS NULL OR created_at_ms < ?4)
-               AND (?5 IS NULL OR id < ?5)
+               AND (?5 IS NULL OR id < ?5) AND (?7 = 0 OR tty = 1)
              ORDER BY id DESC LIMIT ?6",
         )
         .bind(&f.principal)
@@ -198,6 +205,7 @@ impl Ledger {
         .bind(f.until_ms)
         .bind(&f.before_id)
         .bind(i64::from(f.limit))
+        .bind(f.terminals)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(record).collect())
@@ -208,8 +216,8 @@ impl Ledger {
 /// waited for its approval becomes running; any other existing id is refused).
 pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
     let done = sqlx::query(
-        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
            cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
            init_identity = excluded.init_identity
@@ -225,6 +233,7 @@ pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .bind(r.created_at_ms)
     .bind(json(&r.shim))
     .bind(json(&r.init))
+    .bind(r.tty)
     .execute(tx)
     .await?;
     if done.rows_affected() != 1 {
@@ -329,6 +338,7 @@ fn record(r: &SqliteRow) -> Record {
         teardown_complete: r.get::<i64, _>("teardown_complete") != 0,
         survivors: serde_json::from_str(&parse("survivors")).unwrap_or_default(),
         error: r.get("error"),
+        tty: r.try_get::<i64, _>("tty").unwrap_or(0) != 0,
     }
 }
 
@@ -356,6 +366,7 @@ mod tests {
                 start_time: 21,
                 boot_id: "b".into(),
             },
+            tty: false,
         }
     }
 

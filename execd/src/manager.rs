@@ -193,6 +193,7 @@ impl Manager {
             created_at_ms: now_ms(),
             shim: shim.ready.shim.clone(),
             init: shim.ready.init.clone(),
+            tty: spec.tty.is_some(),
         };
         let spec = LaunchSpec {
             shim: Some(shim.ready.shim.clone()),

@@ -648,6 +648,7 @@ impl Exec for ExecService {
             until_ms: (r.until_unix_ms != 0).then_some(r.until_unix_ms),
             before_id: (!r.page_token.is_empty()).then_some(r.page_token),
             limit,
+            terminals: r.terminals,
         };
         let rows = self.manager.ledger.list(&filter).await.map_err(internal)?;
         let next_page_token = if rows.len() == limit as usize {

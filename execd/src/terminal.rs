@@ -13,8 +13,8 @@ use tonic::{Status, Streaming};
 
 use crate::manager::Manager;
 use crate::shim::follow::{
-    HEADER, INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_STDOUT, MAX_FRAME, MAX_INPUT, input_frame,
-    socket_name,
+    HEADER, INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_LIVE, KIND_STDOUT, MAX_FRAME, MAX_INPUT,
+    input_frame, socket_name,
 };
 use crate::wire;
 
@@ -71,16 +71,16 @@ pub async fn relay(
                     String::from_utf8_lossy(&data).into_owned(),
                 ));
             }
-            if kind != KIND_STDOUT {
-                continue; // a terminal writes only one stream
-            }
-            let ev = pb::AttachEvent {
-                event: Some(pb::attach_event::Event::Output(pb::OutputChunk {
+            let event = match kind {
+                KIND_LIVE => pb::attach_event::Event::ReplayedTo(at),
+                KIND_STDOUT => pb::attach_event::Event::Output(pb::OutputChunk {
                     stream: pb::OutputStream::Stdout as i32,
                     offset: at,
                     data: data.into(),
-                })),
+                }),
+                _ => continue, // a terminal writes only one stream
             };
+            let ev = pb::AttachEvent { event: Some(event) };
             if tx.send(Ok(ev)).await.is_err() {
                 return Err(Status::cancelled("the client went away"));
             }

@@ -82,6 +82,7 @@ pub fn execution(r: &Record) -> pb::Execution {
         error: r.error.clone(),
         requested_by_role: r.requested_by_role.clone(),
         principal: r.principal.clone(),
+        tty: r.tty,
     }
 }
 

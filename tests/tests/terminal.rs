@@ -23,6 +23,8 @@ struct Term {
     rx: tonic::Streaming<argos_proto::exec::v1::AttachEvent>,
     seen: String,
     exit: Option<argos_proto::exec::v1::Execution>,
+    /// Where the replayed scrollback ends, when attached with it.
+    replayed_to: Option<u64>,
 }
 
 impl Term {
@@ -48,6 +50,7 @@ impl Term {
             rx,
             seen: String::new(),
             exit: None,
+            replayed_to: None,
         }
     }
 
@@ -88,6 +91,7 @@ impl Term {
                             return Err(format!("exited before {needle:?}: {:?}", self.seen));
                         }
                     }
+                    Some(attach_event::Event::ReplayedTo(at)) => self.replayed_to = Some(at),
                     None => {}
                 },
             }
@@ -104,6 +108,7 @@ impl Term {
                         self.seen.push_str(&String::from_utf8_lossy(&o.data))
                     }
                     Some(attach_event::Event::Exit(e)) => self.exit = Some(e),
+                    Some(attach_event::Event::ReplayedTo(at)) => self.replayed_to = Some(at),
                     None => {}
                 },
                 other => panic!("no exit: {other:?}; saw {:?}", self.seen),
@@ -145,7 +150,19 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
             .execution
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::Running as i32, "{e:?}");
+        assert!(e.tty, "{e:?}");
         let id = e.id;
+        let listed = c
+            .list(argos_proto::exec::v1::ListRequest {
+                terminals: true,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .executions;
+        assert_eq!(listed.len(), 1, "only the terminal: {listed:?}");
+        assert_eq!(listed[0].id, id);
         let mut t = Term::open(&mut c, &id, false, true).await;
         // Computed markers: the terminal echoes what is typed, not what it computes.
         t.typed("echo $((6*7))-ok; tty; [ -t 0 ] && [ -t 1 ] && echo $((2*3))-isatty; stty size; echo $TERM\n")
@@ -186,6 +203,11 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
         let mut c = client(&s);
         let mut t = Term::open(&mut c, &id, true, true).await;
         t.until("42-ok").await.unwrap();
+        assert!(
+            t.replayed_to.is_some_and(|at| at > 0),
+            "the replay's end is said first: {:?}",
+            t.replayed_to
+        );
         t.typed("echo $((7*8))-back\n").await;
         t.until("56-back").await.unwrap();
         t.typed("exit 3\n").await;

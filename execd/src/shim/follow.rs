@@ -16,7 +16,8 @@
 //! 3 error (payload: the reason), and closes once both streams are complete.
 //!
 //! A terminal launch's clients may ask for `tail` instead of a stdout offset (the recent
-//! output the shim keeps, [`Followers::keep`] bytes, whatever the log's cap), and one of
+//! output the shim keeps, [`Followers::keep`] bytes, whatever the log's cap; a first frame
+//! of kind 4 says where that recorded output ends), and one of
 //! them at a time may add ` w`: the writer. After its line it sends input frames
 //! `[kind u8][len u32 LE][payload]`: kind 1 bytes typed, kind 2 a resize (rows u16 LE,
 //! cols u16 LE).
@@ -32,6 +33,9 @@ use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 pub const KIND_STDOUT: u8 = 1;
 pub const KIND_STDERR: u8 = 2;
 pub const KIND_ERROR: u8 = 3;
+/// First frame to a client asking for a terminal's `tail`: its offset is where the output
+/// recorded so far ends (what comes before it is replay).
+pub const KIND_LIVE: u8 = 4;
 pub const HEADER: usize = 13;
 /// Input frames from a terminal's writer.
 pub const INPUT_BYTES: u8 = 1;
@@ -299,6 +303,9 @@ impl Followers {
                     match (out, words.get(1).and_then(|w| w.parse::<u64>().ok())) {
                         (Some(o), Some(e)) => c.want = Some([o, e]),
                         _ => return false,
+                    }
+                    if words.first() == Some(&"tail") {
+                        c.frame(KIND_LIVE, sources[0].total, &[]);
                     }
                     match words.get(2) {
                         None => {}
