@@ -136,6 +136,8 @@ pub struct GatewayConfig {
     pub max_concurrent_hashes: u64,
     /// Seconds a streamed command outlives its client before it is killed.
     pub stream_resume_s: u64,
+    /// How long a web terminal's WebSocket ticket may wait for its upgrade, in seconds.
+    pub terminal_ticket_ttl_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -313,6 +315,11 @@ impl Config {
                     "gateway.stream_resume_s",
                     10u64,
                     "When the client of a streamed command (POST /api/shell/stream) goes away, the command is killed after this many seconds unless a client resumes the stream.",
+                ),
+                terminal_ticket_ttl_s: r.get(
+                    "gateway.terminal_ticket_ttl_s",
+                    30u64,
+                    "Seconds a web terminal's single-use WebSocket ticket (minted by POST /api/terminals/{id}/ticket) stays valid.",
                 ),
             },
             exec: ExecConfig {

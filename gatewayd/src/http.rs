@@ -67,6 +67,13 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/approvals/{id}/decision", post(api::decide))
         .route("/api/audit", get(api::audit))
         .route("/api/audit/verify", get(api::audit_verify))
+        .route(
+            "/api/terminals",
+            get(api::terminals).post(api::open_terminal),
+        )
+        .route("/api/terminals/{id}", delete(api::close_terminal))
+        .route("/api/terminals/{id}/ticket", post(api::ticket))
+        .route("/api/terminals/{id}/ws", get(api::terminal_ws))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authenticate,

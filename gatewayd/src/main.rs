@@ -94,6 +94,8 @@ fn main() -> ExitCode {
         );
         let api = std::sync::Arc::new(api::Api {
             audit,
+            tickets: api::Tickets::default(),
+            ticket_ttl: std::time::Duration::from_secs(g.terminal_ticket_ttl_s.max(1)),
             accounts,
             throttle: throttle::Throttle::default(),
             exec: state.exec_channel(),

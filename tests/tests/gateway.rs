@@ -231,6 +231,19 @@ fn authorization_matrix() {
             expect: [401, 403, 200, 200],
         },
         Route {
+            method: "GET",
+            path: "/api/terminals".into(),
+            body: None,
+            expect: [401, 403, 200, 200],
+        },
+        Route {
+            // A bad size: nothing is opened, but the caller got as far as execd.
+            method: "POST",
+            path: "/api/terminals".into(),
+            body: Some(json!({"rows": 0})),
+            expect: [401, 403, 400, 400],
+        },
+        Route {
             method: "POST",
             path: "/api/me/password".into(),
             body: Some(json!({"current_password": "wrong one!!", "new_password": PASSWORD})),
@@ -779,6 +792,10 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/approvals/{id}/decision",
         "GET /api/audit",
         "GET /api/audit/verify",
+        "POST /api/terminals",
+        "GET /api/terminals",
+        "DELETE /api/terminals/{id}",
+        "POST /api/terminals/{id}/ticket",
     ];
     served.sort();
     assert_eq!(documented, served);

@@ -17,6 +17,9 @@
 //! | `POST /api/agent/run` (the risk gate) | 401 | cookie, or token with `agent` | same |
 //! | `GET /api/approvals[/{id}]`, `GET /api/audit`, `GET /api/audit/verify` | 401 | 403 | cookie, or token with `read` |
 //! | `POST /api/approvals/{id}/decision` | 401 | 403 | cookie, or token with `approve` (never one's own request) |
+//! | `POST /api/terminals`, `DELETE /api/terminals/{id}`, `POST /api/terminals/{id}/ticket` | 401 | 403 | cookie, or token with `exec` |
+//! | `GET /api/terminals` | 401 | 403 | cookie, or token with `read` |
+//! | `GET /api/terminals/{id}/ws` (WebSocket) | 401 | 403 | with a ticket minted by the same session or token, from the same origin |
 //!
 //! Every request that could change state and carries no bearer token passes the
 //! cross-site check first (see [`cross_site`]).
@@ -43,6 +46,7 @@ mod auth;
 mod classify;
 mod events;
 mod exec;
+mod terminals;
 
 pub use accounts::*;
 pub use approvals::*;
@@ -50,6 +54,7 @@ pub use auth::*;
 pub use classify::*;
 pub use events::*;
 pub use exec::*;
+pub use terminals::*;
 
 /// Largest request body the API reads.
 pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
@@ -83,6 +88,9 @@ pub struct Api {
     pub resume_grace: Duration,
     /// The gateway's audit trail (logins, accounts, tokens, decisions), in its database.
     pub audit: Arc<argos_common::audit::Audit>,
+    /// Web terminals' WebSocket tickets, and how long one is valid.
+    pub tickets: Tickets,
+    pub ticket_ttl: Duration,
 }
 
 pub type Shared = Arc<Api>;
@@ -135,6 +143,10 @@ pub struct ErrorDetail {
         decide,
         audit,
         audit_verify,
+        open_terminal,
+        terminals,
+        close_terminal,
+        ticket,
         crate::http::status
     ),
     components(schemas(
@@ -148,7 +160,8 @@ pub struct ErrorDetail {
         ExecBody,
         ClassifyBody,
         AgentRunBody,
-        DecisionBody
+        DecisionBody,
+        TerminalBody
     ))
 )]
 pub struct ApiDoc;
