@@ -108,6 +108,22 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             "/ui/app.css",
             get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }),
         )
+        .route(
+            "/ui/xterm.js",
+            get(|| async { asset(XTERM_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/ui/xterm.css",
+            get(|| async { asset(XTERM_CSS, "text/css; charset=utf-8") }),
+        )
+        .route(
+            "/ui/addon-fit.js",
+            get(|| async { asset(XTERM_FIT_JS, "text/javascript; charset=utf-8") }),
+        )
+        .route(
+            "/ui/xterm-LICENSE.txt",
+            get(|| async { asset(XTERM_LICENSE, "text/plain; charset=utf-8") }),
+        )
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(authed)
         .merge(status_routes)
@@ -233,10 +249,17 @@ pub(crate) async fn status(AxState(state): AxState<State>) -> impl IntoResponse 
 const INDEX_HTML: &str = include_str!("../ui/index.html");
 const APP_JS: &str = include_str!("../ui/app.js");
 const APP_CSS: &str = include_str!("../ui/app.css");
+// xterm.js and its fit add-on, fetched from the npm registry by build.rs.
+const XTERM_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm.js"));
+const XTERM_CSS: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm.css"));
+const XTERM_FIT_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/addon-fit.js"));
+const XTERM_LICENSE: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm-LICENSE.txt"));
 
 /// The web UI's page (the same for every client-side route, `/setup` included), with the
 /// insecure-run banner when the stack shares one uid. Strict CSP: nothing but the
-/// gateway's own scripts and styles, no framing.
+/// gateway's own scripts and styles, no framing; inline styles are allowed because the
+/// terminal's renderer (xterm.js) writes its measurements and theme into `<style>`
+/// elements (scripts stay 'self' only).
 async fn page(state: State) -> axum::response::Response {
     let banner = if state.identity.status(None).insecure_shared_uid {
         "<p class=\"insecure\">INSECURE RUN: several daemons share one uid; privilege separation is not in force.</p>"
@@ -250,7 +273,7 @@ async fn page(state: State) -> axum::response::Response {
             (axum::http::header::CACHE_CONTROL, "no-cache"),
             (
                 axum::http::header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
             ),
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (axum::http::header::REFERRER_POLICY, "no-referrer"),

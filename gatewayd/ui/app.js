@@ -395,6 +395,129 @@ async function auditView() {
         el("td", {}, el("code", {}, JSON.stringify(x.detail))))))));
 }
 
+// ---- terminals ----------------------------------------------------------------------
+
+// The open terminal view: how to leave it (detach, stop reattaching, free the terminal).
+let termLive = null;
+
+function leaveTerminal() {
+  if (termLive) { termLive(); termLive = null; }
+}
+
+async function terminalsView() {
+  const r = await api("GET", "/api/terminals");
+  show(el("h1", {}, "Terminals"),
+    el("p", { class: "meta" }, "Shells on this host in the browser. They keep running when the tab closes (until no one has attached for a while); reopen one to pick up where it was."),
+    el("table", { id: "terminals" },
+      el("thead", {}, el("tr", {}, ["started", "command", "profile", "by", ""].map((h) => el("th", {}, h)))),
+      el("tbody", {}, r.terminals.map((t) => el("tr", {},
+        el("td", {}, el("a", { href: "#/terminals/" + t.id }, when(t.started_at_ms))),
+        el("td", {}, el("code", {}, t.argv.join(" "))), el("td", {}, t.profile), el("td", {}, t.principal),
+        el("td", {}, el("button", { type: "button", class: "secondary", onclick: async () => {
+          await api("DELETE", "/api/terminals/" + encodeURIComponent(t.id)); render();
+        } }, "Close")))))),
+    el("div", { class: "row" },
+      el("button", { type: "button", id: "new-terminal", onclick: async () => {
+        const t = await api("POST", "/api/terminals", { rows: 24, cols: 80 });
+        go("#/terminals/" + t.terminal.id);
+      } }, "New terminal")));
+}
+
+function u16pair(a, b) {
+  const v = new Uint8Array(4);
+  const d = new DataView(v.buffer);
+  d.setUint16(0, a);
+  d.setUint16(2, b);
+  return v;
+}
+
+function terminalView(id) {
+  const box = el("div", { id: "terminal", class: "terminal" });
+  const status = el("p", { id: "terminal-state", class: "meta" }, "connecting…");
+  show(el("h1", {}, "Terminal ", el("code", {}, id.slice(-8))), status, box,
+    el("div", { class: "row" },
+      el("a", { href: "#/terminals" }, "All terminals"),
+      el("button", { type: "button", class: "secondary", id: "close-terminal", onclick: async () => {
+        if (!confirm("Close this terminal? Everything it runs is killed.")) return;
+        await api("DELETE", "/api/terminals/" + encodeURIComponent(id));
+        go("#/terminals");
+      } }, "Close terminal")));
+  const term = new Terminal({ cursorBlink: true, fontSize: 14, scrollback: 10000 });
+  const fit = new FitAddon.FitAddon();
+  term.loadAddon(fit);
+  term.open(box);
+  fit.fit();
+  const s = { ws: null, ended: false, left: false, retry: 500 };
+  const send = (op, bytes) => {
+    if (s.ws && s.ws.readyState === WebSocket.OPEN) {
+      const b = new Uint8Array(1 + bytes.length);
+      b[0] = op;
+      b.set(bytes, 1);
+      s.ws.send(b);
+    }
+  };
+  const enc = new TextEncoder();
+  term.onData((d) => send(0x01, enc.encode(d)));
+  // The terminal follows the window.
+  const resize = () => { fit.fit(); send(0x02, u16pair(term.rows, term.cols)); };
+  window.addEventListener("resize", resize);
+  async function attach() {
+    if (s.left || s.ended) return;
+    let t;
+    try {
+      t = await api("POST", `/api/terminals/${encodeURIComponent(id)}/ticket`, {});
+    } catch (e) {
+      status.textContent = "cannot attach: " + e.message;
+      return;
+    }
+    const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + t.ws);
+    ws.binaryType = "arraybuffer";
+    s.ws = ws;
+    ws.onopen = () => { s.retry = 500; resize(); term.focus(); };
+    ws.onmessage = (ev) => {
+      const b = new Uint8Array(ev.data);
+      const op = b[0];
+      const data = b.subarray(1);
+      if (op === 0x81) {
+        // Credit back once xterm has taken the bytes.
+        const n = data.length;
+        term.write(data, () => {
+          const a = new Uint8Array(4);
+          new DataView(a.buffer).setUint32(0, n);
+          send(0x03, a);
+        });
+      } else if (op === 0x83) {
+        term.reset();
+        status.textContent = "replaying…";
+      } else if (op === 0x84) {
+        status.textContent = "attached";
+      } else if (op === 0x82) {
+        const st = JSON.parse(new TextDecoder().decode(data));
+        if (st.state === "exited") {
+          s.ended = true;
+          const e = st.execution;
+          status.textContent = "ended: " + e.status + (e.exit_code !== null ? ` (exit ${e.exit_code})` : "");
+        } else {
+          status.textContent = "error: " + st.message;
+        }
+      }
+    };
+    ws.onclose = () => {
+      if (s.left || s.ended) return;
+      status.textContent = "disconnected; reattaching…";
+      setTimeout(attach, s.retry);
+      s.retry = Math.min(s.retry * 2, 8000);
+    };
+  }
+  attach();
+  termLive = () => {
+    s.left = true;
+    window.removeEventListener("resize", resize);
+    if (s.ws) { send(0x04, new Uint8Array()); s.ws.close(); }
+    term.dispose();
+  };
+}
+
 // ---- routing ------------------------------------------------------------------------
 
 async function whoami() {
@@ -419,9 +542,12 @@ async function render() {
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = me.role !== "admin";
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.getAttribute("href") === hash);
   if (hash !== "#/approvals") leaveApprovals();
+  leaveTerminal();
   try {
     if (hash === "#/" || hash === "#/login") return await dashboardView();
     if (hash === "#/approvals") return await approvalsView();
+    if (hash === "#/terminals") return await terminalsView();
+    if (hash.startsWith("#/terminals/")) return terminalView(hash.slice("#/terminals/".length));
     if (hash === "#/audit") return await auditView();
     if (hash === "#/shell") return shellView();
     if (hash === "#/executions") return await executionsView();

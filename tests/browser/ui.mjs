@@ -148,6 +148,30 @@ try {
     if (!kinds.includes(want)) throw new Error(`the audit page does not list ${want}`);
   }
 
+  step("a web terminal: type echo hi, see hi");
+  await page.click("a[href='#/terminals']");
+  await page.click("#new-terminal");
+  await page.waitForFunction(() => document.querySelector("#terminal-state")?.textContent === "attached");
+  await page.click("#terminal");
+  await page.keyboard.type("echo hi");
+  await page.keyboard.press("Enter");
+  const shows = (line) => page.waitForFunction((l) => [...document.querySelectorAll("#terminal .xterm-rows > div")]
+    .some((r) => r.textContent.trim() === l), line);
+  await shows("hi");
+
+  step("reload: the terminal comes back with its earlier output");
+  await page.reload();
+  await page.waitForFunction(() => document.querySelector("#terminal-state")?.textContent === "attached");
+  await shows("hi");
+  await page.click("#terminal");
+  await page.keyboard.type("echo $((40+2))");
+  await page.keyboard.press("Enter");
+  await shows("42");
+  page.once("dialog", (d) => d.accept());
+  await page.click("#close-terminal");
+  await page.waitForSelector("#terminals");
+  if (await page.locator("#terminals tbody tr").count() !== 0) throw new Error("the closed terminal is still listed");
+
   step("change the password");
   await page.click("a[href='#/account']");
   await page.fill("input[name=current_password]", "a long enough password");
