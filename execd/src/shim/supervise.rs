@@ -356,8 +356,17 @@ pub(super) fn supervise(
             for (k, i) in which.into_iter().enumerate() {
                 if revents[k] {
                     let at = streams[i].total;
-                    if let Some(n) = streams[i].pump(&mut buf) {
-                        followers.record(i, at, &buf[..n], streams[i].logged);
+                    // A terminal hands out at most a few KiB per read: take what it has
+                    // (its master is non-blocking) and pass it on as one chunk.
+                    let mut filled = 0;
+                    while let Some(n) = streams[i].pump(&mut buf[filled..]) {
+                        filled += n;
+                        if n == 0 || term.is_none() || filled + 4096 > buf.len() {
+                            break;
+                        }
+                    }
+                    if filled > 0 {
+                        followers.record(i, at, &buf[..filled], streams[i].logged);
                     }
                 }
             }
