@@ -468,6 +468,11 @@ function terminalView(id) {
       t = await api("POST", `/api/terminals/${encodeURIComponent(id)}/ticket`, {});
     } catch (e) {
       status.textContent = "cannot attach: " + e.message;
+      // execd restarting (or the network): try again; anything else is final.
+      if (!(e.status >= 400 && e.status < 500)) {
+        setTimeout(attach, s.retry);
+        s.retry = Math.min(s.retry * 2, 8000);
+      }
       return;
     }
     const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + t.ws);
