@@ -482,9 +482,10 @@ impl Store {
             return Err(StoreError::Raced);
         }
         if matches!(to, State::Denied | State::Revoked | State::Expired) {
-            crate::ledger::reject(
+            crate::ledger::settle_unstarted(
                 &mut t.tx,
                 &a.execution_id,
+                crate::spec::LaunchStatus::Rejected,
                 &format!("its approval was {}", to.as_str()),
                 now_ms,
             )

@@ -17,7 +17,7 @@ use crate::approval::{Action, Approval, Canonical, NewApproval, Refusal, State, 
 use crate::launch::{InvalidRequest, LaunchRequest};
 use crate::ledger::{self, NewExecution, Record};
 use crate::manager::{Intent, Manager, Requester, StartError};
-use crate::spec::{Identity, now_ms};
+use crate::spec::{Identity, LaunchStatus, now_ms};
 
 /// The only profile the gate runs commands in.
 pub const PROFILE: &str = "agent";
@@ -290,7 +290,7 @@ async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateErr
 /// Ends an execution whose approval was consumed but which did not start.
 async fn fail_unstarted(m: &Manager, execution: &str, why: &str) -> Result<(), GateError> {
     let mut t = m.audit.begin().await?;
-    if !ledger::fail_unstarted(&mut t.tx, execution, why, now_ms()).await? {
+    if !ledger::settle_unstarted(&mut t.tx, execution, LaunchStatus::Failed, why, now_ms()).await? {
         return Ok(()); // it started, and its end is recorded as any launch's
     }
     let detail = serde_json::json!({ "status": "failed", "error": why });

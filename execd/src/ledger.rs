@@ -245,18 +245,21 @@ pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     Ok(())
 }
 
-/// Ends an execution that waited for its approval without starting it: `failed`, with
-/// why. Whether it was still waiting.
-pub async fn fail_unstarted(
+/// Ends an execution that waited for its approval and will not start: `rejected` (its
+/// approval was denied, revoked or expired) or `failed` (approved, but it could not
+/// start), with why. Whether it was still waiting.
+pub async fn settle_unstarted(
     tx: &mut sqlx::SqliteConnection,
     id: &str,
+    status: LaunchStatus,
     why: &str,
     now_ms: i64,
 ) -> sqlx::Result<bool> {
     sqlx::query(
-        "UPDATE executions SET status = 'failed', error = ?, ended_at_ms = ?
+        "UPDATE executions SET status = ?, error = ?, ended_at_ms = ?
          WHERE id = ? AND status = 'pending_approval'",
     )
+    .bind(status.as_str())
     .bind(why)
     .bind(now_ms)
     .bind(id)
@@ -278,25 +281,6 @@ pub async fn insert_pending(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .bind(&r.cwd)
     .bind(&r.profile)
     .bind(r.created_at_ms)
-    .execute(tx)
-    .await
-    .map(|_| ())
-}
-
-/// Settles an execution that waited for an approval which will never come: `rejected`.
-pub async fn reject(
-    tx: &mut sqlx::SqliteConnection,
-    id: &str,
-    why: &str,
-    now_ms: i64,
-) -> sqlx::Result<()> {
-    sqlx::query(
-        "UPDATE executions SET status = 'rejected', error = ?, ended_at_ms = ?
-         WHERE id = ? AND status = 'pending_approval'",
-    )
-    .bind(why)
-    .bind(now_ms)
-    .bind(id)
     .execute(tx)
     .await
     .map(|_| ())

@@ -5,6 +5,7 @@
 //! a `// SAFETY:` note.
 #![deny(unsafe_code)]
 
+pub mod access;
 pub mod approval;
 pub mod cgroup;
 pub mod contain;
@@ -12,6 +13,7 @@ pub mod gate;
 pub mod launch;
 pub mod ledger;
 pub mod manager;
+pub mod output;
 pub mod pool;
 pub mod profile;
 pub mod service;

@@ -149,7 +149,7 @@ fn main() -> ExitCode {
         };
         Ok(Serve {
             routes: Routes::new().route(service::server(svc)),
-            policy: service::policy(),
+            policy: argos_execd::access::policy(),
             background: vec![Box::pin(sweeper), Box::pin(expiry), Box::pin(drain)],
         })
     })

@@ -1,64 +1,30 @@
-//! The `argos.exec.v1.Exec` service: who may call what, then the launch manager.
+//! The `argos.exec.v1.Exec` service: each RPC checked against the caller's access
+//! (`access.rs`), then handed to the launch manager, the gate or the audit trail.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use argos_common::daemon::{self, DaemonIdentity};
-use argos_common::peer::{MethodPolicy, PeerRole, RoleSet};
+use argos_common::peer::PeerRole;
 use argos_common::principal::Caller;
 use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 use argos_proto::exec::v1 as pb;
 use argos_proto::exec::v1::exec_server::{Exec, ExecServer};
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
-use crate::approval::{Approval, Refusal, State, StoreError};
+use crate::access::{Access, access};
+use crate::approval::{Refusal, State, StoreError};
 use crate::gate::{self, GateError, Requested};
 use crate::launch::{self, KillOutcome, LaunchRequest};
 use crate::ledger::{ListFilter, Record};
 use crate::manager::{Manager, Requester, StartError};
-use crate::spec::{Need, files};
+use crate::spec::Need;
 use crate::wire;
 
 pub struct ExecService {
     pub identity: Arc<DaemonIdentity>,
     pub manager: Arc<Manager>,
-}
-
-/// Which roles each RPC admits. Finer rules live in the handlers: mcp launches only in the
-/// mcp-server profile; job and mcp see only their own launches; job needs an owner.
-pub fn policy() -> MethodPolicy {
-    let name = <ExecServer<ExecService> as NamedService>::NAME;
-    let m = |rpc: &str| format!("/{name}/{rpc}");
-    let admin = [PeerRole::Gateway, PeerRole::Operator];
-    let launchers = RoleSet::of(&[
-        PeerRole::Gateway,
-        PeerRole::Operator,
-        PeerRole::Job,
-        PeerRole::Mcp,
-    ]);
-    MethodPolicy::new()
-        .method(m("Status"), RoleSet::all())
-        .method(m("Profiles"), RoleSet::of(&admin))
-        .method(
-            m("Run"),
-            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
-        )
-        .method(m("Start"), launchers)
-        .method(m("Follow"), launchers)
-        .method(m("Kill"), launchers)
-        .method(m("Get"), launchers)
-        .method(m("List"), RoleSet::of(&admin))
-        .method(m("Watch"), RoleSet::of(&admin))
-        .method(m("Classify"), RoleSet::all())
-        .method(m("RequestRun"), launchers)
-        .method(m("DecideApproval"), RoleSet::of(&[PeerRole::Gateway]))
-        .method(m("GetApproval"), launchers)
-        .method(m("ListApprovals"), launchers)
-        .method(m("VerifyAudit"), RoleSet::of(&admin))
-        .method(m("ListAudit"), RoleSet::of(&admin))
-        .method(m("Attach"), RoleSet::of(&admin))
 }
 
 fn gate_status(e: GateError) -> Status {
@@ -79,77 +45,6 @@ fn gate_status(e: GateError) -> Status {
         GateError::Store(StoreError::Damaged) => Status::data_loss(e.to_string()),
         GateError::Start(s) => start_status(s),
         other => internal(format!("{:#}", anyhow::Error::from(other))),
-    }
-}
-
-/// What a caller may do, derived once per call from its roles.
-struct Access {
-    who: Requester,
-    /// gateway or operator: every profile, every launch.
-    admin: bool,
-    /// Profiles this caller may launch in (None: any). Only admins get root profiles:
-    /// jobd launches agents, mcpd launches MCP servers.
-    allowed_profiles: Option<Vec<&'static str>>,
-    roles: RoleSet,
-}
-
-fn access(caller: Option<&Caller>) -> Access {
-    let roles = caller.map(|c| c.roles).unwrap_or_default();
-    let admin = roles.contains(PeerRole::Gateway) || roles.contains(PeerRole::Operator);
-    Access {
-        who: caller
-            .map(|c| Requester {
-                role: c.roles.to_string(),
-                principal: c
-                    .principal
-                    .as_ref()
-                    .map(|p| p.to_string())
-                    .unwrap_or_default(),
-            })
-            .unwrap_or_default(),
-        admin,
-        allowed_profiles: (!admin).then(|| {
-            let mut p = Vec::new();
-            if roles.contains(PeerRole::Job) {
-                p.push("agent");
-            }
-            if roles.contains(PeerRole::Mcp) {
-                p.push("mcp-server");
-            }
-            p
-        }),
-        roles,
-    }
-}
-
-impl Access {
-    /// job and mcp see only approvals their own role asked for.
-    fn may_see_approval(&self, a: &Approval) -> bool {
-        self.admin
-            || (self.roles.contains(PeerRole::Job)
-                && a.requester_role.split('+').any(|x| x == "job"))
-            || (self.roles.contains(PeerRole::Mcp)
-                && a.requester_role.split('+').any(|x| x == "mcp"))
-    }
-
-    /// The role whose approvals a non-admin lists.
-    fn own_role(&self) -> Option<&'static str> {
-        if self.admin {
-            None
-        } else if self.roles.contains(PeerRole::Job) {
-            Some("job")
-        } else {
-            Some("mcp")
-        }
-    }
-
-    /// job and mcp see only launches their own role started.
-    fn may_see(&self, r: &Record) -> bool {
-        self.admin
-            || (self.roles.contains(PeerRole::Job)
-                && r.requested_by_role.split('+').any(|x| x == "job"))
-            || (self.roles.contains(PeerRole::Mcp)
-                && r.requested_by_role.split('+').any(|x| x == "mcp"))
     }
 }
 
@@ -558,7 +453,7 @@ impl Exec for ExecService {
         waiting(&self.visible(&r.id, &a).await?)?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let manager = self.manager.clone();
-        tokio::spawn(follow(manager, r, tx));
+        tokio::spawn(crate::output::follow(manager, r, tx));
         Ok(Response::new(ReceiverStream::new(rx)))
     }
 
@@ -714,201 +609,6 @@ impl Exec for ExecService {
             });
         }
         Ok(Response::new(pb::ProfilesResponse { profiles: out }))
-    }
-}
-
-/// How a live follow ended.
-enum Live {
-    /// The shim sent everything and closed: the streams are complete.
-    Complete,
-    /// No live shim to follow (ended, or from before a restart): read the log files.
-    Unavailable,
-    /// The follower left.
-    Gone,
-}
-
-/// Streams a launch's output from the requested offsets, then its end: live from its
-/// shim while it runs (not limited to what the logs keep), else from the log files (which
-/// also serves launches started before an execd restart).
-async fn follow(
-    manager: Arc<Manager>,
-    r: pb::FollowRequest,
-    tx: tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
-) {
-    let mut offsets = [r.stdout_offset, r.stderr_offset];
-    match follow_live(&r.id, &mut offsets, &tx).await {
-        Ok(Live::Gone) => return,
-        Ok(Live::Complete | Live::Unavailable) => {}
-        Err(status) => {
-            let _ = tx.send(Err(status)).await;
-            return;
-        }
-    }
-    if !follow_files(&manager, &r.id, &mut offsets, &tx).await {
-        return;
-    }
-    let event = match manager.wait(&r.id).await {
-        // Whatever this follower did not get is said, never skipped in silence.
-        Some(rec) => match [rec.stdout_bytes, rec.stderr_bytes]
-            .iter()
-            .zip(offsets)
-            .position(|(total, at)| at < *total)
-        {
-            Some(i) => Err(Status::data_loss(format!(
-                "{} bytes {}..{} were not kept (past the log's cap) and this follower was cut off before it took them",
-                ["stdout", "stderr"][i],
-                offsets[i],
-                [rec.stdout_bytes, rec.stderr_bytes][i]
-            ))),
-            None => Ok(pb::FollowEvent {
-                event: Some(pb::follow_event::Event::Exit(wire::execution(&rec))),
-            }),
-        },
-        None => Err(Status::internal("launch record vanished")),
-    };
-    let _ = tx.send(event).await;
-}
-
-const KINDS: [pb::OutputStream; 2] = [pb::OutputStream::Stdout, pb::OutputStream::Stderr];
-
-async fn send_chunk(
-    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
-    i: usize,
-    offset: u64,
-    data: Vec<u8>,
-) -> bool {
-    let chunk = pb::OutputChunk {
-        stream: KINDS[i] as i32,
-        offset,
-        data: data.into(),
-    };
-    tx.send(Ok(pb::FollowEvent {
-        event: Some(pb::follow_event::Event::Chunk(chunk)),
-    }))
-    .await
-    .is_ok()
-}
-
-/// Follows the running shim over its socket (see `shim/follow.rs`).
-async fn follow_live(
-    id: &str,
-    offsets: &mut [u64; 2],
-    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
-) -> Result<Live, Status> {
-    use crate::shim::follow::{HEADER, KIND_ERROR, MAX_FRAME, socket_name};
-    use std::os::linux::net::SocketAddrExt;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(id).as_bytes())
-        .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
-        .and_then(|s| s.set_nonblocking(true).map(|()| s))
-        .and_then(tokio::net::UnixStream::from_std);
-    let Ok(sock) = sock else {
-        return Ok(Live::Unavailable);
-    };
-    let (rd, mut wr) = sock.into_split();
-    if wr
-        .write_all(format!("{} {}\n", offsets[0], offsets[1]).as_bytes())
-        .await
-        .is_err()
-    {
-        return Ok(Live::Unavailable);
-    }
-    // No read buffer: frames are large, and a buffer would add a copy of every byte.
-    let mut rd = rd;
-    loop {
-        let mut h = [0u8; HEADER];
-        if rd.read_exact(&mut h).await.is_err() {
-            // Closed by the shim: complete, or the shim is gone (the files tell).
-            return Ok(Live::Complete);
-        }
-        let kind = h[0];
-        let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
-        let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
-        if len > MAX_FRAME {
-            return Err(Status::internal("a shim sent an oversized frame"));
-        }
-        // Read into fresh capacity (no zeroing: the frame fills it).
-        let mut data = Vec::with_capacity(len);
-        match (&mut rd).take(len as u64).read_to_end(&mut data).await {
-            Ok(n) if n == len => {}
-            _ => return Ok(Live::Complete),
-        }
-        if kind == KIND_ERROR {
-            return Err(Status::data_loss(
-                String::from_utf8_lossy(&data).into_owned(),
-            ));
-        }
-        let i = usize::from(kind == crate::shim::follow::KIND_STDERR);
-        // Frames start where this follower stands (the shim serves from its offsets).
-        if at != offsets[i] {
-            return Err(Status::internal(format!(
-                "a shim sent offset {at} where {} was due",
-                offsets[i]
-            )));
-        }
-        offsets[i] += len as u64;
-        if !send_chunk(tx, i, at, data).await {
-            return Ok(Live::Gone);
-        }
-    }
-}
-
-/// Reads the log files from the offsets until the exit marker is seen and everything
-/// after it is read. False if the follower left.
-async fn follow_files(
-    manager: &Manager,
-    id: &str,
-    offsets: &mut [u64; 2],
-    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
-) -> bool {
-    use std::io::{Read, Seek, SeekFrom};
-    let dir = manager.dir(id);
-    let names = [files::STDOUT_LOG, files::STDERR_LOG];
-    // Large chunks: the per-message cost of gRPC dominates small ones.
-    let mut buf = vec![0u8; 1024 * 1024];
-    let mut ended = false;
-    let mut idle_rounds = 0u32;
-    loop {
-        let mut progressed = false;
-        for i in 0..2 {
-            let Ok(mut f) = std::fs::File::open(dir.join(names[i])) else {
-                continue;
-            };
-            if f.seek(SeekFrom::Start(offsets[i])).is_err() {
-                continue;
-            }
-            let n = f.read(&mut buf).unwrap_or(0);
-            if n == 0 {
-                continue;
-            }
-            progressed = true;
-            let at = offsets[i];
-            offsets[i] += n as u64;
-            if !send_chunk(tx, i, at, buf[..n].to_vec()).await {
-                return false; // the follower left
-            }
-        }
-        if progressed {
-            continue;
-        }
-        if ended {
-            return true;
-        }
-        // The exit marker is written after the logs are complete: one more pass after
-        // seeing it drains everything.
-        if dir.join(files::EXIT).exists() {
-            ended = true;
-            continue;
-        }
-        // A shim that died leaves no marker: the ledger says when the launch is over.
-        idle_rounds += 1;
-        if idle_rounds.is_multiple_of(50)
-            && matches!(manager.ledger.get(id).await, Ok(Some(r)) if r.status.is_final())
-        {
-            ended = true;
-            continue;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

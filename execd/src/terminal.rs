@@ -4,17 +4,16 @@
 //! time; viewers are many. Nothing here outlives the call: attaching again, after a
 //! disconnect or an execd restart, is a new call.
 
-use std::os::linux::net::SocketAddrExt;
 use std::sync::Arc;
 
 use argos_proto::exec::v1 as pb;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tonic::{Status, Streaming};
 
 use crate::manager::Manager;
+use crate::output::{read_frame, shim_connect};
 use crate::shim::follow::{
-    HEADER, INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_LIVE, KIND_STDOUT, MAX_FRAME, MAX_INPUT,
-    input_frame, socket_name,
+    INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_LIVE, KIND_STDOUT, MAX_INPUT, input_frame,
 };
 use crate::wire;
 
@@ -29,43 +28,20 @@ pub async fn relay(
     tx: Tx,
 ) {
     let id = open.id.clone();
-    let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(&id).as_bytes())
-        .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
-        .and_then(|s| s.set_nonblocking(true).map(|()| s))
-        .and_then(tokio::net::UnixStream::from_std);
-    let Ok(sock) = sock else {
-        // The shim is gone: the launch has ended (or is ending).
-        exit(&manager, &id, &tx).await;
-        return;
-    };
-    let (mut rd, mut wr) = sock.into_split();
     let from = if open.scrollback {
         "tail".to_string()
     } else {
         open.offset.to_string()
     };
     let request = format!("{from} 0{}\n", if open.write { " w" } else { "" });
-    if wr.write_all(request.as_bytes()).await.is_err() {
+    let Some((mut rd, mut wr)) = shim_connect(&id, &request).await else {
+        // The shim is gone: the launch has ended (or is ending).
         exit(&manager, &id, &tx).await;
         return;
-    }
+    };
     let output = async {
-        loop {
-            let mut h = [0u8; HEADER];
-            if rd.read_exact(&mut h).await.is_err() {
-                return Ok(()); // the shim closed: the launch is complete
-            }
-            let kind = h[0];
-            let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
-            let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
-            if len > MAX_FRAME {
-                return Err(Status::internal("a shim sent an oversized frame"));
-            }
-            let mut data = Vec::with_capacity(len);
-            match (&mut rd).take(len as u64).read_to_end(&mut data).await {
-                Ok(n) if n == len => {}
-                _ => return Ok(()),
-            }
+        // Until the shim closes: the launch is complete.
+        while let Some((kind, at, data)) = read_frame(&mut rd).await? {
             if kind == KIND_ERROR {
                 return Err(Status::failed_precondition(
                     String::from_utf8_lossy(&data).into_owned(),
@@ -85,6 +61,7 @@ pub async fn relay(
                 return Err(Status::cancelled("the client went away"));
             }
         }
+        Ok(())
     };
     let input = async {
         loop {

@@ -1,0 +1,215 @@
+//! `Follow`: a launch's output streamed to a client from any offset — live from its
+//! shim's follow socket while it runs, else from the log files — then its end; and the
+//! two pieces of the shim's socket protocol that `Attach` shares (connect, read a frame).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use argos_proto::exec::v1 as pb;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tonic::Status;
+
+use crate::manager::Manager;
+use crate::shim::follow::{HEADER, KIND_ERROR, MAX_FRAME, socket_name};
+use crate::spec::files;
+use crate::wire;
+
+/// How a live follow ended.
+enum Live {
+    /// The shim sent everything and closed: the streams are complete.
+    Complete,
+    /// No live shim to follow (ended, or from before a restart): read the log files.
+    Unavailable,
+    /// The follower left.
+    Gone,
+}
+
+/// Streams a launch's output from the requested offsets, then its end: live from its
+/// shim while it runs (not limited to what the logs keep), else from the log files (which
+/// also serves launches started before an execd restart).
+pub async fn follow(
+    manager: Arc<Manager>,
+    r: pb::FollowRequest,
+    tx: tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
+) {
+    let mut offsets = [r.stdout_offset, r.stderr_offset];
+    match follow_live(&r.id, &mut offsets, &tx).await {
+        Ok(Live::Gone) => return,
+        Ok(Live::Complete | Live::Unavailable) => {}
+        Err(status) => {
+            let _ = tx.send(Err(status)).await;
+            return;
+        }
+    }
+    if !follow_files(&manager, &r.id, &mut offsets, &tx).await {
+        return;
+    }
+    let event = match manager.wait(&r.id).await {
+        // Whatever this follower did not get is said, never skipped in silence.
+        Some(rec) => match [rec.stdout_bytes, rec.stderr_bytes]
+            .iter()
+            .zip(offsets)
+            .position(|(total, at)| at < *total)
+        {
+            Some(i) => Err(Status::data_loss(format!(
+                "{} bytes {}..{} were not kept (past the log's cap) and this follower was cut off before it took them",
+                ["stdout", "stderr"][i],
+                offsets[i],
+                [rec.stdout_bytes, rec.stderr_bytes][i]
+            ))),
+            None => Ok(pb::FollowEvent {
+                event: Some(pb::follow_event::Event::Exit(wire::execution(&rec))),
+            }),
+        },
+        None => Err(Status::internal("launch record vanished")),
+    };
+    let _ = tx.send(event).await;
+}
+
+const KINDS: [pb::OutputStream; 2] = [pb::OutputStream::Stdout, pb::OutputStream::Stderr];
+
+async fn send_chunk(
+    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
+    i: usize,
+    offset: u64,
+    data: Vec<u8>,
+) -> bool {
+    let chunk = pb::OutputChunk {
+        stream: KINDS[i] as i32,
+        offset,
+        data: data.into(),
+    };
+    tx.send(Ok(pb::FollowEvent {
+        event: Some(pb::follow_event::Event::Chunk(chunk)),
+    }))
+    .await
+    .is_ok()
+}
+
+/// Follows the running shim over its socket (see `shim/follow.rs`).
+async fn follow_live(
+    id: &str,
+    offsets: &mut [u64; 2],
+    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
+) -> Result<Live, Status> {
+    let request = format!("{} {}\n", offsets[0], offsets[1]);
+    let Some((mut rd, _wr)) = shim_connect(id, &request).await else {
+        return Ok(Live::Unavailable);
+    };
+    // Closed by the shim: complete, or the shim is gone (the files tell).
+    while let Some((kind, at, data)) = read_frame(&mut rd).await? {
+        if kind == KIND_ERROR {
+            return Err(Status::data_loss(
+                String::from_utf8_lossy(&data).into_owned(),
+            ));
+        }
+        let i = usize::from(kind == crate::shim::follow::KIND_STDERR);
+        // Frames start where this follower stands (the shim serves from its offsets).
+        if at != offsets[i] {
+            return Err(Status::internal(format!(
+                "a shim sent offset {at} where {} was due",
+                offsets[i]
+            )));
+        }
+        offsets[i] += data.len() as u64;
+        if !send_chunk(tx, i, at, data).await {
+            return Ok(Live::Gone);
+        }
+    }
+    Ok(Live::Complete)
+}
+
+/// Connects to a running launch's shim (its abstract follow socket) and sends the request
+/// line; `None` when there is no live shim.
+pub async fn shim_connect(id: &str, request: &str) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
+    use std::os::linux::net::SocketAddrExt;
+    let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(id).as_bytes())
+        .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
+        .and_then(|s| s.set_nonblocking(true).map(|()| s))
+        .and_then(tokio::net::UnixStream::from_std)
+        .ok()?;
+    let (rd, mut wr) = sock.into_split();
+    wr.write_all(request.as_bytes()).await.ok()?;
+    Some((rd, wr))
+}
+
+/// One frame from a shim: (kind, offset, payload); `None` once the shim has closed.
+pub async fn read_frame(rd: &mut OwnedReadHalf) -> Result<Option<(u8, u64, Vec<u8>)>, Status> {
+    let mut h = [0u8; HEADER];
+    if rd.read_exact(&mut h).await.is_err() {
+        return Ok(None);
+    }
+    let kind = h[0];
+    let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
+    let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
+    if len > MAX_FRAME {
+        return Err(Status::internal("a shim sent an oversized frame"));
+    }
+    // No read buffer, and fresh capacity without zeroing: frames are large, and each
+    // would cost a copy.
+    let mut data = Vec::with_capacity(len);
+    match rd.take(len as u64).read_to_end(&mut data).await {
+        Ok(n) if n == len => Ok(Some((kind, at, data))),
+        _ => Ok(None),
+    }
+}
+
+/// Reads the log files from the offsets until the exit marker is seen and everything
+/// after it is read. False if the follower left.
+async fn follow_files(
+    manager: &Manager,
+    id: &str,
+    offsets: &mut [u64; 2],
+    tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
+) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let dir = manager.dir(id);
+    let names = [files::STDOUT_LOG, files::STDERR_LOG];
+    // Large chunks: the per-message cost of gRPC dominates small ones.
+    let mut buf = vec![0u8; 1024 * 1024];
+    let mut ended = false;
+    let mut idle_rounds = 0u32;
+    loop {
+        let mut progressed = false;
+        for i in 0..2 {
+            let Ok(mut f) = std::fs::File::open(dir.join(names[i])) else {
+                continue;
+            };
+            if f.seek(SeekFrom::Start(offsets[i])).is_err() {
+                continue;
+            }
+            let n = f.read(&mut buf).unwrap_or(0);
+            if n == 0 {
+                continue;
+            }
+            progressed = true;
+            let at = offsets[i];
+            offsets[i] += n as u64;
+            if !send_chunk(tx, i, at, buf[..n].to_vec()).await {
+                return false; // the follower left
+            }
+        }
+        if progressed {
+            continue;
+        }
+        if ended {
+            return true;
+        }
+        // The exit marker is written after the logs are complete: one more pass after
+        // seeing it drains everything.
+        if dir.join(files::EXIT).exists() {
+            ended = true;
+            continue;
+        }
+        // A shim that died leaves no marker: the ledger says when the launch is over.
+        idle_rounds += 1;
+        if idle_rounds.is_multiple_of(50)
+            && matches!(manager.ledger.get(id).await, Ok(Some(r)) if r.status.is_final())
+        {
+            ended = true;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
