@@ -30,15 +30,8 @@ pub async fn classify(
             },
         ))
         .await
-        .map_err(|s| {
-            // execd names its own fields; the body's is `risk`.
-            let s = if s.message().starts_with("declared_risk") {
-                tonic::Status::invalid_argument(s.message().replacen("declared_risk", "risk", 1))
-            } else {
-                s
-            };
-            from_status(s)
-        })?
+        // execd names its own fields; the body's is `risk`.
+        .map_err(|s| from_status(rename_field(s, "declared_risk", "risk")))?
         .into_inner();
     Ok(Json(json!({
         "class": r.risk_class,

@@ -179,10 +179,19 @@ pub async fn kill(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    kill_for(&api, &caller, id).await
+}
+
+/// Kills an execution for an admin caller (a terminal's close too).
+pub(crate) async fn kill_for(
+    api: &Api,
+    caller: &Caller,
+    id: String,
+) -> Result<Json<serde_json::Value>, ApiError> {
     caller.admin()?;
     caller.scoped("exec")?;
-    let r = exec_client(&api)
-        .kill(for_user(&caller, pb::KillRequest { id }))
+    let r = exec_client(api)
+        .kill(for_user(caller, pb::KillRequest { id }))
         .await
         .map_err(from_status)?
         .into_inner();

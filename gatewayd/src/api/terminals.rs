@@ -169,17 +169,7 @@ pub async fn close_terminal(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.admin()?;
-    caller.scoped("exec")?;
-    let r = exec_client(&api)
-        .kill(for_user(&caller, pb::KillRequest { id }))
-        .await
-        .map_err(from_status)?
-        .into_inner();
-    Ok(Json(json!({
-        "outcome": r.outcome,
-        "execution": r.execution.as_ref().map(crate::views::execution),
-    })))
+    kill_for(&api, &caller, id).await
 }
 
 #[utoipa::path(post, path = "/api/terminals/{id}/ticket", tag = "terminals", description = "Mints a single-use WebSocket ticket for this terminal, bound to the caller's session (or token) and the request's origin; valid for `gateway.terminal_ticket_ttl_s`.", params(("id" = String, Path, description = "terminal (execution) id")), responses((status = 200, description = "`{\"ticket\", \"expires_in_s\", \"ws\"}`"), (status = 404, description = "no such terminal", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
