@@ -101,7 +101,7 @@ pub enum Command<'a> {
 /// Longest command text classified; a longer one is `config_mutation` unread.
 pub const MAX_LEN: usize = 64 * 1024;
 /// How deep commands nested in commands (`$(…)`, `sh -c`, `eval`) are followed.
-const MAX_DEPTH: u32 = 8;
+pub(crate) const MAX_DEPTH: u32 = 8;
 
 /// Classifies a command; `declared` (the caller's own estimate) can only raise the class.
 pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {

@@ -2,7 +2,7 @@
 //! kubectl and package managers.
 
 use super::args::{after_options, flag, lits, operands};
-use super::inner_command;
+use super::wrappers::inner_command;
 use crate::risk::shell::Word;
 use crate::risk::{Acc, Class};
 

@@ -1,0 +1,265 @@
+//! Wrappers: programs that run another command (`sudo`, `env`, `nice`, `xargs`, `ssh`,
+//! `eval`, `sh -c`, an interpreter's script, …). The command they run is judged in turn,
+//! as deep as `MAX_DEPTH`.
+
+use super::args::{after_options, flag, lits, operands};
+use super::names::INTERPRETERS;
+use super::{command, is_assignment, simple};
+use crate::risk::shell::{self, Place, Word};
+use crate::risk::{Acc, Class};
+
+use Class::{ConfigMutation as Config, ReadOnly, ReversibleLow as Low};
+
+/// Judges `name` when it is a wrapper; false when it is not one.
+pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
+    let a = lits(args);
+    match name {
+        "sudo" | "doas" => {
+            acc.compound = true;
+            acc.raise(Config, format!("`{name}` runs a command as another user"));
+            let inner = after_options(
+                args,
+                &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"],
+            );
+            inner_command(inner, acc);
+        }
+        "su" | "runuser" => {
+            acc.compound = true;
+            acc.raise(Config, format!("`{name}` switches user"));
+            if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command")
+                && let Some(script) = args.get(i + 1)
+            {
+                inner_script(script, acc);
+            }
+        }
+        "env" => {
+            let rest = after_options(
+                args,
+                &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+            );
+            if flag(args, &['S'], &["split-string"]) {
+                acc.raise(Config, "`env -S` splits a string into a command");
+            }
+            let assigns = rest.iter().take_while(|w| is_assignment(&w.lit)).count();
+            if assigns == rest.len() {
+                acc.raise(ReadOnly, "`env` prints the environment");
+            } else {
+                if assigns > 0 || flag(args, &['i', 'u'], &["ignore-environment", "unset"]) {
+                    acc.compound = true;
+                    acc.raise(Config, "runs a command with a changed environment");
+                }
+                inner_command(&rest[assigns..], acc);
+            }
+        }
+        "nice" | "ionice" | "timeout" | "stdbuf" | "time" | "chrt" | "taskset" | "flock"
+        | "setsid" | "busybox" => {
+            let valued: &[&str] = match name {
+                "nice" => &["-n", "--adjustment"],
+                "ionice" => &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
+                "timeout" => &["-s", "--signal", "-k", "--kill-after"],
+                "stdbuf" => &["-i", "-o", "-e"],
+                "flock" => &[
+                    "-w",
+                    "--timeout",
+                    "-E",
+                    "--conflict-exit-code",
+                    "-c",
+                    "--command",
+                ],
+                _ => &[],
+            };
+            let mut inner = after_options(args, valued);
+            // Positional arguments before the command.
+            let skip = match name {
+                "timeout" | "flock" => 1, // duration; lock file
+                "chrt" => 1,              // priority
+                "taskset" => 1,           // mask
+                _ => 0,
+            };
+            inner = &inner[skip.min(inner.len())..];
+            if name == "flock" && flag(args, &['c'], &["command"]) {
+                if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command")
+                    && let Some(s) = args.get(i + 1)
+                {
+                    inner_script(s, acc);
+                }
+                return true;
+            }
+            if inner.is_empty() {
+                acc.raise(Config, format!("`{name}` with no command to run"));
+            } else {
+                inner_command(inner, acc);
+            }
+        }
+        "nohup" => {
+            acc.raise(Low, "`nohup` writes nohup.out");
+            inner_command(args, acc);
+        }
+        "command" | "builtin" => {
+            if flag(args, &['v', 'V'], &[]) {
+                acc.raise(ReadOnly, format!("`{name} -v` looks a command up"));
+            } else {
+                inner_command(after_options(args, &[]), acc);
+            }
+        }
+        "exec" => {
+            acc.compound = true;
+            acc.raise(Config, "`exec` replaces the shell");
+            inner_command(after_options(args, &["-a"]), acc);
+        }
+        "eval" => {
+            acc.compound = true;
+            acc.raise(Config, "`eval` runs its arguments as shell code");
+            let script = a.join(" ");
+            shell::script(&script, acc);
+        }
+        "watch" => {
+            acc.raise(Low, "`watch` runs a command repeatedly");
+            let rest = after_options(args, &["-n", "--interval", "-d", "-q", "--equexit"]);
+            if !rest.is_empty() {
+                let script = lits(rest).join(" ");
+                shell::script(&script, acc);
+            }
+        }
+        "xargs" | "parallel" => {
+            acc.compound = true;
+            acc.raise(
+                Config,
+                format!("`{name}` runs a command on arguments read from input"),
+            );
+            let inner = after_options(
+                args,
+                &[
+                    "-a",
+                    "-d",
+                    "-E",
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-args",
+                    "--max-procs",
+                    "--max-lines",
+                    "--max-chars",
+                    "-j",
+                    "--jobs",
+                ],
+            );
+            if !inner.is_empty() {
+                inner_command(inner, acc);
+            }
+        }
+        "chroot" | "unshare" | "nsenter" | "systemd-run" | "firejail" | "bwrap" | "setpriv"
+        | "capsh" | "sg" | "newgrp" => {
+            acc.compound = true;
+            acc.raise(
+                Config,
+                format!("`{name}` runs a command in a changed context"),
+            );
+            let rest = operands(args);
+            if name == "chroot" && rest.len() > 1 {
+                inner_command(&args[args.len() - (rest.len() - 1)..], acc);
+            }
+        }
+        "ssh" => {
+            acc.raise(Config, "`ssh` runs commands on another host");
+            let rest = after_options(
+                args,
+                &[
+                    "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e",
+                    "-I", "-m", "-O", "-Q", "-S", "-W", "-w", "-B",
+                ],
+            );
+            if rest.len() > 1 {
+                let script = lits(&rest[1..]).join(" ");
+                shell::script(&script, acc);
+            }
+        }
+        n if INTERPRETERS.contains(&n) => interpreter(n, args, acc),
+        "source" | "." => {
+            acc.interprets = true;
+            acc.raise(Config, format!("`{name}` runs a script file in the shell"));
+        }
+        "export" | "unset" | "set" | "alias" | "unalias" | "shopt" | "umask" | "ulimit"
+        | "trap" | "readonly" | "declare" | "typeset" | "local" | "hash" | "shift" => {
+            acc.compound = true;
+            acc.raise(Low, format!("`{name}` changes the shell's own state"));
+        }
+
+        _ => return false,
+    }
+    true
+}
+
+pub(super) fn inner_command(words: &[Word], acc: &mut Acc) {
+    if words.is_empty() {
+        return;
+    }
+    if acc.depth > crate::risk::MAX_DEPTH {
+        acc.raise(Config, "commands nested too deep to inspect");
+        return;
+    }
+    acc.depth += 1;
+    simple(words, &Place::default(), &[], acc);
+    acc.depth -= 1;
+}
+
+fn inner_script(w: &Word, acc: &mut Acc) {
+    if w.dynamic {
+        // `sh -c "$(curl …)"` runs whatever the expansion printed.
+        acc.interprets = true;
+        acc.raise(Config, "a script that comes from an expansion");
+    }
+    shell::script(&w.lit, acc);
+}
+
+/// `sh -c '…'` and the like; a script file or standard input is not inspected.
+fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
+    acc.compound = true;
+    let shells = !matches!(
+        name,
+        "python"
+            | "python2"
+            | "python3"
+            | "perl"
+            | "ruby"
+            | "node"
+            | "nodejs"
+            | "php"
+            | "lua"
+            | "tclsh"
+            | "pwsh"
+            | "deno"
+            | "bun"
+    );
+    if name == "busybox"
+        && let Some((first, rest)) = args.split_first()
+        && !INTERPRETERS.contains(&first.lit.as_str())
+    {
+        command(&first.lit, rest, acc);
+        return;
+    }
+    let c = args.iter().position(|a| {
+        a.lit == "-c"
+            || (shells && a.lit.starts_with('-') && !a.lit.starts_with("--") && a.lit.contains('c'))
+    });
+    match c {
+        Some(i) if shells => {
+            acc.raise(Config, format!("`{name} -c` runs a shell script"));
+            if let Some(script) = args.get(i + 1) {
+                inner_script(script, acc);
+            }
+        }
+        _ if operands(args).iter().all(|o| *o == "-") => {
+            acc.interprets = true;
+            acc.raise(Config, format!("`{name}` runs code from its input"));
+        }
+        _ => acc.raise(
+            Config,
+            format!("`{name}` runs a program that is not inspected"),
+        ),
+    }
+}
