@@ -288,6 +288,23 @@ impl Stack {
         admin
     }
 
+    /// The first admin `root-admin` and a user `bob`, both logged in.
+    pub fn admin_and_user(&self) -> (web::Web, web::Web) {
+        let mut admin = self.admin();
+        let r = admin.post(
+            "/api/users",
+            serde_json::json!({"name": "bob", "password": ADMIN_PASSWORD, "role": "user"}),
+        );
+        assert_eq!(r.status, 201, "{r:?}");
+        let mut bob = web::Web::new(self.listen);
+        let r = bob.post(
+            "/api/login",
+            serde_json::json!({"name": "bob", "password": ADMIN_PASSWORD}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        (admin, bob)
+    }
+
     /// Waits until the output contains `needle` at least `count` times (output is relayed
     /// asynchronously); panics with the output after 10 s.
     pub fn wait_log(&self, needle: &str, count: usize) {
