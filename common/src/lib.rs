@@ -2,15 +2,12 @@
 //! principal metadata, and gRPC over Unix sockets. No daemon logic lives here.
 #![forbid(unsafe_code)]
 
-pub mod audit;
 pub mod config;
 pub mod daemon;
 pub mod grpc;
 pub mod paths;
 pub mod peer;
 pub mod principal;
-pub mod risk;
-pub mod store;
 pub mod telemetry;
 
 /// The Argos version every daemon reports.

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use argos_common::risk::{Class, Reason};
+use argos_risk::{Class, Reason};
 use serde::{Deserialize, Serialize};
 
 /// Default time an approval may wait: one hour.
@@ -80,10 +80,10 @@ pub struct Canonical {
 impl Canonical {
     /// The canonical JSON text (keys sorted) and its SHA-256.
     pub fn text_and_digest(&self) -> (String, String) {
-        let text = argos_common::audit::canonical(
+        let text = argos_store::audit::canonical(
             &serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
         );
-        let digest = argos_common::audit::sha256_hex(text.as_bytes());
+        let digest = argos_store::audit::sha256_hex(text.as_bytes());
         (text, digest)
     }
 }
@@ -268,7 +268,7 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: sqlx::SqlitePool,
-    audit: std::sync::Arc<argos_common::audit::Audit>,
+    audit: std::sync::Arc<argos_store::audit::Audit>,
 }
 
 fn row(r: &sqlx::sqlite::SqliteRow) -> Approval {
@@ -305,7 +305,7 @@ fn summary(a: &Approval) -> serde_json::Value {
 }
 
 impl Store {
-    pub fn new(pool: sqlx::SqlitePool, audit: std::sync::Arc<argos_common::audit::Audit>) -> Store {
+    pub fn new(pool: sqlx::SqlitePool, audit: std::sync::Arc<argos_store::audit::Audit>) -> Store {
         Store { pool, audit }
     }
 
@@ -406,7 +406,7 @@ impl Store {
         detail["request"] = serde_json::from_str(&request).unwrap_or_default();
         detail["purpose"] = a.purpose.clone().into();
         detail["reasons"] = serde_json::to_value(&a.reasons).unwrap_or_default();
-        t.append(&argos_common::audit::Entry::new(
+        t.append(&argos_store::audit::Entry::new(
             "approval.requested",
             actor,
             &id,
@@ -448,7 +448,7 @@ impl Store {
                 let mut detail = summary(&a);
                 detail["action"] = action.name().into();
                 detail["refused"] = refusal.to_string().into();
-                t.append(&argos_common::audit::Entry::new(
+                t.append(&argos_store::audit::Entry::new(
                     "approval.refused",
                     actor,
                     id,
@@ -502,7 +502,7 @@ impl Store {
         if !note.is_empty() {
             detail["note"] = note.into();
         }
-        t.append(&argos_common::audit::Entry::new(kind, actor, id, detail))
+        t.append(&argos_store::audit::Entry::new(kind, actor, id, detail))
             .await?;
         t.commit().await?;
         Ok(Approval { state: to, ..a })
@@ -681,7 +681,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(&dir.path().join("execd.db")).await.unwrap();
         let audit = std::sync::Arc::new(
-            argos_common::audit::Audit::open(ledger.pool().clone())
+            argos_store::audit::Audit::open(ledger.pool().clone())
                 .await
                 .unwrap(),
         );
@@ -695,7 +695,7 @@ mod tests {
             env: BTreeMap::new(),
             timeout_ms: None,
             run_as: "launch".into(),
-            stdin_sha256: argos_common::audit::sha256_hex(b""),
+            stdin_sha256: argos_store::audit::sha256_hex(b""),
         };
         let ask = |command: &str| NewApproval {
             class: Class::Destructive,
@@ -869,7 +869,7 @@ mod tests {
         let v = audit.verify().await.unwrap();
         assert_eq!(v.broken, None);
         let kinds: Vec<String> = audit
-            .list(&argos_common::audit::Filter {
+            .list(&argos_store::audit::Filter {
                 subject: Some(a.id.clone()),
                 limit: 50,
                 ..Default::default()

@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use argos_common::audit::{Entry, sha256_hex};
-use argos_common::risk::{self, Class, Command};
+use argos_risk::{self as risk, Class, Command};
+use argos_store::audit::{Entry, sha256_hex};
 
 use crate::approval::{Action, Approval, Canonical, NewApproval, Refusal, State, StoreError};
 use crate::launch::{InvalidRequest, LaunchRequest};

@@ -104,9 +104,9 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 }
 
 impl Ledger {
-    pub async fn open(path: &std::path::Path) -> Result<Ledger, argos_common::store::StoreError> {
+    pub async fn open(path: &std::path::Path) -> Result<Ledger, argos_store::StoreError> {
         Ok(Ledger {
-            pool: argos_common::store::open(path, &MIGRATOR).await?,
+            pool: argos_store::open(path, &MIGRATOR).await?,
         })
     }
 
@@ -119,7 +119,7 @@ impl Ledger {
     /// record, or `None` if it was already final.
     pub async fn finish(
         &self,
-        audit: &argos_common::audit::Audit,
+        audit: &argos_store::audit::Audit,
         id: &str,
         res: &LaunchResult,
     ) -> sqlx::Result<Option<Record>> {
@@ -153,7 +153,7 @@ impl Ledger {
             "teardown_complete": res.teardown.complete,
             "error": res.error,
         });
-        t.append(&argos_common::audit::Entry::new(
+        t.append(&argos_store::audit::Entry::new(
             "launch.outcome",
             "execd",
             id,
@@ -380,7 +380,7 @@ mod tests {
             },
             error: None,
         };
-        let audit = argos_common::audit::Audit::open(l.pool().clone())
+        let audit = argos_store::audit::Audit::open(l.pool().clone())
             .await
             .unwrap();
         l.finish(&audit, "02", &result).await.unwrap();

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use argos_common::audit::Audit;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
 use argos_common::grpc::Routes;
 use argos_execd::gate;
@@ -17,6 +16,7 @@ use argos_execd::manager::Manager;
 use argos_execd::profile::{HostPaths, Profiles};
 use argos_execd::service::{self, ExecService};
 use argos_execd::spec::Dimension;
+use argos_store::audit::Audit;
 
 /// The reserved uid range, checked: it must fit below the invalid uid (u32::MAX).
 fn launch_uid_range(c: &argos_common::config::ExecConfig) -> anyhow::Result<(u32, u32)> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use argos_common::audit::{Audit, Entry};
+use argos_store::audit::{Audit, Entry};
 
 use crate::approval::{self, Approval};
 use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};

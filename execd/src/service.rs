@@ -318,7 +318,7 @@ impl Exec for ExecService {
         req: Request<pb::ListAuditRequest>,
     ) -> Result<Response<pb::ListAuditResponse>, Status> {
         let r = req.into_inner();
-        let filter = argos_common::audit::Filter {
+        let filter = argos_store::audit::Filter {
             kind_prefix: (!r.kind_prefix.is_empty()).then_some(r.kind_prefix),
             subject: (!r.subject.is_empty()).then_some(r.subject),
             actor: None,

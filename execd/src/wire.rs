@@ -111,7 +111,7 @@ pub fn status_from(s: pb::ExecutionStatus) -> Option<LaunchStatus> {
 
 /// Classifies a command for `Classify`; a bad request is `INVALID_ARGUMENT` naming the field.
 pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::Status> {
-    use argos_common::risk::{self, Class, Command};
+    use argos_risk::{self as risk, Class, Command};
     let declared = match r.declared_risk.as_str() {
         "" => None,
         d => Some(
@@ -189,7 +189,7 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
     }
 }
 
-pub fn audit_record(r: &argos_common::audit::Record) -> pb::AuditRecord {
+pub fn audit_record(r: &argos_store::audit::Record) -> pb::AuditRecord {
     pb::AuditRecord {
         seq: r.seq,
         at_unix_ms: r.at_ms,

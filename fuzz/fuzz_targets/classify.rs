@@ -5,7 +5,7 @@
 //! escaping the classifier still reaches libFuzzer and fails the run.
 #![no_main]
 
-use argos_common::risk::{Class, Command, classify};
+use argos_risk::{Class, Command, classify};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(

@@ -166,7 +166,7 @@ impl Accounts {
         concurrent_hashes: usize,
         limits: SessionLimits,
     ) -> anyhow::Result<Accounts> {
-        let pool = argos_common::store::open(path, &MIGRATOR).await?;
+        let pool = argos_store::open(path, &MIGRATOR).await?;
         // OWASP's argon2id minimum: m = 19 MiB, t = 2, p = 1.
         let params = argon2::Params::new(19 * 1024, 2, 1, None)
             .map_err(|e| anyhow::anyhow!("argon2 parameters: {e}"))?;

@@ -88,7 +88,7 @@ fn main() -> ExitCode {
             allowed_origins: g.allowed_origins.clone(),
         };
         let audit = std::sync::Arc::new(
-            argos_common::audit::Audit::open(accounts.pool().clone())
+            argos_store::audit::Audit::open(accounts.pool().clone())
                 .await
                 .context("opening the audit trail")?,
         );

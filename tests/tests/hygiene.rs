@@ -6,20 +6,11 @@ fn cargo() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-/// The privileged daemon links no web stack, MCP or HTTP client: less code running as root.
-#[test]
-fn execd_dependency_tree_has_no_web_stack() {
+/// The crates `package` links in normal builds, one name per line (`cargo tree`).
+fn normal_deps(package: &str) -> Vec<String> {
     let out = Command::new(cargo())
         .args([
-            "tree",
-            "--locked",
-            "-p",
-            "argos-execd",
-            "-e",
-            "normal",
-            "--prefix",
-            "none",
-            "--format",
+            "tree", "--locked", "-p", package, "-e", "normal", "--prefix", "none", "--format",
             "{p}",
         ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -31,20 +22,65 @@ fn execd_dependency_tree_has_no_web_stack() {
         String::from_utf8_lossy(&out.stderr)
     );
     let tree = String::from_utf8_lossy(&out.stdout);
-    assert!(tree.contains("argos-execd"), "{tree}");
-    for banned in [
-        "axum",
-        "tower-http",
-        "rmcp",
-        "reqwest",
-        "hyper-rustls",
-        "argon2",
-    ] {
-        let hit: Vec<&str> = tree
-            .lines()
-            .filter(|l| l.split_whitespace().next() == Some(banned))
-            .collect();
-        assert!(hit.is_empty(), "argos-execd depends on {banned}: {hit:?}");
+    let names: Vec<String> = tree
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    assert!(names.iter().any(|n| n == package), "{tree}");
+    names
+}
+
+fn assert_links_none(package: &str, banned: &[&str]) {
+    let deps = normal_deps(package);
+    for b in banned {
+        assert!(
+            !deps.iter().any(|d| d == b),
+            "{package} depends on {b}: {deps:?}"
+        );
+    }
+}
+
+/// The privileged daemon links no web stack, MCP or HTTP client: less code running as root.
+#[test]
+fn execd_dependency_tree_has_no_web_stack() {
+    assert_links_none(
+        "argos-execd",
+        &[
+            "axum",
+            "tower-http",
+            "rmcp",
+            "reqwest",
+            "hyper-rustls",
+            "argon2",
+        ],
+    );
+}
+
+/// The risk classifier is pure: the fuzz target and anything else that classifies link no
+/// runtime, transport or database. The shared plumbing holds no storage, and each daemon
+/// links only the parts it uses.
+#[test]
+fn each_crate_links_only_what_it_uses() {
+    assert_links_none(
+        "argos-risk",
+        &[
+            "tokio",
+            "tonic",
+            "prost",
+            "sqlx",
+            "argos-proto",
+            "argos-common",
+        ],
+    );
+    assert_links_none("argos-store", &["tonic", "argos-proto", "argos-common"]);
+    assert_links_none("argos-common", &["sqlx", "argos-risk", "argos-store"]);
+    assert_links_none(
+        "argos-gatewayd",
+        &["argos-risk", "landlock", "seccompiler", "caps"],
+    );
+    for daemon in ["argos-mcpd", "argos-jobd", "argos-ctl"] {
+        assert_links_none(daemon, &["argos-risk", "argos-store", "sqlx"]);
     }
 }
 
@@ -55,6 +91,8 @@ fn unsafe_is_forbidden_outside_execd() {
     for krate in [
         "proto/src/lib.rs",
         "common/src/lib.rs",
+        "common/risk/src/lib.rs",
+        "common/store/src/lib.rs",
         "gatewayd/src/main.rs",
         "mcpd/src/main.rs",
         "jobd/src/main.rs",

@@ -1,7 +1,7 @@
 //! The risk gate for people and agents: agents' runs (`POST /api/agent/run`), approvals
 //! (list, get, decide) and the audit trails (execd's and the gateway's, merged; verified).
 
-use argos_common::audit::Entry;
+use argos_store::audit::Entry;
 
 use super::*;
 
@@ -182,7 +182,7 @@ pub struct AuditQuery {
     limit: Option<u32>,
 }
 
-fn audit_json(source: &str, r: &argos_common::audit::Record) -> serde_json::Value {
+fn audit_json(source: &str, r: &argos_store::audit::Record) -> serde_json::Value {
     json!({
         "source": source,
         "seq": r.seq,
@@ -230,7 +230,7 @@ pub async fn audit(
         .records;
     let gateway = api
         .audit
-        .list(&argos_common::audit::Filter {
+        .list(&argos_store::audit::Filter {
             kind_prefix: q.kind,
             subject: q.subject,
             actor: None,
@@ -242,7 +242,7 @@ pub async fn audit(
     let mut records: Vec<(i64, serde_json::Value)> = execd
         .iter()
         .map(|r| {
-            let rec = argos_common::audit::Record {
+            let rec = argos_store::audit::Record {
                 seq: r.seq,
                 at_ms: r.at_unix_ms,
                 kind: r.kind.clone(),

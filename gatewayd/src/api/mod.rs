@@ -87,7 +87,7 @@ pub struct Api {
     /// How long a streamed workload outlives its client before it is killed.
     pub resume_grace: Duration,
     /// The gateway's audit trail (logins, accounts, tokens, decisions), in its database.
-    pub audit: Arc<argos_common::audit::Audit>,
+    pub audit: Arc<argos_store::audit::Audit>,
     /// Web terminals' WebSocket tickets, and how long one is valid.
     pub tickets: Tickets,
     pub ticket_ttl: Duration,

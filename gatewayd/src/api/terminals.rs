@@ -55,14 +55,14 @@ impl Tickets {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         map.retain(|_, t| t.expires > now);
-        map.insert(argos_common::audit::sha256_hex(secret.as_bytes()), t);
+        map.insert(argos_store::audit::sha256_hex(secret.as_bytes()), t);
         secret
     }
 
     /// Takes a ticket (whatever the outcome, it cannot be used again).
     fn take(&self, secret: &str) -> Option<Ticket> {
         let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.remove(&argos_common::audit::sha256_hex(secret.as_bytes()))
+        map.remove(&argos_store::audit::sha256_hex(secret.as_bytes()))
     }
 }
 
@@ -72,7 +72,7 @@ fn credential(caller: &Caller, headers: &HeaderMap) -> String {
         Via::Cookie(s) => s.clone(),
         Via::Bearer(_) => bearer(headers).unwrap_or_default().to_string(),
     };
-    argos_common::audit::sha256_hex(secret.as_bytes())
+    argos_store::audit::sha256_hex(secret.as_bytes())
 }
 
 /// A terminal to open.

@@ -1,6 +1,6 @@
 //! argos-bench-risk: the risk classifier's throughput beside its floor, in one run.
 //!
-//! Classifies every command of the labeled corpus (`common/src/risk/corpus.tsv`) over and
+//! Classifies every command of the labeled corpus (`common/risk/src/corpus.tsv`) over and
 //! over on one thread and prints commands per second, beside the same commands only
 //! tokenized and parsed by brush-parser (a bash parser in Rust: what reading a command
 //! costs elsewhere; the classifier reads them with its own lexer and judges them too), as
@@ -9,10 +9,10 @@
 
 use std::time::{Duration, Instant};
 
-use argos_common::risk::{Command, classify};
+use argos_risk::{Command, classify};
 use argos_tests::measure::median;
 
-const CORPUS: &str = include_str!("../../../common/src/risk/corpus.tsv");
+const CORPUS: &str = include_str!("../../../common/risk/src/corpus.tsv");
 
 fn commands() -> Vec<String> {
     CORPUS

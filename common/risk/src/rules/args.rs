@@ -1,8 +1,8 @@
 //! Reading a command's arguments: options (alone, clustered, long), operands, what a
 //! wrapper's options take, and arguments that come from expansions.
 
-use crate::risk::shell::Word;
-use crate::risk::{Acc, Class};
+use crate::shell::Word;
+use crate::{Acc, Class};
 
 use Class::ConfigMutation as Config;
 

@@ -2,8 +2,8 @@
 //! and SQL or key-value commands that destroy data.
 
 use super::args::{dynamic, flag, lits, operands};
-use crate::risk::shell::Word;
-use crate::risk::{Acc, Class};
+use crate::shell::Word;
+use crate::{Acc, Class};
 
 use Class::{ConfigMutation as Config, ReadOnly};
 

@@ -5,8 +5,8 @@
 use super::args::{after_options, flag, lits, operands};
 use super::names::INTERPRETERS;
 use super::{command, is_assignment, simple};
-use crate::risk::shell::{self, Place, Word};
-use crate::risk::{Acc, Class};
+use crate::shell::{self, Place, Word};
+use crate::{Acc, Class};
 
 use Class::{ConfigMutation as Config, ReadOnly, ReversibleLow as Low};
 
@@ -198,7 +198,7 @@ pub(super) fn inner_command(words: &[Word], acc: &mut Acc) {
     if words.is_empty() {
         return;
     }
-    if acc.depth > crate::risk::MAX_DEPTH {
+    if acc.depth > crate::MAX_DEPTH {
         acc.raise(Config, "commands nested too deep to inspect");
         return;
     }

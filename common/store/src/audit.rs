@@ -377,7 +377,7 @@ mod tests {
 
     async fn trail(dir: &std::path::Path) -> (Audit, SqlitePool) {
         static NONE: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
-        let pool = crate::store::open(&dir.join("t.db"), &NONE).await.unwrap();
+        let pool = crate::open(&dir.join("t.db"), &NONE).await.unwrap();
         (Audit::open(pool.clone()).await.unwrap(), pool)
     }
 

@@ -1,5 +1,9 @@
-//! Each daemon's own SQLite database (WAL, embedded migrations) in its private state dir.
-//! No daemon opens another's: data crosses boundaries only through gRPC.
+//! Each daemon's own SQLite database (WAL, embedded migrations) in its private state dir,
+//! and the audit trail kept in it ([`audit`]). No daemon opens another's: data crosses
+//! boundaries only through gRPC.
+#![forbid(unsafe_code)]
+
+pub mod audit;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

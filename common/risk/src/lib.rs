@@ -17,6 +17,7 @@
 //!   fork bomb, writes to block devices, …) are `destructive`; anything unknown is
 //!   `config_mutation`.
 //! - A declared risk can only raise the class, never lower it.
+#![forbid(unsafe_code)]
 
 mod lex;
 mod rules;

@@ -3,8 +3,8 @@
 
 use super::args::{after_options, flag, lits, operands};
 use super::wrappers::inner_command;
-use crate::risk::shell::Word;
-use crate::risk::{Acc, Class};
+use crate::shell::Word;
+use crate::{Acc, Class};
 
 use Class::{ConfigMutation as Config, Destructive, ReadOnly, ReversibleLow as Low};
 
