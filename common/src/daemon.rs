@@ -1,13 +1,15 @@
 //! The start-up and shut-down sequence every daemon follows, in order:
 //!
-//! 1. parse arguments; read the config file and the `ARGOS_*` environment once;
-//!    report every bad key and exit 2 (`--print-config` / `--check-config` stop here);
+//! 1. parse arguments; read the config file and the `ARGOS_*` environment once, then
+//!    the daemon's own checks ([`Spec::validate`]); report every problem together and
+//!    exit 2 (`--print-config` / `--check-config` stop here);
 //! 2. build the peer table (names resolved; shared uids refused unless insecure on purpose);
 //! 3. refuse to run as root (or with any capability) when the daemon is unprivileged;
 //! 4. start logging; say loudly if the run is insecure;
 //! 5. prepare the private state dir (mode 0700, owned by us);
 //! 6. bind `<runtime_dir>/<daemon>.sock` (stale socket removed, mode and group set);
-//! 7. serve the daemon's routes + health + reflection behind peer authorization;
+//! 7. serve the daemon's routes + `argos.common.v1.Daemon` (its `Status`) + health +
+//!    reflection behind peer authorization, and its background tasks ([`Context::every`]);
 //! 8. on SIGTERM/SIGINT: report NOT_SERVING, let open calls finish within the grace
 //!    period, stop background tasks, remove the socket, exit 0.
 
@@ -44,6 +46,27 @@ pub struct Spec {
     /// Short name: `execd`, `mcpd`, `jobd`, `gatewayd`; names the socket and state dir.
     pub name: &'static str,
     pub privilege: Privilege,
+    /// The daemon's own checks of the parsed config, beyond what the schema says: every
+    /// problem, each naming its key. Run before anything is bound, with `--check-config`
+    /// too; any problem is exit 2.
+    pub validate: fn(&Config) -> Vec<String>,
+}
+
+impl Spec {
+    /// A daemon with no checks of its own beyond the config schema.
+    pub const fn new(name: &'static str, privilege: Privilege) -> Spec {
+        Spec {
+            name,
+            privilege,
+            validate: |_| Vec::new(),
+        }
+    }
+
+    /// The daemon's own config checks (see [`Spec::validate`]).
+    pub const fn validate(mut self, validate: fn(&Config) -> Vec<String>) -> Spec {
+        self.validate = validate;
+        self
+    }
 }
 
 /// Who this daemon is; answers every service's `Status` RPC.
@@ -88,16 +111,6 @@ impl DaemonIdentity {
     }
 }
 
-/// Answers a `Status` call: the daemon's identity and the caller the peer layer resolved.
-pub fn status_response<T>(
-    identity: &DaemonIdentity,
-    req: &tonic::Request<T>,
-) -> Result<tonic::Response<pb::DaemonStatus>, tonic::Status> {
-    Ok(tonic::Response::new(
-        identity.status(req.extensions().get::<Caller>()),
-    ))
-}
-
 /// The role a proto value names (`None` for unspecified or unknown values).
 pub fn role_from_proto(value: i32) -> Option<PeerRole> {
     match pb::PeerRole::try_from(value).ok()? {
@@ -136,14 +149,103 @@ impl Context {
         let mut rx = self.shutdown.clone();
         let _ = rx.wait_for(|stop| *stop).await;
     }
+
+    /// A background task that runs `tick` at once and then every `period` until the
+    /// daemon stops; a tick in progress when the stop comes finishes first. A tick that
+    /// fails is logged under `what` and the next one runs on time.
+    pub fn every<F, Fut>(&self, what: &'static str, period: Duration, mut tick: F) -> Task
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        let ctx = self.clone();
+        Box::pin(async move {
+            loop {
+                if let Err(e) = tick().await {
+                    tracing::error!(
+                        task = what,
+                        error = format!("{e:#}"),
+                        "periodic task failed"
+                    );
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(period) => {}
+                    _ = ctx.shutdown() => return Ok(()),
+                }
+            }
+        })
+    }
+
+    /// A background task that runs `f` once the daemon is stopping.
+    pub fn on_shutdown<Fut>(&self, f: impl FnOnce() -> Fut + Send + 'static) -> Task
+    where
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let ctx = self.clone();
+        Box::pin(async move {
+            ctx.shutdown().await;
+            f().await;
+            Ok(())
+        })
+    }
 }
 
+/// A background task of a daemon: it must finish soon after [`Context::shutdown`] resolves.
+pub type Task = BoxFuture<'static, anyhow::Result<()>>;
+
 /// What a daemon serves: its gRPC routes and who may call each method, plus any
-/// background tasks (each must finish soon after [`Context::shutdown`] resolves).
+/// background tasks. `argos.common.v1.Daemon` (`Status`), health and reflection are added
+/// by the skeleton for every daemon.
 pub struct Serve {
     pub routes: Routes,
     pub policy: MethodPolicy,
-    pub background: Vec<BoxFuture<'static, anyhow::Result<()>>>,
+    pub background: Vec<Task>,
+}
+
+impl Serve {
+    /// One tonic service, with who may call each of its methods.
+    pub fn new<S>(service: S, policy: MethodPolicy) -> Serve
+    where
+        S: tower_service::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<tonic::body::Body>,
+                Error = std::convert::Infallible,
+            > + tonic::server::NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        Serve {
+            routes: Routes::new().route(service),
+            policy,
+            background: Vec::new(),
+        }
+    }
+
+    /// Adds a background task.
+    pub fn with_task(mut self, task: Task) -> Serve {
+        self.background.push(task);
+        self
+    }
+}
+
+/// `argos.common.v1.Daemon`: the same on every socket.
+struct DaemonService {
+    identity: Arc<DaemonIdentity>,
+}
+
+#[tonic::async_trait]
+impl pb::daemon_server::Daemon for DaemonService {
+    async fn status(
+        &self,
+        req: tonic::Request<pb::StatusRequest>,
+    ) -> Result<tonic::Response<pb::DaemonStatus>, tonic::Status> {
+        Ok(tonic::Response::new(
+            self.identity.status(req.extensions().get::<Caller>()),
+        ))
+    }
 }
 
 /// Command-line flags every daemon accepts.
@@ -251,6 +353,11 @@ where
         Ok(c) => c,
         Err(e) => return fail(&e.to_string()),
     };
+    let problems = (spec.validate)(&config);
+    if !problems.is_empty() {
+        let lines: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
+        return fail(&format!("invalid configuration:\n{}", lines.join("\n")));
+    }
     if args.print_config {
         print!("{}", config::render_effective(&effective));
         return ExitCode::SUCCESS;
@@ -380,8 +487,19 @@ where
             .set_service_status(name, ServingStatus::Serving)
             .await;
     }
+    let daemon_svc = pb::daemon_server::DaemonServer::new(DaemonService {
+        identity: identity.clone(),
+    });
+    let daemon_name =
+        <pb::daemon_server::DaemonServer<DaemonService> as tonic::server::NamedService>::NAME;
+    reflect_v1 = reflect_v1.with_service_name(daemon_name);
+    reflect_v1a = reflect_v1a.with_service_name(daemon_name);
+    health
+        .set_service_status(daemon_name, ServingStatus::Serving)
+        .await;
     let routes = served
         .routes
+        .route(daemon_svc)
         .route(health_svc)
         .route(reflect_v1.build_v1().context("building reflection v1")?)
         .route(
@@ -389,9 +507,10 @@ where
                 .build_v1alpha()
                 .context("building reflection v1alpha")?,
         );
-    // Health and reflection are for every known peer; unknown peers get nothing.
+    // Status, health and reflection are for every known peer; unknown peers get nothing.
     let policy = served
         .policy
+        .service(daemon_name, RoleSet::all())
         .service("grpc.health.v1.Health", RoleSet::all())
         .service("grpc.reflection.v1.ServerReflection", RoleSet::all())
         .service("grpc.reflection.v1alpha.ServerReflection", RoleSet::all());
@@ -533,6 +652,64 @@ mod tests {
                 .contains("--bogus")
         );
         assert!(parse_args(&os(&["--config"])).is_err());
+    }
+
+    fn context() -> (Context, tokio::sync::watch::Sender<bool>) {
+        let config = Config::parse(&Source::default()).unwrap();
+        let peers = PeerTable::from_config(&config.peers, &SystemNames).unwrap();
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let ctx = Context {
+            config: Arc::new(config),
+            peers: Arc::new(peers),
+            identity: Arc::new(DaemonIdentity {
+                name: "test",
+                pid: 1,
+                uid: 1,
+                started_at: SystemTime::now(),
+                insecure_shared_uid: false,
+            }),
+            state_dir: PathBuf::from("/nonexistent"),
+            shutdown: rx,
+        };
+        (ctx, tx)
+    }
+
+    /// `every` ticks at once and then on its period, goes on after a failed tick, and
+    /// ends at the stop; `on_shutdown` runs only then.
+    #[tokio::test]
+    async fn periodic_tasks_tick_survive_failures_and_stop_with_the_daemon() {
+        let (ctx, stop) = context();
+        let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let t = ticks.clone();
+        let task = ctx.every("test", Duration::from_millis(20), move || {
+            let n = t.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                anyhow::ensure!(n != 1, "the second tick fails");
+                Ok(())
+            }
+        });
+        let drained = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = drained.clone();
+        let last = ctx.on_shutdown(move || async move {
+            d.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let (task, last) = (tokio::spawn(task), tokio::spawn(last));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while ticks.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "ticks stopped after a failure"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(!drained.load(std::sync::atomic::Ordering::SeqCst));
+        stop.send(true).unwrap();
+        task.await.unwrap().unwrap();
+        last.await.unwrap().unwrap();
+        assert!(drained.load(std::sync::atomic::Ordering::SeqCst));
+        let at_stop = ticks.load(std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(ticks.load(std::sync::atomic::Ordering::SeqCst), at_stop);
     }
 
     #[test]

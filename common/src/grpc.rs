@@ -356,7 +356,7 @@ pub fn with_principal<T>(
     req
 }
 
-/// The daemons whose sockets carry a `Status` RPC.
+/// The Argos daemons, each with its socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Daemon {
     Execd,
@@ -389,36 +389,15 @@ impl Daemon {
     pub fn from_name(name: &str) -> Option<Daemon> {
         Daemon::ALL.into_iter().find(|d| d.name() == name)
     }
+}
 
-    /// Calls this daemon's `Status` RPC over `channel`.
-    pub async fn status(
-        self,
-        channel: tonic::transport::Channel,
-        req: tonic::Request<argos_proto::common::v1::StatusRequest>,
-    ) -> Result<argos_proto::common::v1::DaemonStatus, tonic::Status> {
-        use argos_proto::{exec, gateway, job, mcp};
-        let resp = match self {
-            Daemon::Execd => {
-                exec::v1::exec_client::ExecClient::new(channel)
-                    .status(req)
-                    .await
-            }
-            Daemon::Mcpd => {
-                mcp::v1::mcp_client::McpClient::new(channel)
-                    .status(req)
-                    .await
-            }
-            Daemon::Jobd => {
-                job::v1::job_client::JobClient::new(channel)
-                    .status(req)
-                    .await
-            }
-            Daemon::Gatewayd => {
-                gateway::v1::gateway_client::GatewayClient::new(channel)
-                    .status(req)
-                    .await
-            }
-        };
-        resp.map(tonic::Response::into_inner)
-    }
+/// Calls `argos.common.v1.Daemon/Status` (served on every Argos socket) over `channel`.
+pub async fn daemon_status(
+    channel: tonic::transport::Channel,
+    req: tonic::Request<argos_proto::common::v1::StatusRequest>,
+) -> Result<argos_proto::common::v1::DaemonStatus, tonic::Status> {
+    argos_proto::common::v1::daemon_client::DaemonClient::new(channel)
+        .status(req)
+        .await
+        .map(tonic::Response::into_inner)
 }

@@ -164,7 +164,7 @@ async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
         let d = daemon.name();
         let ch = argos_common::grpc::unix_channel(&runtime_dir.join(format!("{d}.sock")))?;
         let req = tonic::Request::new(StatusRequest {});
-        let fut = daemon.status(ch, req);
+        let fut = argos_common::grpc::daemon_status(ch, req);
         match tokio::time::timeout(Duration::from_secs(3), fut).await {
             Ok(Ok(s)) => print_status(d, &s),
             Ok(Err(s)) => {

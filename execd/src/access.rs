@@ -24,7 +24,6 @@ pub fn policy() -> MethodPolicy {
         PeerRole::Mcp,
     ]);
     MethodPolicy::new()
-        .method(m("Status"), RoleSet::all())
         .method(m("Profiles"), RoleSet::of(&admin))
         .method(
             m("Run"),

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use argos_common::config::{Config, ExecConfig};
 use argos_common::daemon::{self, Privilege, Serve, Spec};
-use argos_common::grpc::Routes;
 use argos_execd::gate;
 use argos_execd::launch::{Launcher, OutputLimits};
 use argos_execd::ledger::Ledger;
@@ -18,24 +18,41 @@ use argos_execd::service::{self, ExecService};
 use argos_execd::spec::Dimension;
 use argos_store::audit::Audit;
 
-/// The reserved uid range, checked: it must fit below the invalid uid (u32::MAX).
-fn launch_uid_range(c: &argos_common::config::ExecConfig) -> anyhow::Result<(u32, u32)> {
-    let end = c.launch_uid_base.checked_add(c.launch_uid_count);
-    anyhow::ensure!(
-        c.launch_uid_count > 0
-            && end.is_some_and(|e| e < u64::from(u32::MAX))
-            && c.launch_uid_base > 65535,
-        "exec.launch_uid_base/launch_uid_count must describe a non-empty range above 65535 and below 4294967295"
-    );
-    Ok((c.launch_uid_base as u32, c.launch_uid_count as u32))
+/// execd's own checks of the config, all reported together before anything is bound.
+fn validate(c: &Config) -> Vec<String> {
+    let e = &c.exec;
+    let mut problems = Vec::new();
+    if launch_uid_range(e).is_none() {
+        problems.push(format!(
+            "exec.launch_uid_base/launch_uid_count ({}, {}) must describe a non-empty range above 65535 and below 4294967295",
+            e.launch_uid_base, e.launch_uid_count
+        ));
+    }
+    if e.warm_shims > MAX_WARM_SHIMS {
+        problems.push(format!(
+            "exec.warm_shims is {}; at most {MAX_WARM_SHIMS} shims per profile may wait",
+            e.warm_shims
+        ));
+    }
+    if e.approval_ttl_s == 0 {
+        problems
+            .push("exec.approval_ttl_s is 0; an approval must have time to be decided".to_string());
+    }
+    problems
+}
+
+const MAX_WARM_SHIMS: u64 = 64;
+
+/// The reserved uid range: it must fit below the invalid uid (u32::MAX).
+fn launch_uid_range(c: &ExecConfig) -> Option<(u32, u32)> {
+    let end = c.launch_uid_base.checked_add(c.launch_uid_count)?;
+    (c.launch_uid_count > 0 && end < u64::from(u32::MAX) && c.launch_uid_base > 65535)
+        .then_some((c.launch_uid_base as u32, c.launch_uid_count as u32))
 }
 
 fn main() -> ExitCode {
     argos_execd::sys::raw::keep_large_buffers();
-    let spec = Spec {
-        name: "execd",
-        privilege: Privilege::MayBeRoot,
-    };
+    let spec = Spec::new("execd", Privilege::MayBeRoot).validate(validate);
     daemon::run(spec, |ctx| async move {
         let profiles = Profiles::builtin().map_err(anyhow::Error::msg)?;
         let exe = std::env::current_exe().context("locating argos-execd")?;
@@ -71,15 +88,11 @@ fn main() -> ExitCode {
             },
             grace_ms: 2000,
             terminal_detach_ttl_ms: ctx.config.exec.terminal_detach_ttl_s.saturating_mul(1000),
-            launch_uids: launch_uid_range(&ctx.config.exec)?,
+            launch_uids: launch_uid_range(&ctx.config.exec).context("exec.launch_uid_base")?,
         };
         launcher.check_work_root().map_err(anyhow::Error::msg)?;
         launcher.ensure_dirs()?;
         let warm_shims = ctx.config.exec.warm_shims;
-        anyhow::ensure!(
-            warm_shims <= 64,
-            "exec.warm_shims is {warm_shims}; at most 64 shims per profile may wait"
-        );
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
         let audit = Arc::new(
             Audit::open(ledger.pool().clone())
@@ -87,10 +100,6 @@ fn main() -> ExitCode {
                 .context("opening the audit trail")?,
         );
         let approval_ttl_s = ctx.config.exec.approval_ttl_s;
-        anyhow::ensure!(
-            approval_ttl_s > 0,
-            "exec.approval_ttl_s is 0; an approval must have time to be decided"
-        );
         let manager = Manager::new(launcher, ledger, audit, warm_shims as usize, approval_ttl_s);
         manager
             .reconcile()
@@ -101,56 +110,38 @@ fn main() -> ExitCode {
             .context("resuming approvals after start")?;
         manager.pool.fill();
         let svc = ExecService {
-            identity: ctx.identity.clone(),
             manager: manager.clone(),
         };
-        let sweeper = {
-            let (manager, stop, retention_s) =
-                (manager.clone(), ctx.clone(), ctx.config.exec.retention_s);
-            async move {
-                if retention_s == 0 {
-                    return Ok(());
+        let mut serve = Serve::new(service::server(svc), argos_execd::access::policy());
+        let retention_s = ctx.config.exec.retention_s;
+        if retention_s > 0 {
+            // Finished launches' files go after the retention: checked at start, then
+            // every half retention (between 1 s and 10 min).
+            let retention = Duration::from_secs(retention_s);
+            let every = (retention / 2).clamp(Duration::from_secs(1), Duration::from_secs(600));
+            let m = manager.clone();
+            serve = serve.with_task(ctx.every("retention sweep", every, move || {
+                let m = m.clone();
+                async move {
+                    m.sweep(retention).await;
+                    Ok(())
                 }
-                let retention = Duration::from_secs(retention_s);
-                // Sweep at start, then every half retention (between 1 s and 10 min).
-                let every = (retention / 2).clamp(Duration::from_secs(1), Duration::from_secs(600));
-                loop {
-                    manager.sweep(retention).await;
-                    tokio::select! {
-                        _ = tokio::time::sleep(every) => {}
-                        _ = stop.shutdown() => return Ok(()),
-                    }
-                }
-            }
-        };
+            }));
+        }
         // Approvals past their time expire (their executions are rejected) within 5 s.
-        let expiry = {
-            let (manager, stop) = (manager.clone(), ctx.clone());
-            async move {
-                loop {
-                    if let Err(e) = gate::sweep(&manager).await {
-                        tracing::error!(error = %e, "expiring approvals");
-                    }
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                        _ = stop.shutdown() => return Ok(()),
-                    }
+        let m = manager.clone();
+        serve = serve.with_task(
+            ctx.every("approval expiry", Duration::from_secs(5), move || {
+                let m = m.clone();
+                async move {
+                    gate::sweep(&m)
+                        .await
+                        .map(drop)
+                        .context("expiring approvals")
                 }
-            }
-        };
+            }),
+        );
         // On stop, the warm shims end with execd rather than a moment after it.
-        let drain = {
-            let (manager, stop) = (manager.clone(), ctx.clone());
-            async move {
-                stop.shutdown().await;
-                manager.pool.drain().await;
-                Ok(())
-            }
-        };
-        Ok(Serve {
-            routes: Routes::new().route(service::server(svc)),
-            policy: argos_execd::access::policy(),
-            background: vec![Box::pin(sweeper), Box::pin(expiry), Box::pin(drain)],
-        })
+        Ok(serve.with_task(ctx.on_shutdown(move || async move { manager.pool.drain().await })))
     })
 }

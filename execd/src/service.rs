@@ -4,10 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use argos_common::daemon::{self, DaemonIdentity};
 use argos_common::peer::PeerRole;
 use argos_common::principal::Caller;
-use argos_proto::common::v1::{DaemonStatus, StatusRequest};
 use argos_proto::exec::v1 as pb;
 use argos_proto::exec::v1::exec_server::{Exec, ExecServer};
 use tokio_stream::wrappers::ReceiverStream;
@@ -23,7 +21,6 @@ use crate::spec::Need;
 use crate::wire;
 
 pub struct ExecService {
-    pub identity: Arc<DaemonIdentity>,
     pub manager: Arc<Manager>,
 }
 
@@ -155,10 +152,6 @@ type WatchStream = ReceiverStream<Result<pb::WatchEvent, Status>>;
 
 #[tonic::async_trait]
 impl Exec for ExecService {
-    async fn status(&self, req: Request<StatusRequest>) -> Result<Response<DaemonStatus>, Status> {
-        daemon::status_response(&self.identity, &req)
-    }
-
     async fn classify(
         &self,
         req: Request<pb::ClassifyRequest>,

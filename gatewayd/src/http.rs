@@ -196,7 +196,12 @@ pub struct StackView {
 
 async fn call_status(daemon: Daemon, ch: Channel) -> DaemonView {
     let req = tonic::Request::new(StatusRequest {});
-    match tokio::time::timeout(Duration::from_secs(2), daemon.status(ch, req)).await {
+    match tokio::time::timeout(
+        Duration::from_secs(2),
+        argos_common::grpc::daemon_status(ch, req),
+    )
+    .await
+    {
         Ok(Ok(status)) => DaemonView::from_status(status),
         Ok(Err(status)) => {
             let daemon = daemon.name();

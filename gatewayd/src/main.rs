@@ -1,8 +1,9 @@
 //! argos-gatewayd: the only HTTP listener. Unprivileged; it runs no process and opens
 //! nothing outside its own state dir: all work goes to the other daemons over gRPC.
 //!
-//! So far it serves its identity on its inspection socket and, over HTTP, a status page
-//! and `/api/status`, built from each daemon's `Status` RPC.
+//! Its inspection socket serves what the daemon skeleton gives every socket (`Status`,
+//! health, reflection); over HTTP it serves the API, the web UI and `/api/status`, built
+//! from each daemon's `Status`.
 #![forbid(unsafe_code)]
 
 mod accounts;
@@ -13,111 +14,93 @@ mod throttle;
 mod views;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use argos_common::daemon::{self, DaemonIdentity, Privilege, Serve, Spec};
-use argos_common::grpc::Routes;
-use argos_common::peer::{MethodPolicy, RoleSet};
-use argos_proto::common::v1::{DaemonStatus, StatusRequest};
+use argos_common::daemon::{self, Privilege, Serve, Spec};
+use argos_common::peer::MethodPolicy;
 use argos_proto::gateway::v1::gateway_server::{Gateway, GatewayServer};
-use tonic::server::NamedService;
-use tonic::{Request, Response, Status};
 
-struct GatewayService {
-    identity: Arc<DaemonIdentity>,
-}
+struct GatewayService;
 
-#[tonic::async_trait]
-impl Gateway for GatewayService {
-    async fn status(&self, req: Request<StatusRequest>) -> Result<Response<DaemonStatus>, Status> {
-        daemon::status_response(&self.identity, &req)
-    }
-}
+impl Gateway for GatewayService {}
 
 fn main() -> ExitCode {
-    let spec = Spec {
-        name: "gatewayd",
-        privilege: Privilege::Unprivileged,
-    };
-    daemon::run(spec, |ctx| async move {
-        let listen = ctx.config.gateway.listen;
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("binding HTTP listener {listen}"))?;
-        let bound = listener
-            .local_addr()
-            .context("reading HTTP listener address")?;
-        tracing::info!(url = %format!("http://{bound}/"), "HTTP listening");
-        let service = GatewayServer::new(GatewayService {
-            identity: ctx.identity.clone(),
-        });
-        let name = <GatewayServer<GatewayService> as NamedService>::NAME;
-        let g = &ctx.config.gateway;
-        let accounts = accounts::Accounts::open(
-            &ctx.state_dir.join("gateway.db"),
-            g.max_concurrent_hashes as usize,
-            accounts::SessionLimits {
-                idle: std::time::Duration::from_secs(g.session_idle_s),
-                absolute: std::time::Duration::from_secs(g.session_max_s),
-            },
-        )
-        .await?;
-        // First start: a one-time link creates the first admin.
-        if let Some(link) = accounts
-            .new_setup_link(std::time::Duration::from_secs(15 * 60))
-            .await?
-        {
-            tracing::warn!(
-                url = %format!("http://{bound}/setup#{link}"),
-                "no account yet: open this link within 15 minutes to create the first admin (it works once)"
+    daemon::run(
+        Spec::new("gatewayd", Privilege::Unprivileged),
+        |ctx| async move {
+            let listen = ctx.config.gateway.listen;
+            let listener = tokio::net::TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("binding HTTP listener {listen}"))?;
+            let bound = listener
+                .local_addr()
+                .context("reading HTTP listener address")?;
+            tracing::info!(url = %format!("http://{bound}/"), "HTTP listening");
+            let g = &ctx.config.gateway;
+            let accounts = accounts::Accounts::open(
+                &ctx.state_dir.join("gateway.db"),
+                g.max_concurrent_hashes as usize,
+                accounts::SessionLimits {
+                    idle: std::time::Duration::from_secs(g.session_idle_s),
+                    absolute: std::time::Duration::from_secs(g.session_max_s),
+                },
+            )
+            .await?;
+            // First start: a one-time link creates the first admin.
+            if let Some(link) = accounts
+                .new_setup_link(std::time::Duration::from_secs(15 * 60))
+                .await?
+            {
+                tracing::warn!(
+                    url = %format!("http://{bound}/setup#{link}"),
+                    "no account yet: open this link within 15 minutes to create the first admin (it works once)"
+                );
+            }
+            let state = http::State::new(&ctx)?;
+            let web = api::WebConfig {
+                cookie_secure: match g.cookie_secure.as_str() {
+                    "true" => api::CookieSecure::Always,
+                    "false" => api::CookieSecure::Never,
+                    _ => api::CookieSecure::Auto,
+                },
+                trusted_proxies: g
+                    .trusted_proxies
+                    .iter()
+                    .filter_map(|p| p.parse().ok())
+                    .collect(),
+                allowed_origins: g.allowed_origins.clone(),
+            };
+            let audit = std::sync::Arc::new(
+                argos_store::audit::Audit::open(accounts.pool().clone())
+                    .await
+                    .context("opening the audit trail")?,
             );
-        }
-        let state = http::State::new(&ctx)?;
-        let web = api::WebConfig {
-            cookie_secure: match g.cookie_secure.as_str() {
-                "true" => api::CookieSecure::Always,
-                "false" => api::CookieSecure::Never,
-                _ => api::CookieSecure::Auto,
-            },
-            trusted_proxies: g
-                .trusted_proxies
-                .iter()
-                .filter_map(|p| p.parse().ok())
-                .collect(),
-            allowed_origins: g.allowed_origins.clone(),
-        };
-        let audit = std::sync::Arc::new(
-            argos_store::audit::Audit::open(accounts.pool().clone())
-                .await
-                .context("opening the audit trail")?,
-        );
-        let api = std::sync::Arc::new(api::Api {
-            audit,
-            tickets: api::Tickets::default(),
-            ticket_ttl: std::time::Duration::from_secs(g.terminal_ticket_ttl_s.max(1)),
-            accounts,
-            throttle: throttle::Throttle::default(),
-            exec: state.exec_channel(),
-            web,
-            streams: api::Streams::default(),
-            changes: tokio::sync::broadcast::channel(256).0,
-            resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
-        });
-        tokio::spawn(api::watch_execd(api.clone()));
-        let app =
-            http::router(state, api).into_make_service_with_connect_info::<std::net::SocketAddr>();
-        let stop = ctx.clone();
-        let server = async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.shutdown().await })
-                .await
-                .context("HTTP server")
-        };
-        Ok(Serve {
-            routes: Routes::new().route(service),
-            policy: MethodPolicy::new().method(format!("/{name}/Status"), RoleSet::all()),
-            background: vec![Box::pin(server)],
-        })
-    })
+            let api = std::sync::Arc::new(api::Api {
+                audit,
+                tickets: api::Tickets::default(),
+                ticket_ttl: std::time::Duration::from_secs(g.terminal_ticket_ttl_s.max(1)),
+                accounts,
+                throttle: throttle::Throttle::default(),
+                exec: state.exec_channel(),
+                web,
+                streams: api::Streams::default(),
+                changes: tokio::sync::broadcast::channel(256).0,
+                resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
+            });
+            tokio::spawn(api::watch_execd(api.clone()));
+            let app = http::router(state, api)
+                .into_make_service_with_connect_info::<std::net::SocketAddr>();
+            let stop = ctx.clone();
+            let server = async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { stop.shutdown().await })
+                    .await
+                    .context("HTTP server")
+            };
+            Ok(
+                Serve::new(GatewayServer::new(GatewayService), MethodPolicy::new())
+                    .with_task(Box::pin(server)),
+            )
+        },
+    )
 }

@@ -58,6 +58,38 @@ fn a_bad_config_exits_non_zero_naming_every_bad_key() {
     assert!(String::from_utf8_lossy(&missing.stderr).contains("nope.toml"));
 }
 
+/// execd's own checks (beyond the schema) are reported together, with exit 2, before
+/// anything is bound — `--check-config` included.
+#[test]
+fn execd_reports_every_own_config_problem_before_binding() {
+    let root = open_tempdir();
+    let cfg = root.path().join("execd.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}[exec]\nwarm_shims = 65\napproval_ttl_s = 0\nlaunch_uid_base = 100\n",
+            base_config(root.path())
+        ),
+    )
+    .unwrap();
+    for extra in [&[][..], &["--check-config"][..]] {
+        let out = run_daemon("execd", &cfg, &[], extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        for key in [
+            "exec.warm_shims",
+            "exec.approval_ttl_s",
+            "exec.launch_uid_base",
+        ] {
+            assert!(err.contains(key), "{extra:?} does not name {key}:\n{err}");
+        }
+        assert!(
+            !root.path().join("run").exists() && !root.path().join("state").exists(),
+            "nothing may be bound or created on a bad config"
+        );
+    }
+}
+
 #[test]
 fn print_config_shows_effective_values_and_origins() {
     let root = open_tempdir();

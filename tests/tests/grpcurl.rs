@@ -52,14 +52,24 @@ fn grpcurl_lists_describes_and_calls_status_on_every_socket() {
         let full = format!("{pkg}.{svc}");
         let list = call(&socket, &[], &["list"]);
         let names: Vec<&str> = list.lines().collect();
-        assert_eq!(names, [full.as_str(), "grpc.health.v1.Health"], "{d}");
+        assert_eq!(
+            names,
+            [
+                "argos.common.v1.Daemon",
+                full.as_str(),
+                "grpc.health.v1.Health"
+            ],
+            "{d}"
+        );
 
-        let describe = call(&socket, &[], &["describe", &full]);
+        let describe = call(&socket, &[], &["describe", "argos.common.v1.Daemon"]);
         assert!(describe.contains("rpc Status ( .argos.common.v1.StatusRequest ) returns ( .argos.common.v1.DaemonStatus )"), "{describe}");
         assert!(
             describe.contains("// Who this daemon is"),
             "comments reach grpcurl: {describe}"
         );
+        let own = call(&socket, &[], &["describe", &full]);
+        assert!(own.contains(&format!("{full} is a service")), "{own}");
         let message = call(&socket, &[], &["describe", "argos.common.v1.DaemonStatus"]);
         assert!(
             message.contains("repeated .argos.common.v1.PeerRole peer_roles = 6;"),
@@ -69,7 +79,7 @@ fn grpcurl_lists_describes_and_calls_status_on_every_socket() {
         let status = call(
             &socket,
             &["-H", "x-argos-request-id: grpcurl-1"],
-            &[&format!("{full}/Status")],
+            &["argos.common.v1.Daemon/Status"],
         );
         let v: serde_json::Value = serde_json::from_str(&status).unwrap();
         assert_eq!(v["daemon"], d, "{v}");

@@ -145,7 +145,7 @@ fn unknown_uid_is_denied_and_known_peers_succeed() {
         assert_eq!(root.json["insecure_shared_uid"], false);
     }
     stack.wait_log(
-        "peer denied method=/argos.exec.v1.Exec/Status peer=uid=65534 gid=64200 pid=",
+        "peer denied method=/argos.common.v1.Daemon/Status peer=uid=65534 gid=64200 pid=",
         1,
     );
     stack.stop();

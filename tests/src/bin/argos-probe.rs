@@ -83,11 +83,11 @@ async fn main() -> ExitCode {
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default();
-    let Some(daemon) = argos_common::grpc::Daemon::from_name(name) else {
+    if argos_common::grpc::Daemon::from_name(name).is_none() {
         eprintln!("argos-probe: {name:?} is not a daemon socket name");
         return ExitCode::from(2);
-    };
-    let result = daemon.status(ch, req).await;
+    }
+    let result = argos_common::grpc::daemon_status(ch, req).await;
     match result {
         Ok(resp) => {
             let s = resp;
