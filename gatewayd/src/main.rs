@@ -81,7 +81,7 @@ fn main() -> ExitCode {
                 ticket_ttl: std::time::Duration::from_secs(g.terminal_ticket_ttl_s.max(1)),
                 accounts,
                 throttle: throttle::Throttle::default(),
-                exec: state.exec_channel(),
+                exec: argos_exec_client::ExecClient::from_channel(state.exec_channel()),
                 web,
                 streams: api::Streams::default(),
                 changes: tokio::sync::broadcast::channel(256).0,

@@ -250,13 +250,9 @@ impl Stack {
         self.root.path().join("argos.toml")
     }
 
-    /// A gRPC client of this stack's execd.
-    pub fn exec(
-        &self,
-    ) -> argos_proto::exec::v1::exec_client::ExecClient<tonic::transport::Channel> {
-        argos_proto::exec::v1::exec_client::ExecClient::new(
-            argos_common::grpc::unix_channel(&self.socket("execd")).unwrap(),
-        )
+    /// A client of this stack's execd (the library every Argos daemon uses).
+    pub fn exec(&self) -> argos_exec_client::ExecClient {
+        argos_exec_client::ExecClient::connect(&self.root.path().join("run")).unwrap()
     }
 
     /// Everything `argosctl up` and the daemons have printed so far.

@@ -24,8 +24,8 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn run(stack: &Stack, req: RunRequest) -> Result<RunResponse, tonic::Status> {
-    rt().block_on(async { stack.exec().run(req).await.map(|r| r.into_inner()) })
+fn run(stack: &Stack, req: RunRequest) -> Result<RunResponse, argos_exec_client::ExecError> {
+    rt().block_on(async { stack.exec().run(req).await })
 }
 
 fn sh(command: &str) -> RunRequest {
@@ -495,11 +495,15 @@ fn bad_input_is_invalid_argument_naming_the_field_and_spawns_nothing() {
     let before = count();
     for (req, field) in cases {
         let err = run(&stack, req.clone()).expect_err(&format!("{req:?} must be refused"));
-        assert_eq!(err.code(), tonic::Code::InvalidArgument, "{req:?}: {err:?}");
+        assert_eq!(
+            err.kind,
+            argos_exec_client::ErrorKind::InvalidArgument,
+            "{req:?}: {err:?}"
+        );
         assert!(
-            err.message().starts_with(&format!("{field}:")),
+            err.message.starts_with(&format!("{field}:")),
             "{req:?} should name {field}: {}",
-            err.message()
+            err.message
         );
     }
     assert_eq!(
@@ -576,14 +580,8 @@ fn profiles_report_what_this_host_enforces() {
     let _s = serial();
     let stack = StackBuilder::new().start();
     let resp = rt()
-        .block_on(async {
-            stack
-                .exec()
-                .profiles(argos_proto::exec::v1::ProfilesRequest {})
-                .await
-        })
-        .unwrap()
-        .into_inner();
+        .block_on(async { stack.exec().profiles().await })
+        .unwrap();
     let names: Vec<&str> = resp.profiles.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["agent", "mcp-server", "operator"]);
     let agent = &resp.profiles[0];

@@ -3,16 +3,15 @@
 
 use std::time::Duration;
 
-use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_exec_client::{ErrorKind, ExecClient, FollowItem};
 use argos_proto::exec::v1::follow_event::Event;
 use argos_proto::exec::v1::{
-    ExecutionStatus, FollowRequest, GetRequest, KillRequest, ListRequest, OutputStream, RunRequest,
+    ExecutionStatus, FollowRequest, ListRequest, OutputStream, RunRequest,
 };
 use argos_tests::{Standalone, require_root};
-use tonic::transport::Channel;
 
-fn client(s: &Standalone) -> ExecClient<Channel> {
-    ExecClient::new(argos_common::grpc::unix_channel(&s.socket()).unwrap())
+fn client(s: &Standalone) -> ExecClient {
+    ExecClient::connect_socket(&s.socket()).unwrap()
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -25,59 +24,43 @@ fn rt() -> tokio::runtime::Runtime {
 /// Follows from offsets until `stop` says enough (or the end); returns stdout bytes read,
 /// the new stdout offset, and the final execution if the stream ended.
 async fn follow(
-    c: &mut ExecClient<Channel>,
+    c: &ExecClient,
     id: &str,
     offset: u64,
     stop: impl Fn(&[u8]) -> bool,
 ) -> (Vec<u8>, u64, Option<argos_proto::exec::v1::Execution>) {
-    let mut stream = c
-        .follow(FollowRequest {
-            id: id.into(),
-            stdout_offset: offset,
-            stderr_offset: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let mut f = c.follow(id, [offset, 0]);
     let mut out = Vec::new();
     let mut at = offset;
-    while let Some(ev) = stream
-        .message()
-        .await
-        .unwrap_or_else(|e| panic!("follow {id} from {offset}: {e:?}"))
-    {
-        match ev.event.unwrap() {
-            Event::Chunk(c) => {
-                if c.stream == OutputStream::Stdout as i32 {
-                    assert_eq!(c.offset, at, "a gap or a repeat in the stream");
-                    at += c.data.len() as u64;
-                    out.extend_from_slice(&c.data);
-                    if stop(&out) {
-                        return (out, at, None);
-                    }
+    while let Some(item) = f.next().await {
+        match item.unwrap_or_else(|e| panic!("follow {id} from {offset}: {e:?}")) {
+            FollowItem::Output {
+                stream: OutputStream::Stdout,
+                offset,
+                data,
+            } => {
+                assert_eq!(offset, at, "a gap or a repeat in the stream");
+                at += data.len() as u64;
+                out.extend_from_slice(&data);
+                if stop(&out) {
+                    return (out, at, None);
                 }
             }
-            Event::Exit(e) => return (out, at, Some(e)),
+            FollowItem::Output { .. } => {}
+            FollowItem::Exit(e) => return (out, at, Some(*e)),
         }
     }
     panic!("the stream ended without an exit event");
 }
 
 /// Starts a shell command detached; returns its execution as Start reported it.
-async fn start(
-    c: &mut ExecClient<Channel>,
-    command: &str,
-    timeout_ms: u64,
-) -> argos_proto::exec::v1::Execution {
+async fn start(c: &ExecClient, command: &str, timeout_ms: u64) -> argos_proto::exec::v1::Execution {
     c.start(RunRequest {
         command: command.into(),
         timeout_ms: Some(timeout_ms),
         ..Default::default()
     })
     .await
-    .unwrap()
-    .into_inner()
-    .execution
     .unwrap()
 }
 
@@ -90,42 +73,29 @@ fn start_follow_get_list_and_kill() {
     require_root("the lifecycle test");
     let s = Standalone::start("execd");
     rt().block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         let started = start(
-            &mut c,
+            &c,
             "for i in $(seq 1 20); do echo line$i; sleep 0.01; done",
             30_000,
         )
         .await;
         assert_eq!(started.status, ExecutionStatus::Running as i32);
-        let (out, _, end) = follow(&mut c, &started.id, 0, |_| false).await;
+        let (out, _, end) = follow(&c, &started.id, 0, |_| false).await;
         assert_eq!(String::from_utf8(out).unwrap(), lines(20));
         let end = end.unwrap();
         assert_eq!(end.status, ExecutionStatus::Succeeded as i32);
         // Following again from the middle replays exactly the rest.
-        let (rest, _, _) = follow(&mut c, &started.id, 6 * 9, |_| false).await;
+        let (rest, _, _) = follow(&c, &started.id, 6 * 9, |_| false).await;
         assert_eq!(String::from_utf8(rest).unwrap(), lines(20)[54..]);
 
-        let got = c
-            .get(GetRequest {
-                id: started.id.clone(),
-                include_output: true,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let got = c.get(&started.id, true).await.unwrap();
         assert_eq!(got.stdout.unwrap().head, lines(20).into_bytes());
 
         // Kill: the end is observed, the status says so, the tree is gone.
-        let sleeper = start(&mut c, "setsid sleep 300 & sleep 301", 60_000).await;
+        let sleeper = start(&c, "setsid sleep 300 & sleep 301", 60_000).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let killed = c
-            .kill(KillRequest {
-                id: sleeper.id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let killed = c.kill(&sleeper.id).await.unwrap();
         assert_eq!(killed.outcome, "killed");
         let e = killed.execution.unwrap();
         assert_eq!(e.status, ExecutionStatus::Killed as i32, "{e:?}");
@@ -137,13 +107,7 @@ fn start_follow_get_list_and_kill() {
             Duration::from_secs(2),
         );
         assert!(left.is_empty(), "left after the kill: {left:?}");
-        let again = c
-            .kill(KillRequest {
-                id: sleeper.id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let again = c.kill(&sleeper.id).await.unwrap();
         assert_eq!(again.outcome, "already_gone");
 
         let list = c
@@ -152,8 +116,7 @@ fn start_follow_get_list_and_kill() {
                 ..Default::default()
             })
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(list.executions[0].id, sleeper.id, "newest first");
         let next = c
             .list(ListRequest {
@@ -162,8 +125,7 @@ fn start_follow_get_list_and_kill() {
                 ..Default::default()
             })
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(next.executions[0].id, started.id);
         let killed_only = c
             .list(ListRequest {
@@ -171,26 +133,13 @@ fn start_follow_get_list_and_kill() {
                 ..Default::default()
             })
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(killed_only.executions.len(), 1);
 
-        let missing = c
-            .get(GetRequest {
-                id: uuid_like(),
-                include_output: false,
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(missing.code(), tonic::Code::NotFound);
-        let bad = c
-            .get(GetRequest {
-                id: "../../etc".into(),
-                include_output: false,
-            })
-            .await
-            .unwrap_err();
-        assert_eq!(bad.code(), tonic::Code::InvalidArgument);
+        let missing = c.get(&uuid_like(), false).await.unwrap_err();
+        assert_eq!(missing.kind, ErrorKind::NotFound);
+        let bad = c.get("../../etc", false).await.unwrap_err();
+        assert_eq!(bad.kind, ErrorKind::InvalidArgument);
     });
 }
 
@@ -199,11 +148,11 @@ fn concurrent_agent_launches_get_distinct_uids_and_lose_their_workspace_after() 
     require_root("the per-launch uid test");
     let s = Standalone::start("execd");
     rt().block_on(async {
-        let mut c = client(&s);
-        let a = start(&mut c, "id -u; sleep 1", 30_000).await;
-        let b = start(&mut c, "id -u; sleep 1", 30_000).await;
-        let (ua, _, _) = follow(&mut c, &a.id, 0, |_| false).await;
-        let (ub, _, _) = follow(&mut c, &b.id, 0, |_| false).await;
+        let c = client(&s);
+        let a = start(&c, "id -u; sleep 1", 30_000).await;
+        let b = start(&c, "id -u; sleep 1", 30_000).await;
+        let (ua, _, _) = follow(&c, &a.id, 0, |_| false).await;
+        let (ub, _, _) = follow(&c, &b.id, 0, |_| false).await;
         let (ua, ub) = (
             String::from_utf8(ua).unwrap(),
             String::from_utf8(ub).unwrap(),
@@ -231,16 +180,16 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     let mut s = Standalone::start("execd");
     let runtime = rt();
     let (id, first, offset, doomed) = runtime.block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         let id = start(
-            &mut c,
+            &c,
             "for i in $(seq 1 60); do echo line$i; sleep 0.03; done",
             60_000,
         )
         .await
         .id;
-        let doomed = start(&mut c, "sleep 120", 200_000).await.id;
-        let (first, offset, _) = follow(&mut c, &id, 0, |o| o.ends_with(b"line10\n")).await;
+        let doomed = start(&c, "sleep 120", 200_000).await.id;
+        let (first, offset, _) = follow(&c, &id, 0, |o| o.ends_with(b"line10\n")).await;
         (id, first, offset, doomed)
     });
     // Every shim execd started: the two running launches' and the warm ones waiting.
@@ -291,8 +240,8 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     );
     s.restart();
     runtime.block_on(async {
-        let mut c = client(&s);
-        let (rest, _, end) = follow(&mut c, &id, offset, |_| false).await;
+        let c = client(&s);
+        let (rest, _, end) = follow(&c, &id, offset, |_| false).await;
         let mut all = first.clone();
         all.extend_from_slice(&rest);
         assert_eq!(
@@ -302,18 +251,66 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
         );
         let end = end.unwrap();
         assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
-        let got = c
-            .get(GetRequest {
-                id: doomed.clone(),
-                include_output: false,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let got = c.get(&doomed, false).await.unwrap();
         let e = got.execution.unwrap();
         assert_eq!(e.status, ExecutionStatus::Lost as i32, "{e:?}");
         assert!(e.error.contains("nothing was signalled"), "{}", e.error);
     });
+    s.stop();
+}
+
+/// The client library's follower needs nothing from its caller across a kill -9 and
+/// restart of execd: it follows again from the last byte it handed out, and the output
+/// arrives whole, once.
+#[test]
+fn the_client_follows_on_by_itself_across_an_execd_restart() {
+    require_root("the client resume test");
+    let mut s = Standalone::start("execd");
+    let runtime = rt();
+    let id = runtime.block_on(async {
+        start(
+            &client(&s),
+            "for i in $(seq 1 80); do echo line$i; sleep 0.03; done",
+            60_000,
+        )
+        .await
+        .id
+    });
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel();
+    let socket = s.socket();
+    let follower = std::thread::spawn(move || {
+        rt().block_on(async {
+            let c = ExecClient::connect_socket(&socket).unwrap();
+            let mut f = c.follow(&id, [0, 0]);
+            let mut out = Vec::new();
+            let mut told = false;
+            loop {
+                match f.next().await.expect("an exit before the end") {
+                    Ok(FollowItem::Output { data, .. }) => {
+                        out.extend_from_slice(&data);
+                        if !told && out.ends_with(b"line10\n") {
+                            told = true;
+                            seen_tx.send(()).unwrap();
+                        }
+                    }
+                    Ok(FollowItem::Exit(e)) => return (out, *e, f.position()),
+                    Err(e) => panic!("the follower gave up: {e:?} at {:?}", f.position()),
+                }
+            }
+        })
+    });
+    seen_rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    s.kill9();
+    std::thread::sleep(Duration::from_millis(500));
+    s.restart();
+    let (out, end, at) = follower.join().unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        lines(80),
+        "output lost or repeated across the restart"
+    );
+    assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+    assert_eq!(at, [lines(80).len() as u64, 0]);
     s.stop();
 }
 
@@ -322,9 +319,9 @@ fn finished_launches_lose_their_files_after_the_retention_period_but_keep_their_
     require_root("the retention test");
     let s = Standalone::start_with("execd", "retention_s = 2\n");
     rt().block_on(async {
-        let mut c = client(&s);
-        let e = start(&mut c, "echo kept-for-a-while > ./file; echo out", 30_000).await;
-        let (out, _, end) = follow(&mut c, &e.id, 0, |_| false).await;
+        let c = client(&s);
+        let e = start(&c, "echo kept-for-a-while > ./file; echo out", 30_000).await;
+        let (out, _, end) = follow(&c, &e.id, 0, |_| false).await;
         assert_eq!(out, b"out\n");
         assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
         let dir = s.root.path().join("state/execd/launches").join(&e.id);
@@ -338,14 +335,7 @@ fn finished_launches_lose_their_files_after_the_retention_period_but_keep_their_
             !dir.exists() && !ws.exists(),
             "files outlived the retention period"
         );
-        let got = c
-            .get(GetRequest {
-                id: e.id.clone(),
-                include_output: false,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let got = c.get(&e.id, false).await.unwrap();
         assert_eq!(
             got.execution.unwrap().status,
             ExecutionStatus::Succeeded as i32,
@@ -361,10 +351,10 @@ fn without_warm_shims_each_launch_sets_up_its_own() {
     require_root("the cold-start test");
     let s = Standalone::start_with("execd", "warm_shims = 0\n");
     rt().block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         for i in 0..2 {
-            let e = start(&mut c, &format!("echo cold{i}"), 30_000).await;
-            let (out, _, end) = follow(&mut c, &e.id, 0, |_| false).await;
+            let e = start(&c, &format!("echo cold{i}"), 30_000).await;
+            let (out, _, end) = follow(&c, &e.id, 0, |_| false).await;
             assert_eq!(out, format!("cold{i}\n").as_bytes());
             let end = end.unwrap();
             assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
@@ -393,10 +383,13 @@ fn a_live_follower_gets_every_byte_past_the_log_cap() {
     require_root("the live follow test");
     let s = Standalone::start_with("execd", "output_log_cap_mb = 1\n");
     rt().block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         let n = 3_000_000u32;
-        let e = start(&mut c, &format!("seq 1 {n}"), 120_000).await;
-        let (out, at, end) = follow(&mut c, &e.id, 0, |_| false).await;
+        // The output starts after the follower is in place: with nobody following, the
+        // shim keeps only the log and the last 8 MiB, and `seq` writes 20 MB in a blink
+        // (under load the follower's connection came too late).
+        let e = start(&c, &format!("sleep 1; seq 1 {n}"), 120_000).await;
+        let (out, at, end) = follow(&c, &e.id, 0, |_| false).await;
         let want: String = (1..=n).map(|i| format!("{i}\n")).collect();
         assert_eq!(at as usize, want.len());
         assert!(out == want.as_bytes(), "the followed output differs");
@@ -420,35 +413,29 @@ fn a_stalled_follower_is_cut_off_and_the_launch_runs_on() {
     require_root("the stalled follower test");
     let s = Standalone::start_with("execd", "output_log_cap_mb = 1\n");
     rt().block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         // The output starts after the follower is in place (a later follower could only
         // replay the log and the last few MiB).
-        let e = start(&mut c, "sleep 0.5; head -c 300000000 /dev/zero", 120_000).await;
-        let mut stream = c
-            .follow(FollowRequest {
-                id: e.id.clone(),
-                stdout_offset: 0,
-                stderr_offset: 0,
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let e = start(&c, "sleep 0.5; head -c 300000000 /dev/zero", 120_000).await;
+        // The raw stream: this follower must stop reading, not be followed again.
+        let mut stream = argos_proto::exec::v1::exec_client::ExecClient::new(
+            argos_common::grpc::unix_channel(&s.socket()).unwrap(),
+        )
+        .follow(FollowRequest {
+            id: e.id.clone(),
+            stdout_offset: 0,
+            stderr_offset: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
         let first = stream.message().await.unwrap().unwrap();
         assert!(matches!(first.event, Some(Event::Chunk(_))));
         // Stop reading. The launch must still end, on its own.
         let t = std::time::Instant::now();
-        let mut c2 = client(&s);
+        let c2 = client(&s);
         let end = loop {
-            let got = c2
-                .get(GetRequest {
-                    id: e.id.clone(),
-                    include_output: false,
-                })
-                .await
-                .unwrap()
-                .into_inner()
-                .execution
-                .unwrap();
+            let got = c2.get(&e.id, false).await.unwrap().execution.unwrap();
             if got.status != ExecutionStatus::Running as i32 {
                 break got;
             }
@@ -476,18 +463,9 @@ fn a_stalled_follower_is_cut_off_and_the_launch_runs_on() {
     });
 }
 
-fn with_principal<T>(body: T, principal: &str) -> tonic::Request<T> {
-    let mut r = tonic::Request::new(body);
-    r.metadata_mut()
-        .insert("x-argos-principal", principal.parse().unwrap());
-    r
-}
-
 #[test]
 fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
-    use argos_proto::exec::v1::{
-        DecideApprovalRequest, GetApprovalRequest, RequestRunRequest, VerifyAuditRequest,
-    };
+    use argos_proto::exec::v1::{DecideApprovalRequest, RequestRunRequest};
     require_root("the approvals restart test");
     // root is the gateway here too, to decide (a dev setup, said to be insecure).
     let mut s = Standalone::start_with(
@@ -504,64 +482,44 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
         declared_risk: String::new(),
     };
     let (kept, lapsing) = runtime.block_on(async {
-        let mut c = client(&s);
-        let kept = c
-            .request_run(with_principal(
-                ask("echo approved-after-restart; true"),
-                "agent-bot",
-            ))
+        let c = client(&s);
+        let bot = c.as_user("agent-bot");
+        let kept = bot
+            .request_run(ask("echo approved-after-restart; true"))
             .await
-            .unwrap()
-            .into_inner();
-        let lapsing = c
-            .request_run(with_principal(
-                ask("rm -rf /tmp/argos-lapsing"),
-                "agent-bot",
-            ))
+            .unwrap();
+        let lapsing = bot
+            .request_run(ask("rm -rf /tmp/argos-lapsing"))
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         (kept.approval.unwrap(), lapsing.approval.unwrap())
     });
     assert_eq!(kept.state, "pending", "a command list is never read-only");
     s.kill9();
     s.restart();
     runtime.block_on(async {
-        let mut c = client(&s);
-        let a = c
-            .get_approval(GetApprovalRequest {
-                id: kept.id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let c = client(&s);
+        let a = c.get_approval(&kept.id).await.unwrap();
         assert_eq!(a.state, "pending", "{a:?}");
         let e = c
-            .get(GetRequest {
-                id: kept.execution_id.clone(),
-                include_output: false,
-            })
+            .get(&kept.execution_id, false)
             .await
             .unwrap()
-            .into_inner()
             .execution
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::PendingApproval as i32);
         let decided = c
-            .decide_approval(with_principal(
-                DecideApprovalRequest {
-                    id: kept.id.clone(),
-                    decision: "approve".into(),
-                    confirm: String::new(),
-                    note: String::new(),
-                },
-                "alice",
-            ))
+            .as_user("alice")
+            .decide_approval(DecideApprovalRequest {
+                id: kept.id.clone(),
+                decision: "approve".into(),
+                confirm: String::new(),
+                note: String::new(),
+            })
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(decided.approval.unwrap().state, "consumed");
-        let (out, _, end) = follow(&mut c, &kept.execution_id, 0, |_| false).await;
+        let (out, _, end) = follow(&c, &kept.execution_id, 0, |_| false).await;
         assert_eq!(out, b"approved-after-restart\n");
         assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
     });
@@ -575,31 +533,17 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
     std::thread::sleep(Duration::from_millis(wait.max(0) as u64 + 100));
     s.restart();
     let head = runtime.block_on(async {
-        let mut c = client(&s);
-        let a = c
-            .get_approval(GetApprovalRequest {
-                id: lapsing.id.clone(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let c = client(&s);
+        let a = c.get_approval(&lapsing.id).await.unwrap();
         assert_eq!(a.state, "expired", "{a:?}");
         let e = c
-            .get(GetRequest {
-                id: lapsing.execution_id.clone(),
-                include_output: false,
-            })
+            .get(&lapsing.execution_id, false)
             .await
             .unwrap()
-            .into_inner()
             .execution
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::Rejected as i32, "{e:?}");
-        let v = c
-            .verify_audit(VerifyAuditRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let v = c.verify_audit().await.unwrap();
         assert!(v.ok && v.broken_seq == 0, "{v:?}");
         v.head_seq
     });
@@ -632,11 +576,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
     });
     s.restart();
     runtime.block_on(async {
-        let v = client(&s)
-            .verify_audit(VerifyAuditRequest {})
-            .await
-            .unwrap()
-            .into_inner();
+        let v = client(&s).verify_audit().await.unwrap();
         assert!(!v.ok, "{v:?}");
         assert_eq!(v.broken_seq, 3, "{v:?}");
         assert!(v.broken_reason.contains("changed"), "{v:?}");

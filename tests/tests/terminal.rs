@@ -5,16 +5,14 @@
 
 use std::time::{Duration, Instant};
 
-use argos_proto::exec::v1::exec_client::ExecClient;
+use argos_exec_client::ExecClient;
 use argos_proto::exec::v1::{
     AttachOpen, AttachRequest, ExecutionStatus, RunRequest, TerminalSize, Tty, attach_event,
     attach_request,
 };
 use argos_tests::{Standalone, require_root};
-use tonic::transport::Channel;
-
-fn client(s: &Standalone) -> ExecClient<Channel> {
-    ExecClient::new(argos_common::grpc::unix_channel(&s.socket()).unwrap())
+fn client(s: &Standalone) -> ExecClient {
+    ExecClient::connect_socket(&s.socket()).unwrap()
 }
 
 /// One attached client: what it typed goes in, what the terminal showed is in `seen`.
@@ -28,7 +26,7 @@ struct Term {
 }
 
 impl Term {
-    async fn open(c: &mut ExecClient<Channel>, id: &str, scrollback: bool, write: bool) -> Term {
+    async fn open(c: &ExecClient, id: &str, scrollback: bool, write: bool) -> Term {
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tx.send(AttachRequest {
             msg: Some(attach_request::Msg::Open(AttachOpen {
@@ -43,8 +41,7 @@ impl Term {
         let rx = c
             .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         Term {
             tx,
             rx,
@@ -127,7 +124,7 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
         .build()
         .unwrap();
     let id = rt.block_on(async {
-        let mut c = client(&s);
+        let c = client(&s);
         let e = c
             .start(RunRequest {
                 argv: vec![
@@ -145,9 +142,6 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
                 ..Default::default()
             })
             .await
-            .unwrap()
-            .into_inner()
-            .execution
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::Running as i32, "{e:?}");
         assert!(e.tty, "{e:?}");
@@ -159,11 +153,10 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
             })
             .await
             .unwrap()
-            .into_inner()
             .executions;
         assert_eq!(listed.len(), 1, "only the terminal: {listed:?}");
         assert_eq!(listed[0].id, id);
-        let mut t = Term::open(&mut c, &id, false, true).await;
+        let mut t = Term::open(&c, &id, false, true).await;
         // Computed markers: the terminal echoes what is typed, not what it computes.
         t.typed("echo $((6*7))-ok; tty; [ -t 0 ] && [ -t 1 ] && echo $((2*3))-isatty; stty size; echo $TERM\n")
             .await;
@@ -186,10 +179,10 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
         assert!(!t.seen.contains("2-after"), "the whole line ran: {:?}", t.seen);
 
         // One writer at a time; viewers see the recent output.
-        let mut second = Term::open(&mut c, &id, false, true).await;
+        let mut second = Term::open(&c, &id, false, true).await;
         let refused = second.until("never").await.unwrap_err();
         assert!(refused.contains("another client holds"), "{refused}");
-        let mut viewer = Term::open(&mut c, &id, true, false).await;
+        let mut viewer = Term::open(&c, &id, true, false).await;
         viewer.until("42-ok").await.unwrap();
         viewer.typed("echo no\n").await;
         let refused = viewer.until("never").await.unwrap_err();
@@ -200,8 +193,8 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
     s.kill9();
     s.restart();
     rt.block_on(async {
-        let mut c = client(&s);
-        let mut t = Term::open(&mut c, &id, true, true).await;
+        let c = client(&s);
+        let mut t = Term::open(&c, &id, true, true).await;
         t.until("42-ok").await.unwrap();
         assert!(
             t.replayed_to.is_some_and(|at| at > 0),
@@ -226,9 +219,9 @@ fn a_terminal_nobody_attaches_to_is_torn_down_after_its_ttl() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut c = client(&s);
-        let start = |c: &mut ExecClient<Channel>| {
-            let mut c = c.clone();
+        let c = client(&s);
+        let start = |c: &ExecClient| {
+            let c = c.clone();
             async move {
                 c.start(RunRequest {
                     // A shell that would wait for input for a minute, and a job behind it.
@@ -243,46 +236,25 @@ fn a_terminal_nobody_attaches_to_is_torn_down_after_its_ttl() {
                 })
                 .await
                 .unwrap()
-                .into_inner()
-                .execution
-                .unwrap()
                 .id
             }
         };
         // Never attached; and attached, then left.
-        let never = start(&mut c).await;
-        let left = start(&mut c).await;
+        let never = start(&c).await;
+        let left = start(&c).await;
         let t0 = Instant::now();
-        let t = Term::open(&mut c, &left, false, true).await;
+        let t = Term::open(&c, &left, false, true).await;
         t.typed("x").await;
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(
-            c.get(argos_proto::exec::v1::GetRequest {
-                id: left.clone(),
-                include_output: false,
-            })
-            .await
-            .unwrap()
-            .into_inner()
-            .execution
-            .unwrap()
-            .status
+            c.get(&left, false).await.unwrap().execution.unwrap().status
                 == ExecutionStatus::Running as i32,
             "an attached terminal stays"
         );
         drop(t);
         for id in [never, left] {
             let end = loop {
-                let e = c
-                    .get(argos_proto::exec::v1::GetRequest {
-                        id: id.clone(),
-                        include_output: false,
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner()
-                    .execution
-                    .unwrap();
+                let e = c.get(&id, false).await.unwrap().execution.unwrap();
                 if e.status != ExecutionStatus::Running as i32 {
                     break e;
                 }

@@ -35,41 +35,28 @@ pub async fn agent_run(
     Body(b): Body<AgentRunBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("agent")?;
-    let r = exec_client(&api)
-        .request_run(for_user(
-            &caller,
-            pb::RequestRunRequest {
-                run: Some(pb::RunRequest {
-                    argv: b.argv,
-                    command: b.command,
-                    cwd: b.cwd,
-                    env: b.env,
-                    profile: String::new(),
-                    timeout_ms: b.timeout_ms,
-                    stdin: b.stdin.into_bytes(),
-                    tty: None,
-                }),
-                purpose: b.purpose,
-                declared_risk: b.risk.unwrap_or_default(),
-            },
-        ))
+    let r = execd(&api, &caller)
+        .request_run(pb::RequestRunRequest {
+            run: Some(pb::RunRequest {
+                argv: b.argv,
+                command: b.command,
+                cwd: b.cwd,
+                env: b.env,
+                profile: String::new(),
+                timeout_ms: b.timeout_ms,
+                stdin: b.stdin.into_bytes(),
+                tty: None,
+            }),
+            purpose: b.purpose,
+            declared_risk: b.risk.unwrap_or_default(),
+        })
         .await
-        .map_err(|s| from_status(rename_field(s, "declared_risk", "risk")))?
-        .into_inner();
+        .map_err(|e| from_exec(e.rename_field("declared_risk", "risk")))?;
     Ok(Json(json!({
         "execution": r.execution.as_ref().map(crate::views::execution),
         "approval": r.approval.as_ref().map(crate::views::approval),
         "deduplicated": r.deduplicated,
     })))
-}
-
-/// execd names its own fields; the body may name one otherwise.
-pub(crate) fn rename_field(s: tonic::Status, from: &str, to: &str) -> tonic::Status {
-    if s.message().starts_with(from) {
-        tonic::Status::new(s.code(), s.message().replacen(from, to, 1))
-    } else {
-        s
-    }
 }
 
 #[derive(Deserialize)]
@@ -87,18 +74,14 @@ pub async fn approvals(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("read")?;
     caller.admin()?;
-    let r = exec_client(&api)
-        .list_approvals(for_user(
-            &caller,
-            pb::ListApprovalsRequest {
-                state: q.state.unwrap_or_default(),
-                page_size: q.limit.unwrap_or(0),
-                page_token: q.page_token.unwrap_or_default(),
-            },
-        ))
+    let r = execd(&api, &caller)
+        .list_approvals(pb::ListApprovalsRequest {
+            state: q.state.unwrap_or_default(),
+            page_size: q.limit.unwrap_or(0),
+            page_token: q.page_token.unwrap_or_default(),
+        })
         .await
-        .map_err(|s| from_status(rename_field(s, "page_size", "limit")))?
-        .into_inner();
+        .map_err(|e| from_exec(e.rename_field("page_size", "limit")))?;
     Ok(Json(json!({
         "approvals": r.approvals.iter().map(crate::views::approval).collect::<Vec<_>>(),
         "next_page_token": r.next_page_token,
@@ -113,11 +96,10 @@ pub async fn approval(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("read")?;
     caller.admin()?;
-    let a = exec_client(&api)
-        .get_approval(for_user(&caller, pb::GetApprovalRequest { id }))
+    let a = execd(&api, &caller)
+        .get_approval(&id)
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok(Json(json!({"approval": crate::views::approval(&a)})))
 }
 
@@ -151,22 +133,18 @@ pub async fn decide(
         &id,
         detail,
         async {
-            exec_client(&api)
-                .decide_approval(for_user(
-                    &caller,
-                    pb::DecideApprovalRequest {
-                        id: id.clone(),
-                        decision: b.decision.clone(),
-                        confirm: b.confirm.clone(),
-                        note: b.note.clone(),
-                    },
-                ))
+            execd(&api, &caller)
+                .decide_approval(pb::DecideApprovalRequest {
+                    id: id.clone(),
+                    decision: b.decision.clone(),
+                    confirm: b.confirm.clone(),
+                    note: b.note.clone(),
+                })
                 .await
-                .map_err(from_status)
+                .map_err(from_exec)
         },
     )
-    .await?
-    .into_inner();
+    .await?;
     Ok(Json(json!({
         "approval": r.approval.as_ref().map(crate::views::approval),
         "execution": r.execution.as_ref().map(crate::views::execution),
@@ -214,19 +192,15 @@ pub async fn audit(
         }
         n => n,
     };
-    let execd = exec_client(&api)
-        .list_audit(for_user(
-            &caller,
-            pb::ListAuditRequest {
-                kind_prefix: q.kind.clone().unwrap_or_default(),
-                subject: q.subject.clone().unwrap_or_default(),
-                before_seq: 0,
-                page_size: limit,
-            },
-        ))
+    let execd = execd(&api, &caller)
+        .list_audit(pb::ListAuditRequest {
+            kind_prefix: q.kind.clone().unwrap_or_default(),
+            subject: q.subject.clone().unwrap_or_default(),
+            before_seq: 0,
+            page_size: limit,
+        })
         .await
-        .map_err(from_status)?
-        .into_inner()
+        .map_err(from_exec)?
         .records;
     let gateway = api
         .audit
@@ -269,11 +243,10 @@ pub async fn audit_verify(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("read")?;
     caller.admin()?;
-    let e = exec_client(&api)
-        .verify_audit(for_user(&caller, pb::VerifyAuditRequest {}))
+    let e = execd(&api, &caller)
+        .verify_audit()
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     let g = api.audit.verify().await.map_err(ApiError::internal)?;
     let (broken_seq, broken_reason) = g.broken.unwrap_or_default();
     Ok(Json(json!({

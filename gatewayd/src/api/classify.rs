@@ -20,19 +20,15 @@ pub async fn classify(
     Body(b): Body<ClassifyBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.scoped("read")?;
-    let r = exec_client(&api)
-        .classify(for_user(
-            &caller,
-            pb::ClassifyRequest {
-                command: b.command.unwrap_or_default(),
-                argv: b.argv.unwrap_or_default(),
-                declared_risk: b.risk.unwrap_or_default(),
-            },
-        ))
+    let r = execd(&api, &caller)
+        .classify(pb::ClassifyRequest {
+            command: b.command.unwrap_or_default(),
+            argv: b.argv.unwrap_or_default(),
+            declared_risk: b.risk.unwrap_or_default(),
+        })
         .await
         // execd names its own fields; the body's is `risk`.
-        .map_err(|s| from_status(rename_field(s, "declared_risk", "risk")))?
-        .into_inner();
+        .map_err(|e| from_exec(e.rename_field("declared_risk", "risk")))?;
     Ok(Json(json!({
         "class": r.risk_class,
         "reasons": r.reasons.iter().map(|x| json!({"class": x.risk_class, "why": x.why})).collect::<Vec<_>>(),

@@ -16,13 +16,9 @@ pub enum Change {
 pub async fn watch_execd(api: Shared) {
     let mut backoff = Duration::from_millis(200);
     loop {
-        match exec_client(&api)
-            .watch(tonic::Request::new(pb::WatchRequest {}))
-            .await
-        {
-            Ok(resp) => {
+        match api.exec.watch().await {
+            Ok(mut stream) => {
                 backoff = Duration::from_millis(200);
-                let mut stream = resp.into_inner();
                 while let Ok(Some(ev)) = stream.message().await {
                     let change = match ev.event {
                         Some(pb::watch_event::Event::Execution(e)) => {

@@ -3,12 +3,9 @@
 
 use super::*;
 
-pub(crate) fn exec_client(api: &Api) -> pb::exec_client::ExecClient<tonic::transport::Channel> {
-    pb::exec_client::ExecClient::new(api.exec.clone()).max_decoding_message_size(16 * 1024 * 1024)
-}
-
-pub(crate) fn for_user<T>(caller: &Caller, msg: T) -> tonic::Request<T> {
-    argos_common::grpc::with_principal(tonic::Request::new(msg), Some(&caller.user.name), None)
+/// execd, for this caller: every call carries the user's name as principal.
+pub(crate) fn execd(api: &Api, caller: &Caller) -> ExecClient {
+    api.exec.as_user(&caller.user.name)
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -98,11 +95,10 @@ pub async fn shell_exec(
             "resume: only POST /api/shell/stream resumes",
         ));
     }
-    let r = exec_client(&api)
-        .run(for_user(&caller, b.run_request()))
+    let r = execd(&api, &caller)
+        .run(b.run_request())
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
 }
 
@@ -132,19 +128,15 @@ pub async fn executions(
             )
         })?,
     };
-    let r = exec_client(&api)
-        .list(for_user(
-            &caller,
-            pb::ListRequest {
-                status,
-                page_token: q.page_token.unwrap_or_default(),
-                page_size: q.limit.unwrap_or(50),
-                ..Default::default()
-            },
-        ))
+    let r = execd(&api, &caller)
+        .list(pb::ListRequest {
+            status,
+            page_token: q.page_token.unwrap_or_default(),
+            page_size: q.limit.unwrap_or(50),
+            ..Default::default()
+        })
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok(Json(json!({
         "executions": r.executions.iter().map(crate::views::execution).collect::<Vec<_>>(),
         "next_page_token": r.next_page_token,
@@ -159,17 +151,10 @@ pub async fn execution(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.admin()?;
     caller.scoped("read")?;
-    let r = exec_client(&api)
-        .get(for_user(
-            &caller,
-            pb::GetRequest {
-                id,
-                include_output: true,
-            },
-        ))
+    let r = execd(&api, &caller)
+        .get(&id, true)
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
 }
 
@@ -190,11 +175,7 @@ pub(crate) async fn kill_for(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.admin()?;
     caller.scoped("exec")?;
-    let r = exec_client(api)
-        .kill(for_user(caller, pb::KillRequest { id }))
-        .await
-        .map_err(from_status)?
-        .into_inner();
+    let r = execd(api, caller).kill(&id).await.map_err(from_exec)?;
     Ok(Json(json!({
         "outcome": r.outcome,
         "execution": r.execution.as_ref().map(crate::views::execution),
@@ -266,46 +247,22 @@ pub async fn shell_stream(
 ) -> Result<SseStream, ApiError> {
     caller.admin()?;
     caller.scoped("exec")?;
-    let mut client = exec_client(&api);
+    let execd = execd(&api, &caller);
     let (id, from, started) = match b.resume.clone() {
         Some(id) => {
             let at = offsets(&headers)?;
-            let e = client
-                .get(for_user(
-                    &caller,
-                    pb::GetRequest {
-                        id: id.clone(),
-                        include_output: false,
-                    },
-                ))
-                .await
-                .map_err(from_status)?
-                .into_inner()
-                .execution;
+            let e = execd.get(&id, false).await.map_err(from_exec)?.execution;
             (id, at, e)
         }
         None => {
-            let e = client
-                .start(for_user(&caller, b.run_request()))
-                .await
-                .map_err(from_status)?
-                .into_inner()
-                .execution;
-            let id = e.as_ref().map(|e| e.id.clone()).unwrap_or_default();
-            (id, [0, 0], e)
+            let e = execd.start(b.run_request()).await.map_err(from_exec)?;
+            (e.id.clone(), [0, 0], Some(e))
         }
     };
     let generation = api.streams.attach(&id);
     let (tx, rx) = tokio::sync::mpsc::channel(16);
-    let follow = for_user(
-        &caller,
-        pb::FollowRequest {
-            id: id.clone(),
-            stdout_offset: from[0],
-            stderr_offset: from[1],
-        },
-    );
-    tokio::spawn(relay(api.clone(), id, generation, started, follow, tx));
+    let follow = execd.follow(&id, from);
+    tokio::spawn(relay(api.clone(), generation, started, follow, tx));
     Ok(crate::sse::Stream(rx))
 }
 
@@ -341,22 +298,21 @@ pub(crate) fn whole_text(b: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
     }
 }
 
-/// Follows the execution into the client's event stream; if the client goes away before
-/// the end, kills the workload after the grace period unless a client resumed it.
+/// Follows the execution into the client's event stream (the client library follows
+/// again across an execd restart); if the client goes away before the end, kills the
+/// workload after the grace period unless a client resumed it.
 pub(crate) async fn relay(
     api: Shared,
-    id: String,
     generation: u64,
     started: Option<pb::Execution>,
-    follow: tonic::Request<pb::FollowRequest>,
+    mut follow: argos_exec_client::Follow,
     tx: crate::sse::Sender,
 ) {
     use crate::sse;
+    use argos_exec_client::FollowItem;
     const NAMES: [&str; 2] = ["stdout", "stderr"];
-    let mut at = [
-        follow.get_ref().stdout_offset,
-        follow.get_ref().stderr_offset,
-    ];
+    let id = follow.id().to_string();
+    let mut at = follow.position();
     // The last bytes of a chunk that end mid-character wait for the next chunk, so a
     // character split between chunks arrives whole (ids stay on character boundaries).
     let mut carry: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
@@ -368,91 +324,69 @@ pub(crate) async fn relay(
         ))
         .await
         .is_err();
-    if !gone {
-        match exec_client(&api).follow(follow).await {
-            Err(s) => {
-                let e = from_status(s);
-                let _ = tx
-                    .send(sse::event(
-                        "error",
-                        &json!({"code": e.code, "message": e.message}),
-                    ))
-                    .await;
-                ended = true;
+    while !gone {
+        let next = tokio::select! {
+            n = follow.next() => n,
+            () = tx.closed() => { gone = true; break; }
+        };
+        let event = match next {
+            Some(Ok(FollowItem::Output {
+                stream,
+                offset,
+                data,
+            })) => {
+                let i = usize::from(stream == pb::OutputStream::Stderr);
+                let start = offset - carry[i].len() as u64;
+                let bytes = if carry[i].is_empty() {
+                    data
+                } else {
+                    let mut b = std::mem::take(&mut carry[i]);
+                    b.extend_from_slice(&data);
+                    b.into()
+                };
+                let (text, whole) = whole_text(&bytes);
+                carry[i] = bytes[whole..].to_vec();
+                if whole == 0 {
+                    continue;
+                }
+                at[i] = start + whole as u64;
+                let id = format!("{}:{}", at[0], at[1]);
+                sse::output(NAMES[i], &id, start, &text)
             }
-            Ok(resp) => {
-                let mut events = resp.into_inner();
-                loop {
-                    let next = tokio::select! {
-                        m = events.message() => m,
-                        () = tx.closed() => { gone = true; break; }
-                    };
-                    let event = match next {
-                        Ok(Some(pb::FollowEvent {
-                            event: Some(pb::follow_event::Event::Chunk(c)),
-                        })) => {
-                            let i = usize::from(c.stream == pb::OutputStream::Stderr as i32);
-                            let start = c.offset - carry[i].len() as u64;
-                            let bytes = if carry[i].is_empty() {
-                                c.data
-                            } else {
-                                let mut b = std::mem::take(&mut carry[i]);
-                                b.extend_from_slice(&c.data);
-                                b.into()
-                            };
-                            let (text, whole) = whole_text(&bytes);
-                            carry[i] = bytes[whole..].to_vec();
-                            if whole == 0 {
-                                continue;
-                            }
-                            at[i] = start + whole as u64;
-                            let id = format!("{}:{}", at[0], at[1]);
-                            sse::output(NAMES[i], &id, start, &text)
-                        }
-                        Ok(Some(pb::FollowEvent {
-                            event: Some(pb::follow_event::Event::Exit(e)),
-                        })) => {
-                            ended = true;
-                            // Bytes still waiting for the rest of a character never get it.
-                            for i in 0..2 {
-                                if carry[i].is_empty() {
-                                    continue;
-                                }
-                                let rest = std::mem::take(&mut carry[i]);
-                                let start = at[i];
-                                at[i] += rest.len() as u64;
-                                let id = format!("{}:{}", at[0], at[1]);
-                                let ev = sse::output(
-                                    NAMES[i],
-                                    &id,
-                                    start,
-                                    &String::from_utf8_lossy(&rest),
-                                );
-                                if tx.send(ev).await.is_err() {
-                                    break;
-                                }
-                            }
-                            sse::event("exit", &json!({"execution": crate::views::execution(&e)}))
-                        }
-                        Ok(_) => {
-                            ended = true;
-                            break;
-                        }
-                        Err(s) => {
-                            ended = true;
-                            let e = from_status(s);
-                            sse::event("error", &json!({"code": e.code, "message": e.message}))
-                        }
-                    };
-                    if tx.send(event).await.is_err() {
-                        gone = !ended;
-                        break;
+            Some(Ok(FollowItem::Exit(e))) => {
+                ended = true;
+                // Bytes still waiting for the rest of a character never get it.
+                for i in 0..2 {
+                    if carry[i].is_empty() {
+                        continue;
                     }
-                    if ended {
+                    let rest = std::mem::take(&mut carry[i]);
+                    let start = at[i];
+                    at[i] += rest.len() as u64;
+                    let id = format!("{}:{}", at[0], at[1]);
+                    let ev = sse::output(NAMES[i], &id, start, &String::from_utf8_lossy(&rest));
+                    if tx.send(ev).await.is_err() {
                         break;
                     }
                 }
+                sse::event("exit", &json!({"execution": crate::views::execution(&e)}))
             }
+            None => {
+                ended = true;
+                break;
+            }
+            Some(Err(e)) => {
+                ended = true;
+                let e = from_exec(e);
+                sse::event("error", &json!({"code": e.code, "message": e.message}))
+            }
+        };
+        if tx.send(event).await.is_err() {
+            gone = !ended;
+            break;
+        }
+        if ended {
+            break;
         }
     }
     if !gone || ended {
@@ -467,12 +401,9 @@ pub(crate) async fn relay(
         return; // resumed (or another stream took over)
     }
     api.streams.forget(&id);
-    let killed = exec_client(&api)
-        .kill(tonic::Request::new(pb::KillRequest { id: id.clone() }))
-        .await;
-    match killed {
+    match api.exec.kill(&id).await {
         Ok(r) => {
-            tracing::info!(id, outcome = %r.get_ref().outcome, "stream client gone: workload killed")
+            tracing::info!(id, outcome = %r.outcome, "stream client gone: workload killed")
         }
         Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
     }

@@ -28,6 +28,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use argos_exec_client::{ErrorKind, ExecClient, ExecError};
 use argos_proto::exec::v1 as pb;
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
@@ -79,7 +80,7 @@ pub struct WebConfig {
 pub struct Api {
     pub accounts: Accounts,
     pub throttle: Throttle,
-    pub exec: tonic::transport::Channel,
+    pub exec: ExecClient,
     pub web: WebConfig,
     pub streams: Streams,
     /// Execution changes from execd's `Watch`, for `/api/events`.
@@ -260,20 +261,19 @@ impl From<AccountError> for ApiError {
     }
 }
 
-pub(crate) fn from_status(s: tonic::Status) -> ApiError {
-    let (status, code) = match s.code() {
-        tonic::Code::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
-        tonic::Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-        tonic::Code::FailedPrecondition | tonic::Code::Aborted => {
-            (StatusCode::CONFLICT, "conflict")
-        }
-        tonic::Code::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
-        tonic::Code::ResourceExhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
-        tonic::Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-        tonic::Code::DataLoss => (StatusCode::GONE, "data_loss"),
-        _ => return ApiError::internal(format!("execd: {s}")),
+/// execd's refusals as the API says them; execd's own failures are logged, not shown.
+pub(crate) fn from_exec(e: ExecError) -> ApiError {
+    let (status, code) = match e.kind {
+        ErrorKind::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
+        ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+        ErrorKind::Conflict => (StatusCode::CONFLICT, "conflict"),
+        ErrorKind::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
+        ErrorKind::Exhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
+        ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        ErrorKind::DataLoss => (StatusCode::GONE, "data_loss"),
+        ErrorKind::Cancelled | ErrorKind::Internal => return ApiError::internal(e),
     };
-    ApiError::new(status, code, s.message().to_string())
+    ApiError::new(status, code, e.message)
 }
 
 /// A JSON body, with a 400 that says what is wrong instead of axum's plain text.

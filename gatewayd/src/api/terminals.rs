@@ -111,30 +111,26 @@ pub async fn open_terminal(
     } else {
         b.argv
     };
-    let r = exec_client(&api)
-        .start(for_user(
-            &caller,
-            pb::RunRequest {
-                argv,
-                command: b.command,
-                cwd: b.cwd,
-                env: Default::default(),
-                profile: b.profile,
-                timeout_ms: b.timeout_ms,
-                stdin: Vec::new(),
-                tty: Some(pb::Tty {
-                    rows: b.rows.unwrap_or(24),
-                    cols: b.cols.unwrap_or(80),
-                    term: b.term,
-                }),
-            },
-        ))
+    let r = execd(&api, &caller)
+        .start(pb::RunRequest {
+            argv,
+            command: b.command,
+            cwd: b.cwd,
+            env: Default::default(),
+            profile: b.profile,
+            timeout_ms: b.timeout_ms,
+            stdin: Vec::new(),
+            tty: Some(pb::Tty {
+                rows: b.rows.unwrap_or(24),
+                cols: b.cols.unwrap_or(80),
+                term: b.term,
+            }),
+        })
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok((
         StatusCode::CREATED,
-        Json(json!({"terminal": r.execution.as_ref().map(crate::views::execution)})),
+        Json(json!({"terminal": crate::views::execution(&r)})),
     ))
 }
 
@@ -145,19 +141,15 @@ pub async fn terminals(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     caller.admin()?;
     caller.scoped("read")?;
-    let r = exec_client(&api)
-        .list(for_user(
-            &caller,
-            pb::ListRequest {
-                status: pb::ExecutionStatus::Running as i32,
-                terminals: true,
-                page_size: 500,
-                ..Default::default()
-            },
-        ))
+    let r = execd(&api, &caller)
+        .list(pb::ListRequest {
+            status: pb::ExecutionStatus::Running as i32,
+            terminals: true,
+            page_size: 500,
+            ..Default::default()
+        })
         .await
-        .map_err(from_status)?
-        .into_inner();
+        .map_err(from_exec)?;
     Ok(Json(json!({
         "terminals": r.executions.iter().map(crate::views::execution).collect::<Vec<_>>(),
     })))
@@ -182,17 +174,10 @@ pub async fn ticket(
     caller.admin()?;
     caller.scoped("exec")?;
     // The terminal must exist and run (and the caller see it).
-    let e = exec_client(&api)
-        .get(for_user(
-            &caller,
-            pb::GetRequest {
-                id: id.clone(),
-                include_output: false,
-            },
-        ))
+    let e = execd(&api, &caller)
+        .get(&id, false)
         .await
-        .map_err(from_status)?
-        .into_inner()
+        .map_err(from_exec)?
         .execution
         .unwrap_or_default();
     if !e.tty {
@@ -277,17 +262,14 @@ async fn bridge(socket: WebSocket, api: Shared, caller: Caller, id: String) {
         })),
     };
     let _ = req_tx.send(open).await;
-    let events = exec_client(&api)
-        .attach(for_user(
-            &caller,
-            tokio_stream::wrappers::ReceiverStream::new(req_rx),
-        ))
+    let events = execd(&api, &caller)
+        .attach(tokio_stream::wrappers::ReceiverStream::new(req_rx))
         .await;
     let mut events = match events {
-        Ok(r) => r.into_inner(),
-        Err(s) => {
+        Ok(events) => events,
+        Err(e) => {
             let _ = out
-                .send(state(json!({"state": "error", "message": s.message()})))
+                .send(state(json!({"state": "error", "message": e.message})))
                 .await;
             let _ = out.close().await;
             return;
