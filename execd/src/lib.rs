@@ -9,6 +9,7 @@ pub mod access;
 pub mod approval;
 pub mod cgroup;
 pub mod contain;
+pub mod edge;
 pub mod gate;
 pub mod launch;
 pub mod ledger;

@@ -10,6 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tonic::Status;
 
+use crate::edge;
 use crate::manager::Manager;
 use crate::shim::follow::{HEADER, KIND_ERROR, MAX_FRAME, socket_name};
 use crate::spec::files;
@@ -52,7 +53,7 @@ pub async fn follow(
             .zip(offsets)
             .position(|(total, at)| at < *total)
         {
-            Some(i) => Err(Status::data_loss(format!(
+            Some(i) => Err(edge::lost(format!(
                 "{} bytes {}..{} were not kept (past the log's cap) and this follower was cut off before it took them",
                 ["stdout", "stderr"][i],
                 offsets[i],
@@ -62,7 +63,7 @@ pub async fn follow(
                 event: Some(pb::follow_event::Event::Exit(wire::execution(&rec))),
             }),
         },
-        None => Err(Status::internal("launch record vanished")),
+        None => Err(edge::vanished()),
     };
     let _ = tx.send(event).await;
 }
@@ -100,17 +101,14 @@ async fn follow_live(
     // Closed by the shim: complete, or the shim is gone (the files tell).
     while let Some((kind, at, data)) = read_frame(&mut rd).await? {
         if kind == KIND_ERROR {
-            return Err(Status::data_loss(
-                String::from_utf8_lossy(&data).into_owned(),
-            ));
+            return Err(edge::lost(String::from_utf8_lossy(&data).into_owned()));
         }
         let i = usize::from(kind == crate::shim::follow::KIND_STDERR);
         // Frames start where this follower stands (the shim serves from its offsets).
         if at != offsets[i] {
-            return Err(Status::internal(format!(
-                "a shim sent offset {at} where {} was due",
-                offsets[i]
-            )));
+            return Err(edge::internal("the launch's output could not be read")(
+                format!("a shim sent offset {at} where {} was due", offsets[i]),
+            ));
         }
         offsets[i] += data.len() as u64;
         if !send_chunk(tx, i, at, data).await {
@@ -144,7 +142,9 @@ pub async fn read_frame(rd: &mut OwnedReadHalf) -> Result<Option<(u8, u64, Vec<u
     let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
     let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
     if len > MAX_FRAME {
-        return Err(Status::internal("a shim sent an oversized frame"));
+        return Err(edge::internal("the launch's output could not be read")(
+            "a shim sent an oversized frame",
+        ));
     }
     // No read buffer, and fresh capacity without zeroing: frames are large, and each
     // would cost a copy.

@@ -12,11 +12,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::access::{Access, access};
-use crate::approval::{Refusal, State, StoreError};
-use crate::gate::{self, GateError, Requested};
+use crate::approval::State;
+use crate::edge;
+use crate::gate::{self, Requested};
 use crate::launch::{self, KillOutcome, LaunchRequest};
 use crate::ledger::{ListFilter, Record};
-use crate::manager::{Manager, Requester, StartError};
+use crate::manager::{Manager, Requester};
 use crate::spec::Need;
 use crate::wire;
 
@@ -24,51 +25,11 @@ pub struct ExecService {
     pub manager: Arc<Manager>,
 }
 
-fn gate_status(e: GateError) -> Status {
-    match e {
-        GateError::Invalid(i) => Status::invalid_argument(i.to_string()),
-        GateError::Field(..) => Status::invalid_argument(e.to_string()),
-        GateError::Store(StoreError::Refused(r)) => match r {
-            Refusal::SelfDecision => Status::permission_denied(r.to_string()),
-            Refusal::ConfirmationRequired | Refusal::WrongConfirmation => {
-                Status::invalid_argument(format!("confirm: {r}"))
-            }
-            other => Status::failed_precondition(other.to_string()),
-        },
-        GateError::Store(StoreError::NotFound(id)) => {
-            Status::not_found(format!("no approval {id}"))
-        }
-        GateError::Store(StoreError::Raced) => Status::aborted(e.to_string()),
-        GateError::Store(StoreError::Damaged) => Status::data_loss(e.to_string()),
-        GateError::Start(s) => start_status(s),
-        other => internal(format!("{:#}", anyhow::Error::from(other))),
-    }
-}
-
-fn start_status(e: StartError) -> Status {
-    match e {
-        StartError::Invalid(i) => Status::invalid_argument(i.to_string()),
-        StartError::ProfileNotAllowed { .. } => Status::permission_denied(e.to_string()),
-        other => {
-            tracing::error!(
-                error = format!("{:#}", anyhow::Error::from(other)),
-                "starting a launch"
-            );
-            Status::internal("could not start the launch")
-        }
-    }
-}
-
-fn internal(e: impl std::fmt::Display) -> Status {
-    tracing::error!(error = %e, "ledger");
-    Status::internal("ledger unavailable")
-}
-
 /// Refuses what only a started launch can do for an execution still waiting for its
 /// approval.
 fn waiting(r: &Record) -> Result<(), Status> {
     if r.status == crate::spec::LaunchStatus::PendingApproval {
-        return Err(Status::failed_precondition(format!(
+        return Err(edge::conflict(format!(
             "execution {} waits for its approval: nothing runs yet (deny or revoke the approval to end it)",
             r.id
         )));
@@ -80,7 +41,7 @@ fn waiting(r: &Record) -> Result<(), Status> {
 fn page_size(n: u32) -> Result<u32, Status> {
     match n {
         0 => Ok(50),
-        n if n > 500 => Err(Status::invalid_argument("page_size: at most 500")),
+        n if n > 500 => Err(edge::invalid("page_size: at most 500")),
         n => Ok(n),
     }
 }
@@ -114,7 +75,7 @@ impl ExecService {
             .manager
             .start(&req, &a.who, a.allowed_profiles.as_deref())
             .await
-            .map_err(start_status)?;
+            .map_err(edge::start)?;
         let mut guard = AbandonGuard {
             dir: Some(self.manager.dir(&id)),
             grace: self.grace(),
@@ -123,7 +84,7 @@ impl ExecService {
             .manager
             .wait_end(&id)
             .await
-            .ok_or_else(|| Status::internal("launch record vanished"))?;
+            .ok_or_else(edge::vanished)?;
         guard.dir = None;
         let finished = ended.finished.or_else(|| self.manager.finished(&id));
         let (stdout, stderr) = wire::outputs(finished.as_ref());
@@ -137,11 +98,11 @@ impl ExecService {
     /// The record of a launch the caller may see, or NOT_FOUND (never "exists but hidden").
     async fn visible(&self, id: &str, a: &Access) -> Result<Record, Status> {
         if uuid::Uuid::parse_str(id).is_err() {
-            return Err(Status::invalid_argument("id: not a launch id"));
+            return Err(edge::invalid("id: not a launch id"));
         }
-        match self.manager.ledger.get(id).await.map_err(internal)? {
+        match self.manager.ledger.get(id).await.map_err(edge::store)? {
             Some(r) if a.may_see(&r) => Ok(r),
-            _ => Err(Status::not_found(format!("no launch {id}"))),
+            _ => Err(edge::not_found(format!("no launch {id}"))),
         }
     }
 }
@@ -160,7 +121,7 @@ impl Exec for ExecService {
         let r = req.into_inner();
         tokio::task::spawn_blocking(move || wire::classify(&r))
             .await
-            .map_err(|e| Status::internal(format!("classifier: {e}")))?
+            .map_err(edge::internal("the classifier failed"))?
             .map(Response::new)
     }
 
@@ -170,19 +131,19 @@ impl Exec for ExecService {
     ) -> Result<Response<pb::RequestRunResponse>, Status> {
         let a = access(req.extensions().get::<Caller>());
         if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
-            return Err(Status::invalid_argument(
+            return Err(edge::invalid(
                 "principal: a job's request must name its stored owner",
             ));
         }
         let r = req.into_inner();
         let run = r
             .run
-            .ok_or_else(|| Status::invalid_argument("run: the command to run is missing"))?;
+            .ok_or_else(|| edge::invalid("run: the command to run is missing"))?;
         let declared = match r.declared_risk.as_str() {
             "" => None,
             d => Some(
                 d.parse()
-                    .map_err(|e| Status::invalid_argument(format!("declared_risk: {e}")))?,
+                    .map_err(|e| edge::invalid(format!("declared_risk: {e}")))?,
             ),
         };
         let requested = gate::request_run(
@@ -193,7 +154,7 @@ impl Exec for ExecService {
             &a.who,
         )
         .await
-        .map_err(gate_status)?;
+        .map_err(edge::gate)?;
         Ok(Response::new(match requested {
             Requested::Started(rec) => pb::RequestRunResponse {
                 execution: Some(wire::execution(&rec)),
@@ -215,7 +176,7 @@ impl Exec for ExecService {
         let a = access(req.extensions().get::<Caller>());
         let r = req.into_inner();
         if uuid::Uuid::parse_str(&r.id).is_err() {
-            return Err(Status::invalid_argument("id: not an approval id"));
+            return Err(edge::invalid("id: not an approval id"));
         }
         let (ap, rec) = gate::decide(
             &self.manager,
@@ -226,7 +187,7 @@ impl Exec for ExecService {
             &r.note,
         )
         .await
-        .map_err(gate_status)?;
+        .map_err(edge::gate)?;
         Ok(Response::new(pb::DecideApprovalResponse {
             approval: Some(wire::approval(&ap)),
             execution: Some(wire::execution(&rec)),
@@ -240,11 +201,11 @@ impl Exec for ExecService {
         let a = access(req.extensions().get::<Caller>());
         let id = req.into_inner().id;
         if uuid::Uuid::parse_str(&id).is_err() {
-            return Err(Status::invalid_argument("id: not an approval id"));
+            return Err(edge::invalid("id: not an approval id"));
         }
-        match self.manager.approvals.get(&id).await.map_err(internal)? {
+        match self.manager.approvals.get(&id).await.map_err(edge::store)? {
             Some(ap) if a.may_see_approval(&ap) => Ok(Response::new(wire::approval(&ap))),
-            _ => Err(Status::not_found(format!("no approval {id}"))),
+            _ => Err(edge::not_found(format!("no approval {id}"))),
         }
     }
 
@@ -256,14 +217,14 @@ impl Exec for ExecService {
         let r = req.into_inner();
         let limit = page_size(r.page_size)?;
         if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
-            return Err(Status::invalid_argument(
+            return Err(edge::invalid(
                 "page_token: not a token from a previous page",
             ));
         }
         let state = match r.state.as_str() {
             "" => None,
             s => Some(State::parse(s).ok_or_else(|| {
-                Status::invalid_argument(format!(
+                edge::invalid(format!(
                     "state: {s:?} is not pending, approved, denied, revoked, expired or consumed"
                 ))
             })?),
@@ -278,7 +239,7 @@ impl Exec for ExecService {
                 limit,
             )
             .await
-            .map_err(internal)?;
+            .map_err(edge::store)?;
         let next_page_token = if rows.len() == limit as usize {
             rows.last().map(|r| r.id.clone()).unwrap_or_default()
         } else {
@@ -294,7 +255,7 @@ impl Exec for ExecService {
         &self,
         _req: Request<pb::VerifyAuditRequest>,
     ) -> Result<Response<pb::VerifyAuditResponse>, Status> {
-        let v = self.manager.audit.verify().await.map_err(internal)?;
+        let v = self.manager.audit.verify().await.map_err(edge::store)?;
         let (broken_seq, broken_reason) = v.broken.unwrap_or_default();
         Ok(Response::new(pb::VerifyAuditResponse {
             ok: broken_seq == 0,
@@ -318,7 +279,12 @@ impl Exec for ExecService {
             before_seq: (r.before_seq > 0).then_some(r.before_seq),
             limit: page_size(r.page_size)?,
         };
-        let rows = self.manager.audit.list(&filter).await.map_err(internal)?;
+        let rows = self
+            .manager
+            .audit
+            .list(&filter)
+            .await
+            .map_err(edge::store)?;
         Ok(Response::new(pb::ListAuditResponse {
             records: rows.iter().map(wire::audit_record).collect(),
         }))
@@ -328,7 +294,7 @@ impl Exec for ExecService {
         let a = access(req.extensions().get::<Caller>());
         let domain = wire::launch_request(req.into_inner());
         if domain.tty.is_some() {
-            return Err(Status::invalid_argument(
+            return Err(edge::invalid(
                 "tty: a terminal is started with Start and used with Attach",
             ));
         }
@@ -341,13 +307,13 @@ impl Exec for ExecService {
     ) -> Result<Response<pb::StartResponse>, Status> {
         let a = access(req.extensions().get::<Caller>());
         if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
-            return Err(Status::invalid_argument(
+            return Err(edge::invalid(
                 "principal: a job launch must name its stored owner",
             ));
         }
         let domain = wire::launch_request(req.into_inner());
         if domain.tty.is_some() && !a.admin {
-            return Err(Status::permission_denied(
+            return Err(edge::denied(
                 "tty: terminals are for the gateway and operators",
             ));
         }
@@ -355,14 +321,14 @@ impl Exec for ExecService {
             .manager
             .start(&domain, &a.who, a.allowed_profiles.as_deref())
             .await
-            .map_err(start_status)?;
+            .map_err(edge::start)?;
         let rec = self
             .manager
             .ledger
             .get(&id)
             .await
-            .map_err(internal)?
-            .ok_or_else(|| Status::internal("launch record vanished"))?;
+            .map_err(edge::store)?
+            .ok_or_else(edge::vanished)?;
         Ok(Response::new(pb::StartResponse {
             execution: Some(wire::execution(&rec)),
         }))
@@ -382,7 +348,7 @@ impl Exec for ExecService {
                 msg: Some(pb::attach_request::Msg::Open(o)),
             }) => o,
             _ => {
-                return Err(Status::invalid_argument(
+                return Err(edge::invalid(
                     "open: the first message opens the attachment",
                 ));
             }
@@ -390,7 +356,7 @@ impl Exec for ExecService {
         let rec = self.visible(&open.id, &a).await?;
         waiting(&rec)?;
         if !rec.status.is_final() && self.manager.spec(&open.id).is_none_or(|s| s.tty.is_none()) {
-            return Err(Status::failed_precondition(format!(
+            return Err(edge::conflict(format!(
                 "launch {} has no terminal: use Follow",
                 open.id
             )));
@@ -477,7 +443,7 @@ impl Exec for ExecService {
                     .ledger
                     .get(&id)
                     .await
-                    .map_err(internal)?
+                    .map_err(edge::store)?
                     .unwrap_or(rec)
             }
             KillOutcome::NotOwned(_) => self
@@ -485,7 +451,7 @@ impl Exec for ExecService {
                 .ledger
                 .get(&id)
                 .await
-                .map_err(internal)?
+                .map_err(edge::store)?
                 .unwrap_or(rec),
         };
         let outcome = match outcome {
@@ -523,12 +489,12 @@ impl Exec for ExecService {
         let r = req.into_inner();
         let limit = page_size(r.page_size)?;
         if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
-            return Err(Status::invalid_argument(
+            return Err(edge::invalid(
                 "page_token: not a token from a previous page",
             ));
         }
         let status = pb::ExecutionStatus::try_from(r.status)
-            .map_err(|_| Status::invalid_argument("status: unknown value"))?;
+            .map_err(|_| edge::invalid("status: unknown value"))?;
         let filter = ListFilter {
             principal: (!r.principal.is_empty()).then_some(r.principal),
             status: wire::status_from(status),
@@ -538,7 +504,12 @@ impl Exec for ExecService {
             limit,
             terminals: r.terminals,
         };
-        let rows = self.manager.ledger.list(&filter).await.map_err(internal)?;
+        let rows = self
+            .manager
+            .ledger
+            .list(&filter)
+            .await
+            .map_err(edge::store)?;
         let next_page_token = if rows.len() == limit as usize {
             rows.last().map(|r| r.id.clone()).unwrap_or_default()
         } else {

@@ -10,6 +10,7 @@ use argos_proto::exec::v1 as pb;
 use tokio::io::AsyncWriteExt;
 use tonic::{Status, Streaming};
 
+use crate::edge;
 use crate::manager::Manager;
 use crate::output::{read_frame, shim_connect};
 use crate::shim::follow::{
@@ -43,9 +44,7 @@ pub async fn relay(
         // Until the shim closes: the launch is complete.
         while let Some((kind, at, data)) = read_frame(&mut rd).await? {
             if kind == KIND_ERROR {
-                return Err(Status::failed_precondition(
-                    String::from_utf8_lossy(&data).into_owned(),
-                ));
+                return Err(edge::conflict(String::from_utf8_lossy(&data).into_owned()));
             }
             let event = match kind {
                 KIND_LIVE => pb::attach_event::Event::ReplayedTo(at),
@@ -58,7 +57,7 @@ pub async fn relay(
             };
             let ev = pb::AttachEvent { event: Some(event) };
             if tx.send(Ok(ev)).await.is_err() {
-                return Err(Status::cancelled("the client went away"));
+                return Err(edge::gone());
             }
         }
         Ok(())
@@ -70,12 +69,12 @@ pub async fn relay(
                 // The client stopped sending (a half-close): its output goes on.
                 Ok(None) => return std::future::pending::<Result<(), Status>>().await,
                 // The client is gone: detach.
-                Err(_) => return Err(Status::cancelled("the client went away")),
+                Err(_) => return Err(edge::gone()),
             };
             let frame = match msg.msg {
                 Some(pb::attach_request::Msg::Input(b)) if open.write => {
                     if b.len() > MAX_INPUT {
-                        return Err(Status::invalid_argument(format!(
+                        return Err(edge::invalid(format!(
                             "input: at most {MAX_INPUT} bytes per message"
                         )));
                     }
@@ -84,21 +83,19 @@ pub async fn relay(
                 Some(pb::attach_request::Msg::Resize(s)) if open.write => {
                     let ok = |v: u32| (1..=1000).contains(&v);
                     if !ok(s.rows) || !ok(s.cols) {
-                        return Err(Status::invalid_argument(
-                            "resize: rows and cols between 1 and 1000",
-                        ));
+                        return Err(edge::invalid("resize: rows and cols between 1 and 1000"));
                     }
                     let mut p = (s.rows as u16).to_le_bytes().to_vec();
                     p.extend_from_slice(&(s.cols as u16).to_le_bytes());
                     input_frame(INPUT_RESIZE, &p)
                 }
                 Some(pb::attach_request::Msg::Input(_) | pb::attach_request::Msg::Resize(_)) => {
-                    return Err(Status::failed_precondition(
+                    return Err(edge::conflict(
                         "attached as a viewer: open with write to type",
                     ));
                 }
                 Some(pb::attach_request::Msg::Open(_)) => {
-                    return Err(Status::invalid_argument("open: only the first message"));
+                    return Err(edge::invalid("open: only the first message"));
                 }
                 None => continue,
             };
@@ -111,11 +108,11 @@ pub async fn relay(
         r = output => r,
         r = input => r,
         // The client dropped its end of the output: detach (the terminal goes on).
-        () = tx.closed() => Err(Status::cancelled("the client went away")),
+        () = tx.closed() => Err(edge::gone()),
     };
     match ended {
         Ok(()) => exit(&manager, &id, &tx).await,
-        Err(s) if s.code() == tonic::Code::Cancelled => {}
+        Err(s) if edge::is_gone(&s) => {}
         Err(s) => {
             let _ = tx.send(Err(s)).await;
         }
@@ -128,7 +125,7 @@ async fn exit(manager: &Manager, id: &str, tx: &Tx) {
         Some(rec) => Ok(pb::AttachEvent {
             event: Some(pb::attach_event::Event::Exit(wire::execution(&rec))),
         }),
-        None => Err(Status::internal("launch record vanished")),
+        None => Err(edge::vanished()),
     };
     let _ = tx.send(ev).await;
 }

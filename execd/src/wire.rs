@@ -3,6 +3,7 @@
 
 use argos_proto::exec::v1 as pb;
 
+use crate::edge;
 use crate::launch::{Captured, Finished, LaunchRequest};
 use crate::ledger::Record;
 use crate::spec::{DimReport, DimState, LaunchStatus};
@@ -116,21 +117,17 @@ pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::
         "" => None,
         d => Some(
             d.parse::<Class>()
-                .map_err(|e| tonic::Status::invalid_argument(format!("declared_risk: {e}")))?,
+                .map_err(|e| edge::invalid(format!("declared_risk: {e}")))?,
         ),
     };
     let command = match (r.command.is_empty(), r.argv.is_empty()) {
         (false, true) => Command::Shell(&r.command),
         (true, false) => Command::Argv(&r.argv),
         (false, false) => {
-            return Err(tonic::Status::invalid_argument(
-                "command, argv: give one, not both",
-            ));
+            return Err(edge::invalid("command, argv: give one, not both"));
         }
         (true, true) => {
-            return Err(tonic::Status::invalid_argument(
-                "command: give a command or an argv",
-            ));
+            return Err(edge::invalid("command: give a command or an argv"));
         }
     };
     let v = risk::classify(command, declared);

@@ -187,3 +187,54 @@ fn execd_unsafe_is_confined_to_sys_raw() {
         }
     }
 }
+
+/// execd answers errors from one edge (`edge.rs`): no other module builds a gRPC status.
+#[test]
+fn execd_builds_statuses_only_in_its_edge() {
+    const MAKERS: [&str; 17] = [
+        "Status::new(",
+        "Status::ok(",
+        "Status::cancelled(",
+        "Status::unknown(",
+        "Status::invalid_argument(",
+        "Status::deadline_exceeded(",
+        "Status::not_found(",
+        "Status::already_exists(",
+        "Status::permission_denied(",
+        "Status::resource_exhausted(",
+        "Status::failed_precondition(",
+        "Status::aborted(",
+        "Status::out_of_range(",
+        "Status::unimplemented(",
+        "Status::internal(",
+        "Status::unavailable(",
+        "Status::data_loss(",
+    ];
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../execd/src");
+    let mut stack = vec![src.clone()];
+    let mut found = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(&src).unwrap().display().to_string();
+            if rel == "edge.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if MAKERS.iter().any(|m| line.contains(m)) {
+                    found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "statuses built outside edge.rs:\n{}",
+        found.join("\n")
+    );
+}

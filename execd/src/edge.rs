@@ -1,0 +1,131 @@
+//! execd's one edge: every gRPC `Status` it answers is made here, from a domain error or
+//! a refusal named by its kind. Refusals say what is wrong in the caller's terms (the
+//! field first: `id: not a launch id`); execd's own failures are logged here with their
+//! detail and reach the client only as what failed (`ledger unavailable`), never as
+//! internal text. A test keeps `Status` construction out of every other module.
+
+use tonic::Status;
+
+use crate::approval::{Refusal, StoreError};
+use crate::gate::GateError;
+use crate::manager::StartError;
+
+/// A request field is wrong; the message starts with the field's name.
+pub fn invalid(message: impl Into<String>) -> Status {
+    Status::invalid_argument(message)
+}
+
+/// No such launch or approval, or none this caller may see (never "exists but hidden").
+pub fn not_found(message: impl Into<String>) -> Status {
+    Status::not_found(message)
+}
+
+/// This caller's role may not do this.
+pub fn denied(message: impl Into<String>) -> Status {
+    Status::permission_denied(message)
+}
+
+/// The state does not allow it now (waiting for an approval, not a terminal, a viewer).
+pub fn conflict(message: impl Into<String>) -> Status {
+    Status::failed_precondition(message)
+}
+
+/// Output the caller asked for is gone; the message names the range.
+pub fn lost(message: impl Into<String>) -> Status {
+    Status::data_loss(message)
+}
+
+/// The client went away (never sent: there is nobody to send it to).
+pub fn gone() -> Status {
+    Status::cancelled("the client went away")
+}
+
+/// Whether `s` is [`gone`].
+pub fn is_gone(s: &Status) -> bool {
+    s.code() == tonic::Code::Cancelled
+}
+
+/// execd failed at `what`: the detail goes to the log, the client hears only `what`.
+pub fn internal<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> Status {
+    move |e| {
+        tracing::error!(error = %e, "{what}");
+        Status::internal(what)
+    }
+}
+
+/// A launch's record is gone from under a call (it never is, short of a damaged ledger).
+pub fn vanished() -> Status {
+    internal("launch record vanished")("the ledger has no row for a launch it started")
+}
+
+/// The risk gate's errors.
+pub fn gate(e: GateError) -> Status {
+    match e {
+        GateError::Invalid(i) => invalid(i.to_string()),
+        GateError::Field(..) => invalid(e.to_string()),
+        GateError::Store(StoreError::Refused(r)) => match r {
+            Refusal::SelfDecision => denied(r.to_string()),
+            Refusal::ConfirmationRequired | Refusal::WrongConfirmation => {
+                invalid(format!("confirm: {r}"))
+            }
+            other => conflict(other.to_string()),
+        },
+        GateError::Store(StoreError::NotFound(id)) => not_found(format!("no approval {id}")),
+        GateError::Store(StoreError::Raced) => Status::aborted(e.to_string()),
+        GateError::Store(StoreError::Damaged) => lost(e.to_string()),
+        GateError::Start(s) => start(s),
+        other => internal("the risk gate failed")(format!("{:#}", anyhow::Error::from(other))),
+    }
+}
+
+/// A launch that could not start.
+pub fn start(e: StartError) -> Status {
+    match e {
+        StartError::Invalid(i) => invalid(i.to_string()),
+        StartError::ProfileNotAllowed { .. } => denied(e.to_string()),
+        StartError::NoUid => Status::resource_exhausted(e.to_string()),
+        other => {
+            internal("could not start the launch")(format!("{:#}", anyhow::Error::from(other)))
+        }
+    }
+}
+
+/// The ledger, approvals store or audit trail failed.
+pub fn store<E: std::fmt::Display>(e: E) -> Status {
+    internal("ledger unavailable")(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_detail_stays_in_the_log() {
+        let s = internal("ledger unavailable")("disk I/O error at /var/lib/argos/execd/execd.db");
+        assert_eq!(s.code(), tonic::Code::Internal);
+        assert_eq!(s.message(), "ledger unavailable");
+        let s = start(StartError::Ledger(sqlx::Error::Protocol(
+            "/var/lib/argos/execd/execd.db: corrupt".into(),
+        )));
+        assert_eq!(s.message(), "could not start the launch");
+        let s = start(StartError::NoUid);
+        assert_eq!(s.code(), tonic::Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn refusals_keep_their_kind_and_name_the_field() {
+        let s = gate(GateError::Store(StoreError::Refused(Refusal::SelfDecision)));
+        assert_eq!(s.code(), tonic::Code::PermissionDenied);
+        let s = gate(GateError::Store(StoreError::Refused(
+            Refusal::WrongConfirmation,
+        )));
+        assert_eq!(s.code(), tonic::Code::InvalidArgument);
+        assert!(s.message().starts_with("confirm: "), "{}", s.message());
+        let s = gate(GateError::Store(StoreError::NotFound("a1".into())));
+        assert_eq!(
+            (s.code(), s.message()),
+            (tonic::Code::NotFound, "no approval a1")
+        );
+        assert!(is_gone(&gone()));
+    }
+}
