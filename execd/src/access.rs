@@ -42,7 +42,12 @@ pub fn policy() -> MethodPolicy {
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
-        .method(m("Attach"), RoleSet::of(&admin))
+        // mcp: its own launches with open stdin (its stdio MCP servers); terminals are
+        // for admins (checked in the handler).
+        .method(
+            m("Attach"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
+        )
 }
 
 /// What a caller may do, derived once per call from its roles.

@@ -85,6 +85,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         timeout_ms: c.timeout_ms,
         stdin,
         tty: None,
+        open_stdin: false,
     }
 }
 
@@ -121,6 +122,12 @@ pub async fn request_run(
         return Err(GateError::Field(
             "tty",
             "terminals are opened by admins, not through the gate".into(),
+        ));
+    }
+    if req.open_stdin {
+        return Err(GateError::Field(
+            "open_stdin",
+            "the gate runs a command with the input it was approved with".into(),
         ));
     }
     if purpose.len() > 4096 {

@@ -35,6 +35,8 @@ pub struct LaunchRequest {
     pub stdin: Vec<u8>,
     /// Run on a terminal: (rows, cols, TERM). Its input then comes through `Attach`.
     pub tty: Option<(u32, u32, String)>,
+    /// Keep stdin open as a pipe the shim holds; its input comes through `Attach`.
+    pub open_stdin: bool,
 }
 
 /// Recent terminal output a shim keeps for a client that attaches again.
@@ -259,6 +261,18 @@ impl Launcher {
             }
             Some(t) => t,
         };
+        if req.open_stdin && req.tty.is_some() {
+            return Err(invalid(
+                "open_stdin",
+                "a terminal's input is open already (Attach writes to it)",
+            ));
+        }
+        if req.open_stdin && !req.stdin.is_empty() {
+            return Err(invalid(
+                "stdin",
+                "a launch with open stdin takes its input through Attach",
+            ));
+        }
         let tty = match &req.tty {
             None => None,
             Some(_) if !req.stdin.is_empty() => {
@@ -325,6 +339,7 @@ impl Launcher {
             timeout_ms,
             grace_ms: self.grace_ms,
             stdin: !req.stdin.is_empty(),
+            open_stdin: req.open_stdin,
             head_bytes: self.output.head_bytes,
             tail_bytes: self.output.tail_bytes,
             log_cap_bytes: self

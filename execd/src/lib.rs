@@ -17,6 +17,7 @@ pub mod manager;
 pub mod output;
 pub mod pool;
 pub mod profile;
+pub mod protocol;
 pub mod service;
 pub mod shim;
 pub mod spec;

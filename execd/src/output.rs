@@ -12,7 +12,9 @@ use tonic::Status;
 
 use crate::edge;
 use crate::manager::Manager;
-use crate::shim::follow::{HEADER, KIND_ERROR, MAX_FRAME, socket_name};
+use crate::protocol::{
+    From, HEADER, KIND_ERROR, KIND_STDERR, MAX_FRAME, Request, parse_header, socket_name,
+};
 use crate::spec::files;
 use crate::wire;
 
@@ -94,7 +96,11 @@ async fn follow_live(
     offsets: &mut [u64; 2],
     tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
 ) -> Result<Live, Status> {
-    let request = format!("{} {}\n", offsets[0], offsets[1]);
+    let request = Request {
+        stdout: From::Offset(offsets[0]),
+        stderr: offsets[1],
+        write: false,
+    };
     let Some((mut rd, _wr)) = shim_connect(id, &request).await else {
         return Ok(Live::Unavailable);
     };
@@ -103,7 +109,7 @@ async fn follow_live(
         if kind == KIND_ERROR {
             return Err(edge::lost(String::from_utf8_lossy(&data).into_owned()));
         }
-        let i = usize::from(kind == crate::shim::follow::KIND_STDERR);
+        let i = usize::from(kind == KIND_STDERR);
         // Frames start where this follower stands (the shim serves from its offsets).
         if at != offsets[i] {
             return Err(edge::internal("the launch's output could not be read")(
@@ -120,7 +126,7 @@ async fn follow_live(
 
 /// Connects to a running launch's shim (its abstract follow socket) and sends the request
 /// line; `None` when there is no live shim.
-pub async fn shim_connect(id: &str, request: &str) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
+pub async fn shim_connect(id: &str, request: &Request) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
     use std::os::linux::net::SocketAddrExt;
     let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(id).as_bytes())
         .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
@@ -128,7 +134,7 @@ pub async fn shim_connect(id: &str, request: &str) -> Option<(OwnedReadHalf, Own
         .and_then(tokio::net::UnixStream::from_std)
         .ok()?;
     let (rd, mut wr) = sock.into_split();
-    wr.write_all(request.as_bytes()).await.ok()?;
+    wr.write_all(request.line().as_bytes()).await.ok()?;
     Some((rd, wr))
 }
 
@@ -138,9 +144,7 @@ pub async fn read_frame(rd: &mut OwnedReadHalf) -> Result<Option<(u8, u64, Vec<u
     if rd.read_exact(&mut h).await.is_err() {
         return Ok(None);
     }
-    let kind = h[0];
-    let at = u64::from_le_bytes(h[1..9].try_into().expect("8 bytes"));
-    let len = u32::from_le_bytes(h[9..13].try_into().expect("4 bytes")) as usize;
+    let (kind, at, len) = parse_header(&h);
     if len > MAX_FRAME {
         return Err(edge::internal("the launch's output could not be read")(
             "a shim sent an oversized frame",

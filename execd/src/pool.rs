@@ -18,7 +18,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::launch::{LaunchError, Launcher};
 use crate::profile;
-use crate::spec::{ShimReady, ShimSetup};
+use crate::protocol::{ACCEPTED, ShimReady, ShimSetup, control_line};
 
 /// How long a shim may take to set up its tree.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -68,14 +68,15 @@ impl Shim {
     }
 
     /// Hands the launch to the shim (its spec is in the launch dir by now) and waits for
-    /// its "ok": from then on the launch is the shim's, and its followers' socket is up.
+    /// its acceptance: from then on the launch is the shim's, and its followers' socket is
+    /// up (control steps 3 and 4 of `crate::protocol`).
     pub async fn assign(mut self, id: &str) -> Result<Running, LaunchError> {
         let line = format!("{id}\n");
         let handed = async {
             self.control.write_all(line.as_bytes()).await?;
             let mut ok = String::new();
             self.out.read_line(&mut ok).await?;
-            if ok.trim() == "ok" {
+            if ok.trim() == ACCEPTED {
                 Ok(())
             } else {
                 Err(std::io::Error::other(format!(
@@ -251,8 +252,7 @@ impl Pool {
             .map_err(shim_err)?;
         let mut control = child.stdin.take().expect("piped stdin");
         let out = child.stdout.take().expect("piped stdout");
-        let mut line = serde_json::to_vec(setup).map_err(|e| shim_err(e.into()))?;
-        line.push(b'\n');
+        let line = control_line(setup);
         let mut out = BufReader::new(out);
         let answer = async {
             control.write_all(&line).await?;

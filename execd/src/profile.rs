@@ -330,7 +330,7 @@ mod tests {
                 uid,
             )
         };
-        let setup = crate::spec::ShimSetup {
+        let setup = crate::protocol::ShimSetup {
             plan: mk("agent", "/w/pool", 100_000, &[]),
             launches_dir: "/s/launches".into(),
             work_root: "/w".into(),

@@ -298,6 +298,11 @@ impl Exec for ExecService {
                 "tty: a terminal is started with Start and used with Attach",
             ));
         }
+        if domain.open_stdin {
+            return Err(edge::invalid(
+                "open_stdin: a launch with open stdin is started with Start and fed with Attach",
+            ));
+        }
         self.run_to_end(domain, &a).await.map(Response::new)
     }
 
@@ -355,16 +360,28 @@ impl Exec for ExecService {
         };
         let rec = self.visible(&open.id, &a).await?;
         waiting(&rec)?;
-        if !rec.status.is_final() && self.manager.spec(&open.id).is_none_or(|s| s.tty.is_none()) {
+        let spec = self.manager.spec(&open.id);
+        let tty = spec.as_ref().is_some_and(|s| s.tty.is_some());
+        let open_stdin = spec.as_ref().is_some_and(|s| s.open_stdin);
+        if !rec.status.is_final() && !tty && !open_stdin {
             return Err(edge::conflict(format!(
-                "launch {} has no terminal: use Follow",
+                "launch {} takes no input (neither a terminal nor open stdin): use Follow",
                 open.id
             )));
+        }
+        if tty && !a.admin {
+            return Err(edge::denied("terminals are for the gateway and operators"));
+        }
+        if open.scrollback && !tty {
+            return Err(edge::invalid(
+                "scrollback: only a terminal keeps its recent output; attach from offsets",
+            ));
         }
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         tokio::spawn(crate::terminal::relay(
             self.manager.clone(),
             open,
+            tty,
             inbound,
             tx,
         ));

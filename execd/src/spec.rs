@@ -176,6 +176,10 @@ pub struct LaunchSpec {
     pub grace_ms: u64,
     /// Whether `stdin` in the launch dir feeds the workload (else /dev/null).
     pub stdin: bool,
+    /// The workload's stdin is a pipe the shim holds open: one writer feeds it through
+    /// the follow socket (exclusive with `stdin` and `tty`).
+    #[serde(default)]
+    pub open_stdin: bool,
     pub head_bytes: u64,
     pub tail_bytes: u64,
     /// Cap of each stream's full log in the launch dir.
@@ -204,39 +208,6 @@ pub struct Tty {
     /// Torn down after this long with no client attached (0: never).
     #[serde(default)]
     pub detach_ttl_ms: u64,
-}
-
-/// What execd tells a new shim before any launch exists (the first line on its stdin):
-/// the containment its profile needs up front (namespaces, mounts, masks, seccomp), and
-/// where launches will appear.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShimSetup {
-    /// The profile's plan; the per-launch parts (workspace, run-as uid) come with the spec.
-    pub plan: Plan,
-    pub launches_dir: PathBuf,
-    pub work_root: PathBuf,
-    /// An empty, mode-000, root-owned file that is bound over denied files.
-    pub mask_file: PathBuf,
-}
-
-impl ShimSetup {
-    /// Whether a launch's plan is the one this shim set up for: equal but for the parts
-    /// applied per launch.
-    pub fn fits(&self, plan: &Plan) -> bool {
-        let per_launch = Plan {
-            writable: self.plan.writable.clone(),
-            run_as: self.plan.run_as,
-            ..plan.clone()
-        };
-        per_launch == self.plan
-    }
-}
-
-/// What a shim answers once its setup is done (one line on its stdout).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShimReady {
-    pub shim: Identity,
-    pub init: Identity,
 }
 
 /// How a launch ended.

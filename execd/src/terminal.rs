@@ -1,6 +1,7 @@
-//! `Attach`: a client on a terminal launch. The terminal lives in the launch's shim;
-//! execd relays its output (with offsets) to the client and the client's input and
-//! resizes to the shim, over the shim's follow socket. The shim admits one writer at a
+//! `Attach`: a client on a launch that takes input — a terminal, or a launch started with
+//! its stdin open. The input lives in the launch's shim; execd relays its output (with
+//! offsets) to the client and the client's input, resizes and end of input to the shim,
+//! over the shim's follow socket (`crate::protocol`). The shim admits one writer at a
 //! time; viewers are many. Nothing here outlives the call: attaching again, after a
 //! disconnect or an execd restart, is a new call.
 
@@ -13,8 +14,8 @@ use tonic::{Status, Streaming};
 use crate::edge;
 use crate::manager::Manager;
 use crate::output::{read_frame, shim_connect};
-use crate::shim::follow::{
-    INPUT_BYTES, INPUT_RESIZE, KIND_ERROR, KIND_LIVE, KIND_STDOUT, MAX_INPUT, input_frame,
+use crate::protocol::{
+    From, Input, KIND_ERROR, KIND_LIVE, KIND_STDERR, KIND_STDOUT, MAX_INPUT, Request,
 };
 use crate::wire;
 
@@ -25,16 +26,20 @@ type Tx = tokio::sync::mpsc::Sender<Result<pb::AttachEvent, Status>>;
 pub async fn relay(
     manager: Arc<Manager>,
     open: pb::AttachOpen,
+    tty: bool,
     mut inbound: Streaming<pb::AttachRequest>,
     tx: Tx,
 ) {
     let id = open.id.clone();
-    let from = if open.scrollback {
-        "tail".to_string()
-    } else {
-        open.offset.to_string()
+    let request = Request {
+        stdout: if open.scrollback {
+            From::Tail
+        } else {
+            From::Offset(open.offset)
+        },
+        stderr: open.stderr_offset,
+        write: open.write,
     };
-    let request = format!("{from} 0{}\n", if open.write { " w" } else { "" });
     let Some((mut rd, mut wr)) = shim_connect(&id, &request).await else {
         // The shim is gone: the launch has ended (or is ending).
         exit(&manager, &id, &tx).await;
@@ -46,15 +51,25 @@ pub async fn relay(
             if kind == KIND_ERROR {
                 return Err(edge::conflict(String::from_utf8_lossy(&data).into_owned()));
             }
-            let event = match kind {
-                KIND_LIVE => pb::attach_event::Event::ReplayedTo(at),
-                KIND_STDOUT => pb::attach_event::Event::Output(pb::OutputChunk {
-                    stream: pb::OutputStream::Stdout as i32,
-                    offset: at,
-                    data: data.into(),
-                }),
-                _ => continue, // a terminal writes only one stream
+            let stream = match kind {
+                KIND_LIVE => {
+                    let ev = pb::AttachEvent {
+                        event: Some(pb::attach_event::Event::ReplayedTo(at)),
+                    };
+                    if tx.send(Ok(ev)).await.is_err() {
+                        return Err(edge::gone());
+                    }
+                    continue;
+                }
+                KIND_STDOUT => pb::OutputStream::Stdout,
+                KIND_STDERR => pb::OutputStream::Stderr,
+                _ => continue,
             };
+            let event = pb::attach_event::Event::Output(pb::OutputChunk {
+                stream: stream as i32,
+                offset: at,
+                data: data.into(),
+            });
             let ev = pb::AttachEvent { event: Some(event) };
             if tx.send(Ok(ev)).await.is_err() {
                 return Err(edge::gone());
@@ -71,27 +86,38 @@ pub async fn relay(
                 // The client is gone: detach.
                 Err(_) => return Err(edge::gone()),
             };
-            let frame = match msg.msg {
+            let input = match msg.msg {
                 Some(pb::attach_request::Msg::Input(b)) if open.write => {
                     if b.len() > MAX_INPUT {
                         return Err(edge::invalid(format!(
                             "input: at most {MAX_INPUT} bytes per message"
                         )));
                     }
-                    input_frame(INPUT_BYTES, &b)
+                    Input::Bytes(b)
+                }
+                Some(pb::attach_request::Msg::Resize(_)) if open.write && !tty => {
+                    return Err(edge::invalid("resize: only a terminal has a size"));
+                }
+                Some(pb::attach_request::Msg::CloseInput(_)) if open.write && tty => {
+                    return Err(edge::invalid(
+                        "close_input: a terminal's input has no end of its own (type ^D)",
+                    ));
                 }
                 Some(pb::attach_request::Msg::Resize(s)) if open.write => {
                     let ok = |v: u32| (1..=1000).contains(&v);
                     if !ok(s.rows) || !ok(s.cols) {
                         return Err(edge::invalid("resize: rows and cols between 1 and 1000"));
                     }
-                    let mut p = (s.rows as u16).to_le_bytes().to_vec();
-                    p.extend_from_slice(&(s.cols as u16).to_le_bytes());
-                    input_frame(INPUT_RESIZE, &p)
+                    Input::Resize(s.rows as u16, s.cols as u16)
                 }
-                Some(pb::attach_request::Msg::Input(_) | pb::attach_request::Msg::Resize(_)) => {
+                Some(pb::attach_request::Msg::CloseInput(_)) if open.write => Input::Close,
+                Some(
+                    pb::attach_request::Msg::Input(_)
+                    | pb::attach_request::Msg::Resize(_)
+                    | pb::attach_request::Msg::CloseInput(_),
+                ) => {
                     return Err(edge::conflict(
-                        "attached as a viewer: open with write to type",
+                        "attached as a viewer: open with write to send input",
                     ));
                 }
                 Some(pb::attach_request::Msg::Open(_)) => {
@@ -99,6 +125,7 @@ pub async fn relay(
                 }
                 None => continue,
             };
+            let frame = input.encode();
             if wr.write_all(&frame).await.is_err() {
                 return Ok(()); // the shim closed: the output side says how it ended
             }

@@ -18,6 +18,7 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         timeout_ms: r.timeout_ms,
         stdin: r.stdin,
         tty: r.tty.map(|t| (t.rows, t.cols, t.term)),
+        open_stdin: r.open_stdin,
     }
 }
 

@@ -415,3 +415,110 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     );
     stack.stop();
 }
+
+/// A launch with its stdin open, as mcpd runs a stdio MCP server: the mcp uid starts it
+/// in the mcp-server profile and feeds it through Attach (grpcurl sends the open, the
+/// input and the end of input as one client stream); stdout and stderr come back apart,
+/// then the exit. The mcp uid cannot attach to a launch the gateway started.
+#[test]
+fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
+    argos_tests::require_root("the open stdin test (grpcurl as the mcp uid)");
+    use argos_tests::{GATEWAY_UID, MCP_UID};
+    use base64::Engine as _;
+    let stack = StackBuilder::new().start();
+    let socket = stack.socket("execd");
+    let (_dir, grpcurl) = reachable_grpcurl();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let script = r#"while read l; do echo "out:$l"; echo "err:$l" >&2; done; echo bye"#;
+    let start = serde_json::json!({
+        "argv": ["/bin/sh", "-c", script],
+        "profile": "mcp-server",
+        "open_stdin": true,
+        "timeout_ms": 60000,
+    })
+    .to_string();
+    let (ok, out) = call_as(
+        &grpcurl,
+        &socket,
+        Some(MCP_UID),
+        None,
+        "argos.exec.v1.Exec/Start",
+        &start,
+    );
+    assert!(ok, "{out}");
+    let id = serde_json::from_str::<serde_json::Value>(&out).unwrap()["execution"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let messages = format!(
+        r#"{{"open": {{"id": "{id}", "write": true}}}} {{"input": "{}"}} {{"input": "{}"}} {{"closeInput": {{}}}}"#,
+        b64("hello\n"),
+        b64("world\n")
+    );
+    let (ok, out) = call_as(
+        &grpcurl,
+        &socket,
+        Some(MCP_UID),
+        None,
+        "argos.exec.v1.Exec/Attach",
+        &messages,
+    );
+    assert!(ok, "{out}");
+    let events: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let text = |stream: &str| -> String {
+        events
+            .iter()
+            .filter(|e| e["output"]["stream"] == stream)
+            .map(|e| {
+                let d = e["output"]["data"].as_str().unwrap();
+                String::from_utf8(base64::engine::general_purpose::STANDARD.decode(d).unwrap())
+                    .unwrap()
+            })
+            .collect()
+    };
+    assert_eq!(
+        text("OUTPUT_STREAM_STDOUT"),
+        "out:hello\nout:world\nbye\n",
+        "{out}"
+    );
+    assert_eq!(
+        text("OUTPUT_STREAM_STDERR"),
+        "err:hello\nerr:world\n",
+        "{out}"
+    );
+    let exit = &events.last().unwrap()["exit"];
+    assert_eq!(exit["status"], "EXECUTION_STATUS_SUCCEEDED", "{out}");
+    assert_eq!(exit["exitCode"], 0, "{out}");
+
+    // Another role's launch is not there for mcp, open stdin or not.
+    let (ok, out) = call_as(
+        &grpcurl,
+        &socket,
+        Some(GATEWAY_UID),
+        Some("alice"),
+        "argos.exec.v1.Exec/Start",
+        &serde_json::json!({"argv": ["/bin/cat"], "open_stdin": true, "timeout_ms": 60000})
+            .to_string(),
+    );
+    assert!(ok, "{out}");
+    let theirs = serde_json::from_str::<serde_json::Value>(&out).unwrap()["execution"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (ok, out) = call_as(
+        &grpcurl,
+        &socket,
+        Some(MCP_UID),
+        None,
+        "argos.exec.v1.Exec/Attach",
+        &format!(
+            r#"{{"open": {{"id": "{theirs}", "write": true}}}} {{"input": "{}"}}"#,
+            b64("x\n")
+        ),
+    );
+    assert!(!ok && out.contains("NotFound"), "{out}");
+    stack.stop();
+}

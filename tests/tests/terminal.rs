@@ -34,6 +34,7 @@ impl Term {
                 offset: 0,
                 scrollback,
                 write,
+                stderr_offset: 0,
             })),
         })
         .await
@@ -265,5 +266,205 @@ fn a_terminal_nobody_attaches_to_is_torn_down_after_its_ttl() {
             assert!(end.error.contains("no client attached for 1 s"), "{end:?}");
             assert!(end.teardown_complete, "{end:?}");
         }
+    });
+}
+
+/// Opens an attachment to `id` from `offset` of stdout (0 of stderr); the sender feeds it.
+async fn attach(
+    c: &ExecClient,
+    id: &str,
+    write: bool,
+    offset: u64,
+) -> Result<
+    (
+        tokio::sync::mpsc::Sender<AttachRequest>,
+        tonic::Streaming<argos_proto::exec::v1::AttachEvent>,
+    ),
+    argos_exec_client::ExecError,
+> {
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tx.send(AttachRequest {
+        msg: Some(attach_request::Msg::Open(AttachOpen {
+            id: id.into(),
+            write,
+            offset,
+            ..Default::default()
+        })),
+    })
+    .await
+    .unwrap();
+    let events = c
+        .attach(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .await?;
+    Ok((tx, events))
+}
+
+fn input(bytes: &[u8]) -> AttachRequest {
+    AttachRequest {
+        msg: Some(attach_request::Msg::Input(bytes.to_vec())),
+    }
+}
+
+/// A launch started with its stdin open takes input from one writer at a time through
+/// Attach: 4 MiB through `cat` come back whole and in order (the shim holds input back
+/// while the pipe is full), a second writer is refused while the first holds it, a
+/// writer that leaves does not end the input (the next writer goes on), and closing the
+/// input is the workload's EOF. What only a terminal has (a size, a scrollback) and what
+/// cannot work (Run, stdin bytes beside it, the gate, a launch without input) are
+/// refused by name.
+#[test]
+fn open_stdin_takes_one_writer_through_attach_until_its_input_is_closed() {
+    use argos_exec_client::ErrorKind;
+    use argos_proto::exec::v1::{CloseInput, OutputStream, attach_event::Event};
+    require_root("the open stdin test");
+    let s = Standalone::start("execd");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = client(&s);
+        let start = |argv: &[&str]| RunRequest {
+            argv: argv.iter().map(|a| a.to_string()).collect(),
+            open_stdin: true,
+            timeout_ms: Some(120_000),
+            ..Default::default()
+        };
+        let e = c
+            .start(start(&["/bin/sh", "-c", "cat; echo done >&2"]))
+            .await
+            .unwrap();
+        assert_eq!(e.status, ExecutionStatus::Running as i32, "{e:?}");
+        let (tx, mut events) = attach(&c, &e.id, true, 0).await.unwrap();
+        // While it holds the input, nobody else writes; a viewer is welcome.
+        let (_tx2, mut second) = attach(&c, &e.id, true, 0).await.unwrap();
+        let refused = second.message().await.unwrap_err();
+        assert!(
+            refused
+                .message()
+                .contains("another client holds this launch's input"),
+            "{refused:?}"
+        );
+        let (_vtx, _viewer) = attach(&c, &e.id, false, 0).await.unwrap();
+        let total = 64 * 64 * 1024;
+        let feed = tokio::spawn({
+            let tx = tx.clone();
+            async move {
+                let chunk = vec![b'x'; 64 * 1024];
+                for _ in 0..64 {
+                    tx.send(input(&chunk)).await.unwrap();
+                }
+            }
+        });
+        let mut echoed = 0usize;
+        while echoed < total {
+            let ev = tokio::time::timeout(Duration::from_secs(30), events.message())
+                .await
+                .expect("cat stopped echoing")
+                .unwrap()
+                .expect("the attachment ended early");
+            if let Some(Event::Output(o)) = ev.event {
+                assert_eq!(o.offset as usize, echoed, "in order, once");
+                assert!(o.data.iter().all(|b| *b == b'x'), "only what was sent");
+                echoed += o.data.len();
+            }
+        }
+        assert_eq!(echoed, total);
+        feed.await.unwrap();
+        // Leaving does not end the input: the next writer goes on.
+        drop(tx);
+        drop(events);
+        let (tx, mut events) = loop {
+            // From where the first left off, so nothing comes before new output; the
+            // shim frees the writer's place once it sees the old socket close.
+            let (tx, mut ev) = attach(&c, &e.id, true, echoed as u64).await.unwrap();
+            match tokio::time::timeout(Duration::from_millis(300), ev.message()).await {
+                Err(_) => break (tx, ev),
+                Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Ok(Ok(m)) => panic!("an event before any input: {}", m.is_some()),
+            }
+        };
+        tx.send(input(b"tail")).await.unwrap();
+        tx.send(AttachRequest {
+            msg: Some(attach_request::Msg::CloseInput(CloseInput {})),
+        })
+        .await
+        .unwrap();
+        let (mut out, mut err, mut exit) = (String::new(), String::new(), None);
+        while let Some(ev) = tokio::time::timeout(Duration::from_secs(30), events.message())
+            .await
+            .expect("the launch did not end after its input was closed")
+            .unwrap()
+        {
+            match ev.event.unwrap() {
+                Event::Output(o) if o.stream == OutputStream::Stderr as i32 => {
+                    err.push_str(&String::from_utf8_lossy(&o.data))
+                }
+                Event::Output(o) => out.push_str(&String::from_utf8_lossy(&o.data)),
+                Event::Exit(e) => exit = Some(e),
+                Event::ReplayedTo(_) => panic!("no replay without a scrollback"),
+            }
+        }
+        assert_eq!(out, "tail", "the second writer's input, after the first's");
+        assert_eq!(err, "done\n");
+        let exit = exit.expect("an exit event");
+        assert_eq!(exit.status, ExecutionStatus::Succeeded as i32, "{exit:?}");
+
+        // Refused by name.
+        let cat = c.start(start(&["/bin/cat"])).await.unwrap();
+        let (tx, mut ev) = attach(&c, &cat.id, true, 0).await.unwrap();
+        tx.send(AttachRequest {
+            msg: Some(attach_request::Msg::Resize(TerminalSize {
+                rows: 5,
+                cols: 5,
+            })),
+        })
+        .await
+        .unwrap();
+        let e = ev.message().await.unwrap_err();
+        assert!(e.message().starts_with("resize: "), "{e:?}");
+        let (stx, srx) = tokio::sync::mpsc::channel(1);
+        stx.send(AttachRequest {
+            msg: Some(attach_request::Msg::Open(AttachOpen {
+                id: cat.id.clone(),
+                scrollback: true,
+                ..Default::default()
+            })),
+        })
+        .await
+        .unwrap();
+        let e = c
+            .attach(tokio_stream::wrappers::ReceiverStream::new(srx))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgument, "{e:?}");
+        assert!(e.message.starts_with("scrollback: "), "{e:?}");
+        c.kill(&cat.id).await.unwrap();
+        let e = c.run(start(&["/bin/cat"])).await.unwrap_err();
+        assert!(e.message.starts_with("open_stdin: "), "{e:?}");
+        let mut both = start(&["/bin/cat"]);
+        both.stdin = b"x".to_vec();
+        let e = c.start(both).await.unwrap_err();
+        assert!(e.message.starts_with("stdin: "), "{e:?}");
+        let e = c
+            .request_run(argos_proto::exec::v1::RequestRunRequest {
+                run: Some(start(&["/bin/cat"])),
+                purpose: "test".into(),
+                declared_risk: String::new(),
+            })
+            .await
+            .unwrap_err();
+        assert!(e.message.starts_with("open_stdin: "), "{e:?}");
+        // A launch that takes no input is no place to attach.
+        let plain = c
+            .start(RunRequest {
+                argv: vec!["/bin/sleep".into(), "30".into()],
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let e = attach(&c, &plain.id, false, 0).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Conflict, "{e:?}");
+        c.kill(&plain.id).await.unwrap();
     });
 }

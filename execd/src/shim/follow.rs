@@ -11,16 +11,12 @@
 //! slow pipe reader) until the follower takes them. A follower that takes nothing for
 //! [`STALL`] loses its place: an error frame, and it is closed.
 //!
-//! Wire: the follower sends one line `<stdout offset> <stderr offset>\n`; the shim sends
-//! frames `[kind u8][offset u64 LE][len u32 LE][payload]`, kind 1 stdout, 2 stderr,
-//! 3 error (payload: the reason), and closes once both streams are complete.
-//!
-//! A terminal launch's clients may ask for `tail` instead of a stdout offset (the recent
-//! output the shim keeps, [`Followers::keep`] bytes, whatever the log's cap; a first frame
-//! of kind 4 says where that recorded output ends), and one of
-//! them at a time may add ` w`: the writer. After its line it sends input frames
-//! `[kind u8][len u32 LE][payload]`: kind 1 bytes typed, kind 2 a resize (rows u16 LE,
-//! cols u16 LE).
+//! The wire is `crate::protocol`'s: a request line, then frames; the shim closes a
+//! follower once both streams are complete. A terminal launch's clients may ask for
+//! `tail` instead of a stdout offset (the recent output the shim keeps,
+//! [`Followers::keep`] bytes, whatever the log's cap). A launch that takes input (a
+//! terminal, or a launch started with its stdin open) admits one writer at a time, whose
+//! input frames the caller takes with [`Followers::take_input`].
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -30,30 +26,14 @@ use std::os::linux::net::SocketAddrExt;
 use std::os::unix::fs::FileExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 
-pub const KIND_STDOUT: u8 = 1;
-pub const KIND_STDERR: u8 = 2;
-pub const KIND_ERROR: u8 = 3;
-/// First frame to a client asking for a terminal's `tail`: its offset is where the output
-/// recorded so far ends (what comes before it is replay).
-pub const KIND_LIVE: u8 = 4;
-pub const HEADER: usize = 13;
-/// Input frames from a terminal's writer.
-pub const INPUT_BYTES: u8 = 1;
-pub const INPUT_RESIZE: u8 = 2;
-/// Largest input frame.
-pub const MAX_INPUT: usize = 64 * 1024;
-/// Input read but not yet written to the terminal: above this, the writer's socket is
+use crate::protocol::{
+    From, HEADER, Input, KIND_ERROR, KIND_LIVE, MAX_FRAME, MAX_REQUEST, Request, STREAM_KINDS,
+    header, parse_input, socket_name,
+};
+
+/// Input read but not yet written to the workload: above this, the writer's socket is
 /// left unread (its sender waits).
 const INPUT_HIGH_WATER: usize = 1024 * 1024;
-
-/// What a terminal's writer sent.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Input {
-    Bytes(Vec<u8>),
-    Resize(u16, u16),
-}
-/// Largest payload of one frame.
-pub const MAX_FRAME: usize = 1024 * 1024;
 /// Recent output kept per stream, past the log's cap.
 pub const WINDOW: usize = 8 * 1024 * 1024;
 /// Send buffer asked for each follower's socket.
@@ -62,20 +42,6 @@ const SOCKET_BUFFER: usize = 4 * 1024 * 1024;
 pub const STALL: std::time::Duration = std::time::Duration::from_secs(5);
 /// A follower's unsent frames: above this, new output waits in the log or the window.
 const HIGH_WATER: usize = 4 * 1024 * 1024;
-
-/// The abstract socket name of a launch's shim.
-pub fn socket_name(id: &str) -> String {
-    format!("argos/launch/{id}")
-}
-
-/// One frame's header.
-pub fn header(kind: u8, offset: u64, len: usize) -> [u8; HEADER] {
-    let mut h = [0u8; HEADER];
-    h[0] = kind;
-    h[1..9].copy_from_slice(&offset.to_le_bytes());
-    h[9..13].copy_from_slice(&(len as u32).to_le_bytes());
-    h
-}
 
 /// What one stream offers followers: where its log ends, its total, and the log file.
 pub struct Source<'a> {
@@ -179,7 +145,9 @@ pub struct Followers {
     windows: [Window; 2],
     /// Recent output always kept in memory, for `tail` (a terminal's scrollback).
     keep: usize,
-    /// Input from the writer, for the caller to write to the terminal.
+    /// The launch takes input: one client at a time may write.
+    writable: bool,
+    /// Input from the writer, for the caller to write to the workload.
     input: Vec<Input>,
     /// Input bytes taken and not yet written (the caller says so).
     input_backlog: usize,
@@ -207,6 +175,7 @@ impl Followers {
                 },
             ],
             keep: 0,
+            writable: false,
             input: Vec::new(),
             input_backlog: 0,
         }
@@ -217,14 +186,19 @@ impl Followers {
         !self.clients.is_empty()
     }
 
-    /// Keeps the last `bytes` of output in memory for clients asking for `tail`, and
-    /// accepts a writer.
+    /// Keeps the last `bytes` of output in memory for clients asking for `tail` (a
+    /// terminal's scrollback).
     pub fn keep(&mut self, bytes: usize) {
         self.keep = bytes;
     }
 
+    /// Admits one writer at a time: the launch takes input (a terminal, or open stdin).
+    pub fn accept_writer(&mut self) {
+        self.writable = true;
+    }
+
     /// Input received since the last call; `backlog`: input bytes still waiting to be
-    /// written to the terminal (no more is read above a high-water mark).
+    /// written to the workload (no more is read above a high-water mark).
     pub fn take_input(&mut self, backlog: usize) -> Vec<Input> {
         self.input_backlog = backlog;
         std::mem::take(&mut self.input)
@@ -278,7 +252,7 @@ impl Followers {
             }
         }
         let windows = &self.windows;
-        let keep = self.keep as u64;
+        let (keep, writable) = (self.keep as u64, self.writable);
         let mut writer_taken = self.clients.iter().any(|c| c.writer && !c.closing);
         let (input, backlog) = (&mut self.input, self.input_backlog);
         self.clients.retain_mut(|c| {
@@ -293,35 +267,33 @@ impl Followers {
                 if let Some(end) = c.request.iter().position(|b| *b == b'\n') {
                     let line = String::from_utf8_lossy(&c.request[..end]).into_owned();
                     let rest = c.request[end + 1..].to_vec();
-                    let words: Vec<&str> = line.split_whitespace().collect();
-                    let out = match words.first() {
-                        // The recent output a terminal keeps.
-                        Some(&"tail") if keep > 0 => Some(sources[0].total.saturating_sub(keep)),
-                        Some(w) => w.parse::<u64>().ok(),
-                        None => None,
+                    let Some(r) = Request::parse(&line) else {
+                        return false;
                     };
-                    match (out, words.get(1).and_then(|w| w.parse::<u64>().ok())) {
-                        (Some(o), Some(e)) => c.want = Some([o, e]),
-                        _ => return false,
-                    }
-                    if words.first() == Some(&"tail") {
+                    let out = match r.stdout {
+                        From::Offset(o) => o,
+                        // The recent output a terminal keeps.
+                        From::Tail if keep > 0 => sources[0].total.saturating_sub(keep),
+                        From::Tail => return false,
+                    };
+                    c.want = Some([out, r.stderr]);
+                    if r.stdout == From::Tail {
                         c.frame(KIND_LIVE, sources[0].total, &[]);
                     }
-                    match words.get(2) {
-                        None => {}
-                        Some(&"w") if keep > 0 && !writer_taken => {
+                    if r.write {
+                        if !writable {
+                            return false;
+                        } else if writer_taken {
+                            let msg = "another client holds this launch's input";
+                            c.frame(KIND_ERROR, 0, msg.as_bytes());
+                            c.closing = true;
+                        } else {
                             c.writer = true;
                             writer_taken = true;
                             c.inbuf = rest;
                         }
-                        Some(&"w") if keep > 0 => {
-                            let msg = "another client holds this terminal's input";
-                            c.frame(KIND_ERROR, 0, msg.as_bytes());
-                            c.closing = true;
-                        }
-                        Some(_) => return false,
                     }
-                } else if c.request.len() > 100 {
+                } else if c.request.len() > MAX_REQUEST {
                     return false;
                 }
             } else if !c.closing && (!c.writer || backlog < INPUT_HIGH_WATER) {
@@ -390,7 +362,7 @@ impl Followers {
     /// `logged` bytes): straight to followers that are caught up, and into the window for
     /// the others, or, past the log's cap, for a follower yet to come.
     pub fn record(&mut self, i: usize, at: u64, chunk: &[u8], logged: u64) {
-        let kind = [KIND_STDOUT, KIND_STDERR][i];
+        let kind = STREAM_KINDS[i];
         // With nobody following, only what the log does not keep needs the window.
         let mut all_took = at + chunk.len() as u64 <= logged || !self.clients.is_empty();
         for c in &mut self.clients {
@@ -472,7 +444,7 @@ impl Followers {
 fn catch_up(c: &mut Client, sources: &[Source<'_>; 2], windows: &[Window; 2]) {
     let Some(mut want) = c.want else { return };
     for i in 0..2 {
-        let kind = [KIND_STDOUT, KIND_STDERR][i];
+        let kind = STREAM_KINDS[i];
         let s = &sources[i];
         while want[i] < s.total && c.pending() < HIGH_WATER {
             let from_log = want[i] < s.logged;
@@ -518,44 +490,4 @@ fn catch_up(c: &mut Client, sources: &[Source<'_>; 2], windows: &[Window; 2]) {
         }
     }
     c.want = Some(want);
-}
-
-/// The complete input frames at the front of `buf` (taken out of it), or why the writer
-/// is to be cut off.
-fn parse_input(buf: &mut Vec<u8>) -> Result<Vec<Input>, String> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while buf.len() - at >= 5 {
-        let kind = buf[at];
-        let len = u32::from_le_bytes([buf[at + 1], buf[at + 2], buf[at + 3], buf[at + 4]]) as usize;
-        if len > MAX_INPUT {
-            return Err(format!(
-                "an input frame of {len} bytes (at most {MAX_INPUT})"
-            ));
-        }
-        if buf.len() - at - 5 < len {
-            break;
-        }
-        let payload = &buf[at + 5..at + 5 + len];
-        match (kind, len) {
-            (INPUT_BYTES, _) => out.push(Input::Bytes(payload.to_vec())),
-            (INPUT_RESIZE, 4) => out.push(Input::Resize(
-                u16::from_le_bytes([payload[0], payload[1]]),
-                u16::from_le_bytes([payload[2], payload[3]]),
-            )),
-            _ => return Err(format!("an unknown input frame (kind {kind}, {len} bytes)")),
-        }
-        at += 5 + len;
-    }
-    buf.drain(..at);
-    Ok(out)
-}
-
-/// One input frame as a writer sends it.
-pub fn input_frame(kind: u8, payload: &[u8]) -> Vec<u8> {
-    let mut f = Vec::with_capacity(5 + payload.len());
-    f.push(kind);
-    f.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    f.extend_from_slice(payload);
-    f
 }

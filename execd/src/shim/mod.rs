@@ -36,9 +36,10 @@ mod tree;
 
 use crate::cgroup::Cgroups;
 use crate::contain::{self, Namespaces};
+use crate::protocol::{ACCEPTED, ShimReady, ShimSetup};
 use crate::spec::{
-    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, ShimReady,
-    ShimSetup, StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
+    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, StreamTotals,
+    Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
 use crate::sys::{proc, raw};
 
@@ -65,9 +66,9 @@ enum SetupMsg {
 /// launch was ever assigned.
 ///
 /// The shim sets up its tree before any launch exists, so a launch handed to a waiting
-/// shim pays none of it: stdin's first line is the [`ShimSetup`]; once the tree stands,
-/// the shim prints a [`ShimReady`] line and waits for one more line, the launch id. EOF
-/// instead (execd stopped, or drained its pool) ends the tree and the shim.
+/// shim pays none of it: the control steps of `crate::protocol` — a [`ShimSetup`] line,
+/// a [`ShimReady`] answer once the tree stands, then the launch id (EOF instead: execd
+/// stopped or drained its pool, and the tree and the shim end), answered [`ACCEPTED`].
 pub fn main() -> i32 {
     // Sanitise first: nothing inherited from execd beyond stdio, default signal actions.
     let _ = raw::close_fds_from(3);
@@ -140,7 +141,7 @@ pub fn main() -> i32 {
     // Listening before execd hears "ok": a Follow right after Start finds the shim.
     let followers = follow::Followers::listen(&id);
     // execd may be gone already: the launch runs regardless (it is recorded).
-    let _ = answer("ok");
+    let _ = answer(ACCEPTED);
     let mut cleanup = (Cgroups::default(), None);
     let result = match std::fs::read(dir.join(files::SPEC))
         .map_err(|e| format!("reading the spec: {e}"))
@@ -223,8 +224,9 @@ struct Pipes {
     /// launch's slave side comes with it, as `SCM_RIGHTS`).
     go_r: OwnedFd,
     go_w: OwnedFd,
-    /// A terminal launch's master side, once the launch is handed over.
-    tty_master: Option<OwnedFd>,
+    /// Where the writer's input goes once the launch is handed over: a terminal
+    /// launch's master side, or the write end of an open-stdin launch's stdin pipe.
+    input: Option<OwnedFd>,
 }
 
 fn pipes() -> Result<Pipes, String> {
@@ -256,7 +258,7 @@ fn pipes() -> Result<Pipes, String> {
         status_w,
         go_r,
         go_w,
-        tty_master: None,
+        input: None,
     })
 }
 
@@ -408,9 +410,14 @@ impl Tree {
                 .limits_anything()
                 .then(|| format!("/argos/{}", cgroup_name())),
         };
-        // A terminal launch: the shim keeps the master side, the workload gets the slave.
-        let pty = match &spec.tty {
-            None => None,
+        // A launch that takes input: the shim keeps the writing side (a terminal's master,
+        // or an open stdin's pipe), the workload gets the other (the slave, or the pipe's
+        // read end), handed to init with the launch.
+        let handed = match &spec.tty {
+            None if spec.open_stdin => nix::unistd::pipe2(OFlag::O_CLOEXEC)
+                .map(|(read, write)| Some((write, read)))
+                .map_err(|e| format!("opening the stdin pipe: {e}")),
+            None => Ok(None),
             Some(t) => {
                 let size = nix::pty::Winsize {
                     ws_row: t.rows,
@@ -418,26 +425,22 @@ impl Tree {
                     ws_xpixel: 0,
                     ws_ypixel: 0,
                 };
-                match nix::pty::openpty(Some(&size), None) {
-                    Ok(p) => Some(p),
-                    Err(e) => {
-                        let _ = kill(init, Signal::SIGKILL);
-                        let _ = nix::sys::wait::waitpid(init, None);
-                        let failed = failed_before_start(
-                            spec,
-                            started,
-                            LaunchStatus::Failed,
-                            format!("opening a terminal: {e}"),
-                        );
-                        return (failed, cgroups, init);
-                    }
-                }
+                nix::pty::openpty(Some(&size), None)
+                    .map(|p| Some((p.master, p.slave)))
+                    .map_err(|e| format!("opening a terminal: {e}"))
             }
+        };
+        let handed = match handed {
+            Ok(h) => h,
+            Err(error) => return (abandon(init, spec, started, error), cgroups, init),
         };
         let line = serde_json::to_vec(&go).unwrap_or_default();
         let sent = {
             use std::os::fd::AsRawFd;
-            let fds: Vec<i32> = pty.iter().map(|p| p.slave.as_raw_fd()).collect();
+            let fds: Vec<i32> = handed
+                .iter()
+                .map(|(_, theirs)| theirs.as_raw_fd())
+                .collect();
             let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
             nix::sys::socket::sendmsg::<()>(
                 pipes.go_w.as_raw_fd(),
@@ -447,20 +450,14 @@ impl Tree {
                 None,
             )
         };
-        // Only the workload holds the slave now: its last close ends the terminal.
-        let master = pty.map(|p| p.master);
+        // Only the workload holds its side now: its last close ends the terminal (or, for
+        // a pipe, the shim's writes fail once the workload has closed its stdin).
+        let ours = handed.map(|(ours, _)| ours);
         if let Err(e) = sent {
-            let _ = kill(init, Signal::SIGKILL);
-            let _ = nix::sys::wait::waitpid(init, None);
-            let failed = failed_before_start(
-                spec,
-                started,
-                LaunchStatus::Failed,
-                format!("handing the launch to init: {e}"),
-            );
-            return (failed, cgroups, init);
+            let error = format!("handing the launch to init: {e}");
+            return (abandon(init, spec, started, error), cgroups, init);
         }
-        pipes.tty_master = master;
+        pipes.input = ours;
         let mut result =
             supervise::supervise(dir, spec, started, init, pipes, cgroup_notes, followers);
         // The tree is gone (init reaped it, or died with its PID namespace); the cgroup
@@ -498,6 +495,13 @@ impl Tree {
         }
         (result, cgroups, init)
     }
+}
+
+/// Ends a standing tree whose launch cannot be handed over, and says why.
+fn abandon(init: Pid, spec: &LaunchSpec, started: i64, error: String) -> LaunchResult {
+    let _ = kill(init, Signal::SIGKILL);
+    let _ = nix::sys::wait::waitpid(init, None);
+    failed_before_start(spec, started, LaunchStatus::Failed, error)
 }
 
 /// Finds the program to exec the way a shell would, with the workload's PATH.

@@ -11,8 +11,9 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::follow::{Followers, Input, Source};
+use super::follow::{Followers, Source};
 use super::{EXIT_EXEC, Pipes, SetupMsg};
+use crate::protocol::Input;
 use crate::spec::{
     DimReport, Dimension, LaunchResult, LaunchSpec, LaunchStatus, StreamTotals, Teardown, files,
     now_ms, write_atomic,
@@ -160,41 +161,76 @@ impl Stream {
     }
 }
 
-/// A terminal launch's master side: input from the writer goes in as the terminal takes it.
-struct Terminal {
-    master: OwnedFd,
-    reader: Option<OwnedFd>,
+/// Where the writer's input goes: a terminal's master side (which also carries its
+/// output), or the write end of an open stdin's pipe. Input goes in as the workload takes
+/// it; what waits is counted against the writer's high-water mark.
+struct Sink {
+    fd: Option<OwnedFd>,
+    tty: bool,
     pending: std::collections::VecDeque<u8>,
+    /// The writer ended the input: close the pipe once what waits is written.
+    closing: bool,
 }
 
-impl Terminal {
-    /// Takes the writer's input and writes what the terminal takes now; resizes at once.
-    /// `open`: the terminal still has a reader (its output has not ended).
+impl Sink {
+    /// Takes the writer's input and writes what the workload takes now; resizes at once.
+    /// `open`: a terminal still has a reader (its output has not ended).
     fn input(&mut self, followers: &mut Followers, open: bool) {
         for i in followers.take_input(self.pending.len()) {
             match i {
-                Input::Bytes(b) => self.pending.extend(b),
-                Input::Resize(rows, cols) => {
-                    let _ = crate::sys::raw::set_window_size(&self.master, rows, cols);
+                Input::Bytes(b) if !self.closing => self.pending.extend(b),
+                Input::Resize(rows, cols) if self.tty => {
+                    if let Some(fd) = &self.fd {
+                        let _ = crate::sys::raw::set_window_size(fd, rows, cols);
+                    }
                 }
+                Input::Close if !self.tty => self.closing = true,
+                // execd refuses these before they reach the shim; a shim ignores them.
+                _ => {}
             }
         }
-        if !open {
+        if !open || self.fd.is_none() {
             self.pending.clear();
             return;
         }
         while !self.pending.is_empty() {
+            let Some(fd) = &self.fd else { break };
             let (a, _) = self.pending.as_slices();
-            match nix::unistd::write(&self.master, a) {
+            match nix::unistd::write(fd, a) {
                 Ok(n) => {
                     self.pending.drain(..n);
                 }
                 Err(nix::errno::Errno::EINTR) => {}
-                // Full (EAGAIN), or the terminal is gone: try again after the next poll.
+                // Full: try again after the next poll.
+                Err(nix::errno::Errno::EAGAIN) => break,
+                // The workload closed its stdin (EPIPE), or the terminal is gone.
+                Err(_) if !self.tty => {
+                    self.fd = None;
+                    self.pending.clear();
+                }
                 Err(_) => break,
             }
         }
+        if self.closing && self.pending.is_empty() {
+            // The workload reads EOF.
+            self.fd = None;
+        }
     }
+
+    /// The fd to poll for room, while input waits.
+    fn waiting(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.fd
+            .as_ref()
+            .filter(|_| !self.pending.is_empty())
+            .map(|fd| fd.as_fd())
+    }
+}
+
+fn nonblocking(fd: &OwnedFd) -> Option<()> {
+    let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).ok()?;
+    let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+    nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
+    Some(())
 }
 
 fn sources(streams: &[Stream; 2]) -> [Source<'_>; 2] {
@@ -215,20 +251,25 @@ pub(super) fn supervise(
     mut followers: Followers,
 ) -> LaunchResult {
     drop((p.out_w, p.err_w, p.setup_w, p.status_w, p.go_r, p.go_w));
-    let master = p.tty_master;
-    // A terminal launch: its output is the terminal's (read from the master side, which
-    // also takes the writer's input); the pipes carry nothing.
-    let mut term = master.and_then(|m| {
-        let reader = m.try_clone().ok()?;
-        let flags = nix::fcntl::fcntl(&m, nix::fcntl::FcntlArg::F_GETFL).ok()?;
-        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
-        nix::fcntl::fcntl(&m, nix::fcntl::FcntlArg::F_SETFL(flags)).ok()?;
-        Some(Terminal {
-            master: m,
-            reader: Some(reader),
+    // A launch that takes input: the writer's input goes to the sink. A terminal's output
+    // is the terminal's (read from a copy of the master side); its pipes carry nothing.
+    let tty = spec.tty.is_some();
+    let mut tty_reader = None;
+    let mut sink = p.input.and_then(|fd| {
+        if tty {
+            tty_reader = Some(fd.try_clone().ok()?);
+        }
+        nonblocking(&fd)?;
+        Some(Sink {
+            fd: Some(fd),
+            tty,
             pending: std::collections::VecDeque::new(),
+            closing: false,
         })
     });
+    if sink.is_some() {
+        followers.accept_writer();
+    }
     if let Some(t) = &spec.tty {
         followers.keep(t.scrollback_bytes as usize);
     }
@@ -256,7 +297,7 @@ pub(super) fn supervise(
             r.detail = format!("{}; {note}", r.detail);
         }
     }
-    let out = match term.as_mut().and_then(|t| t.reader.take()) {
+    let out = match tty_reader {
         Some(reader) => {
             drop(p.out_r);
             reader
@@ -321,12 +362,12 @@ pub(super) fn supervise(
                 which.push(i);
             }
         }
-        // Typed input waiting for room in the terminal.
-        if let Some(t) = &term
-            && !t.pending.is_empty()
-            && streams[0].fd.is_some()
+        // Input waiting for room in the terminal or the stdin pipe.
+        let open = !tty || streams[0].fd.is_some();
+        if let Some(fd) = sink.as_ref().and_then(Sink::waiting)
+            && open
         {
-            fds.push(PollFd::new(t.master.as_fd(), PollFlags::POLLOUT));
+            fds.push(PollFd::new(fd, PollFlags::POLLOUT));
         }
         let src = sources(&streams);
         for (fd, out) in followers.poll_fds(&src) {
@@ -361,7 +402,7 @@ pub(super) fn supervise(
                     let mut filled = 0;
                     while let Some(n) = streams[i].pump(&mut buf[filled..]) {
                         filled += n;
-                        if n == 0 || term.is_none() || filled + 4096 > buf.len() {
+                        if n == 0 || !tty || filled + 4096 > buf.len() {
                             break;
                         }
                     }
@@ -372,8 +413,8 @@ pub(super) fn supervise(
             }
         }
         followers.serve(&sources(&streams));
-        if let Some(t) = &mut term {
-            t.input(&mut followers, streams[0].fd.is_some());
+        if let Some(sink) = &mut sink {
+            sink.input(&mut followers, !tty || streams[0].fd.is_some());
         }
     }
     // Followers get the rest before anything else (a slow one gets two seconds).

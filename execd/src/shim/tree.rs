@@ -14,9 +14,8 @@ use nix::fcntl::OFlag;
 
 use super::{Base, EXIT_CONTAINMENT, EXIT_EXEC, Go, Pipes, SetupMsg, resolve_program, send};
 use crate::contain::{self, Readback};
-use crate::spec::{
-    DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode, ShimSetup, files,
-};
+use crate::protocol::ShimSetup;
+use crate::spec::{DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode, files};
 use crate::sys::{proc, raw};
 
 /// The launch's init: PID 1 of its namespace (when the host allows one). Sets up the
@@ -168,9 +167,9 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         notes.push(format!("bringing up lo: {e}"));
     }
     let _ = nix::unistd::sethostname("argos");
-    // Standing: wait for the launch (and a terminal launch's slave side). EOF means the
-    // shim ended the tree unused.
-    let (go, tty) = receive_go(&p.go_r);
+    // Standing: wait for the launch (and the workload's side of its input: a terminal's
+    // slave, or an open stdin's read end). EOF means the shim ended the tree unused.
+    let (go, handed) = receive_go(&p.go_r);
     drop(p.go_r);
     let go: Go = match go.map(|line| serde_json::from_slice(&line)) {
         Some(Ok(go)) => go,
@@ -214,7 +213,22 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     }
     let _ = mask.thread_block();
     // A terminal launch runs with the terminal as its stdin, stdout and stderr; the pipes
-    // then carry nothing and close with init's copies.
+    // then carry nothing and close with init's copies. An open-stdin launch reads the
+    // pipe the shim writes.
+    let (tty, stdin) = match (spec.tty.is_some(), spec.open_stdin, handed) {
+        (true, _, Some(slave)) => (Some(slave), stdin),
+        (false, true, Some(pipe)) => (None, pipe),
+        (false, false, None) => (None, stdin),
+        _ => {
+            send(
+                &p.setup_w,
+                &SetupMsg::Failed {
+                    error: "the launch's input was not handed over as its spec says".into(),
+                },
+            );
+            raw::exit_now(EXIT_EXEC);
+        }
+    };
     let (stdin, out, err) = match tty {
         Some(slave) => match (slave.try_clone(), slave.try_clone()) {
             (Ok(a), Ok(b)) => {

@@ -46,6 +46,7 @@ pub async fn agent_run(
                 timeout_ms: b.timeout_ms,
                 stdin: b.stdin.into_bytes(),
                 tty: None,
+                open_stdin: false,
             }),
             purpose: b.purpose,
             declared_risk: b.risk.unwrap_or_default(),

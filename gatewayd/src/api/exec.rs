@@ -42,6 +42,7 @@ impl ExecBody {
             timeout_ms: self.timeout_ms,
             stdin: self.stdin.into_bytes(),
             tty: None,
+            open_stdin: false,
         }
     }
 }

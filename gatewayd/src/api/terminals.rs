@@ -125,6 +125,7 @@ pub async fn open_terminal(
                 cols: b.cols.unwrap_or(80),
                 term: b.term,
             }),
+            open_stdin: false,
         })
         .await
         .map_err(from_exec)?;
@@ -259,6 +260,7 @@ async fn bridge(socket: WebSocket, api: Shared, caller: Caller, id: String) {
             offset: 0,
             scrollback: true,
             write: true,
+            stderr_offset: 0,
         })),
     };
     let _ = req_tx.send(open).await;
