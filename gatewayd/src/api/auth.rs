@@ -23,35 +23,12 @@ impl Caller {
         self.user.role == Role::Admin
     }
 
-    pub fn scoped_read(&self) -> Result<(), ApiError> {
-        self.scoped("read")
-    }
-
-    /// Tokens carry scopes; a session may do whatever its user may.
-    pub(crate) fn scoped(&self, scope: &str) -> Result<(), ApiError> {
-        match &self.via {
-            Via::Cookie(_) => Ok(()),
-            Via::Bearer(scopes) if scopes.iter().any(|s| s == scope) => Ok(()),
-            Via::Bearer(_) => Err(ApiError::forbidden(format!(
-                "this token lacks the `{scope}` scope"
-            ))),
-        }
-    }
-
     pub(crate) fn cookie_only(&self) -> Result<&str, ApiError> {
         match &self.via {
             Via::Cookie(secret) => Ok(secret),
             Via::Bearer(_) => Err(ApiError::forbidden(
                 "API tokens cannot do this: log in with a password",
             )),
-        }
-    }
-
-    pub(crate) fn admin(&self) -> Result<(), ApiError> {
-        if self.is_admin() {
-            Ok(())
-        } else {
-            Err(ApiError::forbidden("admins only"))
         }
     }
 }
@@ -99,11 +76,10 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {
     }
 }
 
-/// Resolves the caller (if any) and runs the cross-site check; handlers then ask for a
-/// [`Caller`].
+/// Resolves the caller (if any); `policy::authorize` then applies the route's rule, and
+/// handlers ask for a [`Caller`].
 pub async fn authenticate(
     State(api): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     mut req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -134,16 +110,6 @@ pub async fn authenticate(
     } else {
         None
     };
-    let ambient = !matches!(
-        caller,
-        Some(Caller {
-            via: Via::Bearer(_),
-            ..
-        })
-    );
-    if ambient {
-        cross_site(req.method(), headers, &api.web, peer.ip())?;
-    }
     if let Some(c) = caller {
         req.extensions_mut().insert(c);
     }

@@ -19,7 +19,6 @@ pub async fn classify(
     caller: Caller,
     Body(b): Body<ClassifyBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    caller.scoped("read")?;
     let r = execd(&api, &caller)
         .classify(pb::ClassifyRequest {
             command: b.command.unwrap_or_default(),

@@ -2,27 +2,9 @@
 //! and the executions ledger. Errors are `{"error":{"code","message"}}` with stable codes;
 //! a 400 names the bad field.
 //!
-//! Who may call what (session cookie = a logged-in browser; bearer = an API token):
-//!
-//! | route | anonymous | user | admin |
-//! |---|---|---|---|
-//! | `GET /api/setup`, `POST /api/setup`, `POST /api/login` | yes | yes | yes |
-//! | `GET /api/me`, `GET /api/status` | 401 | cookie, or token with `read` | same |
-//! | `POST /api/logout`, `POST /api/me/password`, `/api/tokens` | 401 | cookie only | cookie only |
-//! | `/api/users` | 401 | 403 | cookie only |
-//! | `POST /api/shell/exec`, `POST /api/executions/{id}/kill` | 401 | 403 | cookie, or token with `exec` |
-//! | `GET /api/executions[/{id}]` | 401 | 403 | cookie, or token with `read` |
-//! | `POST /api/shell/stream` (SSE) | 401 | 403 | cookie, or token with `exec` |
-//! | `GET /api/events` (SSE) | 401 | own executions | all executions and approvals (cookie, or token with `read`) |
-//! | `POST /api/agent/run` (the risk gate) | 401 | cookie, or token with `agent` | same |
-//! | `GET /api/approvals[/{id}]`, `GET /api/audit`, `GET /api/audit/verify` | 401 | 403 | cookie, or token with `read` |
-//! | `POST /api/approvals/{id}/decision` | 401 | 403 | cookie, or token with `approve` (never one's own request) |
-//! | `POST /api/terminals`, `DELETE /api/terminals/{id}`, `POST /api/terminals/{id}/ticket` | 401 | 403 | cookie, or token with `exec` |
-//! | `GET /api/terminals` | 401 | 403 | cookie, or token with `read` |
-//! | `GET /api/terminals/{id}/ws` (WebSocket) | 401 | 403 | with a ticket minted by the same session or token, from the same origin |
-//!
-//! Every request that could change state and carries no bearer token passes the
-//! cross-site check first (see [`cross_site`]).
+//! Who may call what is one table, `policy::RULES`, applied by one middleware
+//! (`policy::authorize`) before any handler runs and published as each operation's
+//! `x-argos-access` in `/api/openapi.json`.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -47,6 +29,7 @@ mod auth;
 mod classify;
 mod events;
 mod exec;
+mod policy;
 mod terminals;
 
 pub use accounts::*;
@@ -55,6 +38,7 @@ pub use auth::*;
 pub use classify::*;
 pub use events::*;
 pub use exec::*;
+pub use policy::authorize;
 pub use terminals::*;
 
 /// Largest request body the API reads.
@@ -168,12 +152,11 @@ pub struct ErrorDetail {
 pub struct ApiDoc;
 
 pub async fn openapi() -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        <ApiDoc as utoipa::OpenApi>::openapi()
-            .to_pretty_json()
-            .unwrap_or_else(|_| "{}".into()),
-    )
+    ([(header::CONTENT_TYPE, "application/json")], {
+        let mut doc = <ApiDoc as utoipa::OpenApi>::openapi();
+        policy::document(&mut doc);
+        doc.to_pretty_json().unwrap_or_else(|_| "{}".into())
+    })
 }
 
 /// An error as a client sees it.
