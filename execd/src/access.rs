@@ -9,6 +9,7 @@ use tonic::server::NamedService;
 use crate::approval::Approval;
 use crate::ledger::Record;
 use crate::manager::Requester;
+use crate::profile::Profiles;
 use crate::service::ExecService;
 
 /// Which roles each RPC admits. Finer rules live in the handlers: mcp launches only in the
@@ -55,13 +56,13 @@ pub struct Access {
     pub who: Requester,
     /// gateway or operator: every profile, every launch.
     pub admin: bool,
-    /// Profiles this caller may launch in (None: any). Only admins get root profiles:
-    /// jobd launches agents, mcpd launches MCP servers.
-    pub allowed_profiles: Option<Vec<&'static str>>,
+    /// Profiles this caller may launch in (None: any): for job and mcp, the profiles
+    /// whose `launchers` name their role (`profiles.toml`); never one that runs as root.
+    pub allowed_profiles: Option<Vec<String>>,
     pub roles: RoleSet,
 }
 
-pub fn access(caller: Option<&Caller>) -> Access {
+pub fn access(caller: Option<&Caller>, profiles: &Profiles) -> Access {
     let roles = caller.map(|c| c.roles).unwrap_or_default();
     let admin = roles.contains(PeerRole::Gateway) || roles.contains(PeerRole::Operator);
     Access {
@@ -76,16 +77,7 @@ pub fn access(caller: Option<&Caller>) -> Access {
             })
             .unwrap_or_default(),
         admin,
-        allowed_profiles: (!admin).then(|| {
-            let mut p = Vec::new();
-            if roles.contains(PeerRole::Job) {
-                p.push("agent");
-            }
-            if roles.contains(PeerRole::Mcp) {
-                p.push("mcp-server");
-            }
-            p
-        }),
+        allowed_profiles: (!admin).then(|| profiles.launchable_by(roles)),
         roles,
     }
 }
@@ -119,5 +111,93 @@ impl Access {
     /// job and mcp see only launches their own role started.
     pub fn may_see(&self, r: &Record) -> bool {
         self.owns(&r.requested_by_role)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argos_common::peer::PeerIdentity;
+
+    fn caller(roles: &[PeerRole], principal: Option<&str>) -> Caller {
+        Caller {
+            peer: PeerIdentity {
+                uid: 1,
+                gid: 1,
+                pid: None,
+            },
+            roles: RoleSet::of(roles),
+            principal: principal.map(|p| argos_common::principal::Principal::parse(p).unwrap()),
+            request_id: "r".into(),
+        }
+    }
+
+    fn launched_by(role: &str) -> Record {
+        Record {
+            id: "x".into(),
+            requested_by_role: role.into(),
+            principal: String::new(),
+            argv: Vec::new(),
+            cwd: String::new(),
+            profile: String::new(),
+            status: crate::spec::LaunchStatus::Running,
+            exit_code: None,
+            signal: None,
+            containment: Vec::new(),
+            shim: None,
+            created_at_ms: 0,
+            started_at_ms: None,
+            ended_at_ms: None,
+            stdout_bytes: 0,
+            stderr_bytes: 0,
+            teardown_complete: true,
+            survivors: Vec::new(),
+            error: String::new(),
+            tty: false,
+        }
+    }
+
+    #[test]
+    fn admins_launch_anywhere_and_see_everything() {
+        let p = Profiles::builtin().unwrap();
+        for role in [PeerRole::Gateway, PeerRole::Operator] {
+            let a = access(Some(&caller(&[role], Some("alice"))), &p);
+            assert!(a.admin);
+            assert_eq!(a.allowed_profiles, None);
+            assert!(a.may_see(&launched_by("job")) && a.may_see(&launched_by("mcp")));
+            assert_eq!(a.own_role(), None);
+        }
+        assert_eq!(
+            access(Some(&caller(&[PeerRole::Gateway], Some("alice"))), &p)
+                .who
+                .principal,
+            "alice"
+        );
+    }
+
+    #[test]
+    fn job_and_mcp_launch_where_the_profiles_say_and_see_their_own() {
+        let p = Profiles::builtin().unwrap();
+        let job = access(Some(&caller(&[PeerRole::Job], None)), &p);
+        assert!(!job.admin);
+        assert_eq!(
+            job.allowed_profiles.as_deref(),
+            Some(&["agent".to_string()][..])
+        );
+        assert!(job.may_see(&launched_by("job")));
+        assert!(!job.may_see(&launched_by("mcp")));
+        assert!(!job.may_see(&launched_by("gateway")));
+        assert_eq!(job.own_role(), Some("job"));
+        let mcp = access(Some(&caller(&[PeerRole::Mcp], None)), &p);
+        assert_eq!(
+            mcp.allowed_profiles.as_deref(),
+            Some(&["mcp-server".to_string()][..])
+        );
+        assert!(mcp.may_see(&launched_by("mcp")) && mcp.may_see(&launched_by("mcp+job")));
+        assert!(!mcp.may_see(&launched_by("job")));
+        // Nobody: no profile, nothing to see.
+        let none = access(None, &p);
+        assert_eq!(none.allowed_profiles.as_deref(), Some(&[][..]));
+        assert!(!none.may_see(&launched_by("job")));
     }
 }

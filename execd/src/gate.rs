@@ -158,7 +158,13 @@ pub async fn request_run(
             "purpose": purpose,
         });
         let id = m
-            .start_as(id, &req, who, Some(&[PROFILE]), Intent::Record(detail))
+            .start_as(
+                id,
+                &req,
+                who,
+                Some(&[PROFILE.to_string()]),
+                Intent::Record(detail),
+            )
             .await?;
         let r = m
             .ledger
@@ -284,7 +290,7 @@ async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateErr
             consumed.execution_id.clone(),
             &req,
             &who,
-            Some(&[PROFILE]),
+            Some(&[PROFILE.to_string()]),
             Intent::Recorded,
         )
         .await;

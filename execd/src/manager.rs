@@ -135,7 +135,7 @@ impl Manager {
         self: &Arc<Self>,
         req: &LaunchRequest,
         who: &Requester,
-        allowed_profiles: Option<&[&str]>,
+        allowed_profiles: Option<&[String]>,
     ) -> Result<String, StartError> {
         let id = uuid::Uuid::now_v7().to_string();
         self.start_as(
@@ -155,7 +155,7 @@ impl Manager {
         id: String,
         req: &LaunchRequest,
         who: &Requester,
-        allowed_profiles: Option<&[&str]>,
+        allowed_profiles: Option<&[String]>,
         intent: Intent,
     ) -> Result<String, StartError> {
         let uid = self.claim_uid(&id).ok_or(StartError::NoUid)?;
@@ -167,7 +167,7 @@ impl Manager {
             }
         };
         if let Some(allowed) = allowed_profiles
-            && !allowed.contains(&spec.plan.profile.as_str())
+            && !allowed.contains(&spec.plan.profile)
         {
             self.release_uid(&id);
             return Err(StartError::ProfileNotAllowed {

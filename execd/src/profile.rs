@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use argos_common::peer::{PeerRole, RoleSet};
+
 use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits};
 
 /// The profiles file, compiled into execd.
@@ -69,10 +71,24 @@ pub struct ResRule {
     pub cpu_seconds: u64,
 }
 
+/// Who besides admins may launch in a profile (the gateway and operators may launch in
+/// every profile).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Launchers {
+    /// Unprivileged peer roles: `job`, `mcp`.
+    pub roles: Vec<String>,
+    pub reason: String,
+}
+
+/// The peer roles a profile's `launchers` may name: the unprivileged daemons.
+const UNPRIVILEGED_ROLES: [PeerRole; 2] = [PeerRole::Job, PeerRole::Mcp];
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     pub reason: String,
+    pub launchers: Launchers,
     pub filesystem: FsRule,
     pub process_tree: Rule,
     pub wall_clock: ClockRule,
@@ -180,12 +196,42 @@ impl Profiles {
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
             }
+            let l = &p.launchers;
+            if l.reason.trim().is_empty() {
+                return Err(format!("profile {name}: launchers has no reason"));
+            }
+            for role in &l.roles {
+                if !UNPRIVILEGED_ROLES.iter().any(|r| r.as_str() == role) {
+                    return Err(format!(
+                        "profile {name}: launchers: {role:?} is not job or mcp (admins may launch in every profile)"
+                    ));
+                }
+            }
+            if !l.roles.is_empty() && matches!(p.run_as(), Ok(RunAs::Root)) {
+                return Err(format!(
+                    "profile {name}: runs as root, so no unprivileged daemon may launch in it"
+                ));
+            }
         }
         Ok(Profiles(map))
     }
 
     pub fn get(&self, name: &str) -> Option<&Profile> {
         self.0.get(name)
+    }
+
+    /// The profiles a caller with `roles` may launch in, when it is no admin.
+    pub fn launchable_by(&self, roles: RoleSet) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(_, p)| {
+                p.launchers
+                    .roles
+                    .iter()
+                    .any(|r| roles.iter().any(|have| have.as_str() == r))
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
     }
 }
 
@@ -275,6 +321,44 @@ mod tests {
             "agent requires everything"
         );
         assert_eq!(agent.run_as(), Ok(RunAs::PerLaunch));
+    }
+
+    /// Who may launch where is data: no unprivileged daemon reaches a root profile, and
+    /// a table that would let one is refused.
+    #[test]
+    fn launchers_are_data_and_never_reach_root() {
+        let p = Profiles::builtin().unwrap();
+        let job = RoleSet::of(&[PeerRole::Job]);
+        let mcp = RoleSet::of(&[PeerRole::Mcp]);
+        assert_eq!(p.launchable_by(job), ["agent"]);
+        assert_eq!(p.launchable_by(mcp), ["mcp-server"]);
+        assert_eq!(
+            p.launchable_by(RoleSet::of(&[PeerRole::Job, PeerRole::Mcp])),
+            ["agent", "mcp-server"]
+        );
+        assert!(p.launchable_by(RoleSet::default()).is_empty());
+        for (name, profile) in &p.0 {
+            if profile.run_as() == Ok(RunAs::Root) {
+                assert!(profile.launchers.roles.is_empty(), "{name}");
+            }
+        }
+        let rooted = PROFILES_TOML.replacen(
+            "[operator.launchers]\nroles = []",
+            "[operator.launchers]\nroles = [\"job\"]",
+            1,
+        );
+        assert_ne!(rooted, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&rooted)
+                .unwrap_err()
+                .contains("runs as root")
+        );
+        let admin = PROFILES_TOML.replacen("roles = [\"job\"]", "roles = [\"gateway\"]", 1);
+        assert!(
+            Profiles::parse(&admin)
+                .unwrap_err()
+                .contains("not job or mcp")
+        );
     }
 
     #[test]

@@ -66,6 +66,14 @@ impl Drop for AbandonGuard {
 }
 
 impl ExecService {
+    /// What this call's caller may do.
+    fn access<T>(&self, req: &Request<T>) -> Access {
+        access(
+            req.extensions().get::<Caller>(),
+            &self.manager.launcher.profiles,
+        )
+    }
+
     fn grace(&self) -> Duration {
         Duration::from_millis(self.manager.launcher.grace_ms)
     }
@@ -129,7 +137,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::RequestRunRequest>,
     ) -> Result<Response<pb::RequestRunResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
             return Err(edge::invalid(
                 "principal: a job's request must name its stored owner",
@@ -173,7 +181,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::DecideApprovalRequest>,
     ) -> Result<Response<pb::DecideApprovalResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let r = req.into_inner();
         if uuid::Uuid::parse_str(&r.id).is_err() {
             return Err(edge::invalid("id: not an approval id"));
@@ -198,7 +206,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::GetApprovalRequest>,
     ) -> Result<Response<pb::Approval>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let id = req.into_inner().id;
         if uuid::Uuid::parse_str(&id).is_err() {
             return Err(edge::invalid("id: not an approval id"));
@@ -213,7 +221,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::ListApprovalsRequest>,
     ) -> Result<Response<pb::ListApprovalsResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let r = req.into_inner();
         let limit = page_size(r.page_size)?;
         if !r.page_token.is_empty() && uuid::Uuid::parse_str(&r.page_token).is_err() {
@@ -291,7 +299,7 @@ impl Exec for ExecService {
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let domain = wire::launch_request(req.into_inner());
         if domain.tty.is_some() {
             return Err(edge::invalid(
@@ -310,7 +318,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::RunRequest>,
     ) -> Result<Response<pb::StartResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         if !a.admin && a.roles.contains(PeerRole::Job) && a.who.principal.is_empty() {
             return Err(edge::invalid(
                 "principal: a job launch must name its stored owner",
@@ -346,7 +354,7 @@ impl Exec for ExecService {
         &self,
         req: Request<tonic::Streaming<pb::AttachRequest>>,
     ) -> Result<Response<AttachStream>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let mut inbound = req.into_inner();
         let open = match inbound.message().await? {
             Some(pb::AttachRequest {
@@ -424,7 +432,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::FollowRequest>,
     ) -> Result<Response<FollowStream>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let r = req.into_inner();
         waiting(&self.visible(&r.id, &a).await?)?;
         let (tx, rx) = tokio::sync::mpsc::channel(16);
@@ -437,7 +445,7 @@ impl Exec for ExecService {
         &self,
         req: Request<pb::KillRequest>,
     ) -> Result<Response<pb::KillResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let id = req.into_inner().id;
         let rec = self.visible(&id, &a).await?;
         waiting(&rec)?;
@@ -484,7 +492,7 @@ impl Exec for ExecService {
     }
 
     async fn get(&self, req: Request<pb::GetRequest>) -> Result<Response<pb::GetResponse>, Status> {
-        let a = access(req.extensions().get::<Caller>());
+        let a = self.access(&req);
         let r = req.into_inner();
         let rec = self.visible(&r.id, &a).await?;
         let (stdout, stderr) = if r.include_output && rec.status.is_final() {
@@ -549,7 +557,7 @@ impl Exec for ExecService {
             },
             admin: true,
             allowed_profiles: None,
-            roles: access(req.extensions().get::<Caller>()).roles,
+            roles: self.access(&req).roles,
         };
         let mut out = Vec::new();
         for (name, profile) in &self.manager.launcher.profiles.0 {
