@@ -12,7 +12,6 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::access::{Access, access};
-use crate::approval::State;
 use crate::edge;
 use crate::gate::{self, Requested};
 use crate::launch::{self, KillOutcome, LaunchRequest};
@@ -147,13 +146,7 @@ impl Exec for ExecService {
         let run = r
             .run
             .ok_or_else(|| edge::invalid("run: the command to run is missing"))?;
-        let declared = match r.declared_risk.as_str() {
-            "" => None,
-            d => Some(
-                d.parse()
-                    .map_err(|e| edge::invalid(format!("declared_risk: {e}")))?,
-            ),
-        };
+        let declared = wire::declared_risk(r.declared_risk)?;
         let requested = gate::request_run(
             &self.manager,
             wire::launch_request(run),
@@ -189,7 +182,7 @@ impl Exec for ExecService {
         let (ap, rec) = gate::decide(
             &self.manager,
             &r.id,
-            &r.decision,
+            wire::decision(r.decision)?,
             &a.who,
             &r.confirm,
             &r.note,
@@ -229,14 +222,7 @@ impl Exec for ExecService {
                 "page_token: not a token from a previous page",
             ));
         }
-        let state = match r.state.as_str() {
-            "" => None,
-            s => Some(State::parse(s).ok_or_else(|| {
-                edge::invalid(format!(
-                    "state: {s:?} is not pending, approved, denied, revoked, expired or consumed"
-                ))
-            })?),
-        };
+        let state = wire::state_filter(r.state)?;
         let rows = self
             .manager
             .approvals
@@ -479,15 +465,9 @@ impl Exec for ExecService {
                 .map_err(edge::store)?
                 .unwrap_or(rec),
         };
-        let outcome = match outcome {
-            KillOutcome::Killed => "killed".to_string(),
-            KillOutcome::AlreadyGone => "already_gone".to_string(),
-            KillOutcome::NotOwned(v) => v.as_str().to_string(),
-            KillOutcome::Unconfirmed => "unconfirmed".to_string(),
-        };
         Ok(Response::new(pb::KillResponse {
             execution: Some(wire::execution(&rec)),
-            outcome,
+            outcome: wire::kill_outcome(&outcome) as i32,
         }))
     }
 

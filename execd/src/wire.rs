@@ -3,10 +3,14 @@
 
 use argos_proto::exec::v1 as pb;
 
+use argos_risk::Class;
+
+use crate::approval::State;
 use crate::edge;
-use crate::launch::{Captured, Finished, LaunchRequest};
+use crate::launch::{Captured, Finished, KillOutcome, LaunchRequest};
 use crate::ledger::Record;
 use crate::spec::{DimReport, DimState, LaunchStatus};
+use crate::sys::proc::Verdict;
 
 pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
     LaunchRequest {
@@ -111,16 +115,83 @@ pub fn status_from(s: pb::ExecutionStatus) -> Option<LaunchStatus> {
     })
 }
 
+/// The proto form of a risk class.
+pub fn risk_class(c: Class) -> pb::RiskClass {
+    match c {
+        Class::ReadOnly => pb::RiskClass::ReadOnly,
+        Class::ReversibleLow => pb::RiskClass::ReversibleLow,
+        Class::ConfigMutation => pb::RiskClass::ConfigMutation,
+        Class::Destructive => pb::RiskClass::Destructive,
+    }
+}
+
+/// A request's declared risk: unspecified is none; an unknown value names the field.
+pub fn declared_risk(v: i32) -> Result<Option<Class>, tonic::Status> {
+    match pb::RiskClass::try_from(v) {
+        Ok(pb::RiskClass::Unspecified) => Ok(None),
+        Ok(pb::RiskClass::ReadOnly) => Ok(Some(Class::ReadOnly)),
+        Ok(pb::RiskClass::ReversibleLow) => Ok(Some(Class::ReversibleLow)),
+        Ok(pb::RiskClass::ConfigMutation) => Ok(Some(Class::ConfigMutation)),
+        Ok(pb::RiskClass::Destructive) => Ok(Some(Class::Destructive)),
+        Err(_) => Err(edge::invalid(format!(
+            "declared_risk: {v} is not a risk class"
+        ))),
+    }
+}
+
+/// The proto form of an approval's state.
+pub fn approval_state(s: State) -> pb::ApprovalState {
+    match s {
+        State::Pending => pb::ApprovalState::Pending,
+        State::Approved => pb::ApprovalState::Approved,
+        State::Denied => pb::ApprovalState::Denied,
+        State::Revoked => pb::ApprovalState::Revoked,
+        State::Expired => pb::ApprovalState::Expired,
+        State::Consumed => pb::ApprovalState::Consumed,
+    }
+}
+
+/// A listing's state filter: unspecified is any.
+pub fn state_filter(v: i32) -> Result<Option<State>, tonic::Status> {
+    let all = State::ALL;
+    match pb::ApprovalState::try_from(v) {
+        Ok(pb::ApprovalState::Unspecified) => Ok(None),
+        Ok(p) => Ok(all.into_iter().find(|s| approval_state(*s) == p)),
+        Err(_) => Err(edge::invalid(format!(
+            "state: {v} is not an approval state"
+        ))),
+    }
+}
+
+/// A decision, as the gate names it.
+pub fn decision(v: i32) -> Result<&'static str, tonic::Status> {
+    match pb::Decision::try_from(v) {
+        Ok(pb::Decision::Approve) => Ok("approve"),
+        Ok(pb::Decision::Deny) => Ok("deny"),
+        Ok(pb::Decision::Revoke) => Ok("revoke"),
+        _ => Err(edge::invalid("decision: approve, deny or revoke")),
+    }
+}
+
+/// What a kill found.
+pub fn kill_outcome(o: &KillOutcome) -> pb::KillOutcome {
+    match o {
+        KillOutcome::Killed => pb::KillOutcome::Killed,
+        KillOutcome::AlreadyGone | KillOutcome::NotOwned(Verdict::Gone) => {
+            pb::KillOutcome::AlreadyGone
+        }
+        KillOutcome::NotOwned(Verdict::Foreign) => pb::KillOutcome::Foreign,
+        KillOutcome::NotOwned(Verdict::Unverifiable | Verdict::Owned) => {
+            pb::KillOutcome::Unverifiable
+        }
+        KillOutcome::Unconfirmed => pb::KillOutcome::Unconfirmed,
+    }
+}
+
 /// Classifies a command for `Classify`; a bad request is `INVALID_ARGUMENT` naming the field.
 pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::Status> {
-    use argos_risk::{self as risk, Class, Command};
-    let declared = match r.declared_risk.as_str() {
-        "" => None,
-        d => Some(
-            d.parse::<Class>()
-                .map_err(|e| edge::invalid(format!("declared_risk: {e}")))?,
-        ),
-    };
+    use argos_risk::{self as risk, Command};
+    let declared = declared_risk(r.declared_risk)?;
     let command = match (r.command.is_empty(), r.argv.is_empty()) {
         (false, true) => Command::Shell(&r.command),
         (true, false) => Command::Argv(&r.argv),
@@ -133,12 +204,12 @@ pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::
     };
     let v = risk::classify(command, declared);
     Ok(pb::ClassifyResponse {
-        risk_class: v.class.to_string(),
+        risk_class: risk_class(v.class) as i32,
         reasons: v
             .reasons
             .into_iter()
             .map(|r| pb::RiskReason {
-                risk_class: r.class.to_string(),
+                risk_class: risk_class(r.class) as i32,
                 why: r.why,
             })
             .collect(),
@@ -153,13 +224,13 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
     pb::Approval {
         id: a.id.clone(),
         short_id: a.short_id().to_string(),
-        state: a.state.as_str().into(),
-        risk_class: a.class.to_string(),
+        state: approval_state(a.state) as i32,
+        risk_class: risk_class(a.class) as i32,
         reasons: a
             .reasons
             .iter()
             .map(|r| pb::RiskReason {
-                risk_class: r.class.to_string(),
+                risk_class: risk_class(r.class) as i32,
                 why: r.why.clone(),
             })
             .collect(),

@@ -24,6 +24,57 @@ pub fn parse_status(word: &str) -> Option<i32> {
     (1..=10).find(|s| status_word(*s) == word)
 }
 
+/// The API's word for a proto enum value: its proto name without the type's prefix,
+/// lowercased (`APPROVAL_STATE_PENDING` → `pending`); empty when unspecified or unknown.
+fn word(proto_name: Option<&str>, prefix: &str) -> String {
+    match proto_name.and_then(|n| n.strip_prefix(prefix)) {
+        Some("UNSPECIFIED") | None => String::new(),
+        Some(w) => w.to_ascii_lowercase(),
+    }
+}
+
+/// The proto name of an API word (`pending` → `APPROVAL_STATE_PENDING`).
+fn proto_name(prefix: &str, word: &str) -> Option<String> {
+    (!word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .then(|| format!("{prefix}{}", word.to_ascii_uppercase()))
+}
+
+pub fn risk_class(v: i32) -> String {
+    word(
+        pb::RiskClass::try_from(v).ok().map(|c| c.as_str_name()),
+        "RISK_CLASS_",
+    )
+}
+
+pub fn parse_risk_class(w: &str) -> Option<pb::RiskClass> {
+    pb::RiskClass::from_str_name(&proto_name("RISK_CLASS_", w)?)
+        .filter(|c| *c != pb::RiskClass::Unspecified)
+}
+
+pub fn approval_state(v: i32) -> String {
+    word(
+        pb::ApprovalState::try_from(v).ok().map(|c| c.as_str_name()),
+        "APPROVAL_STATE_",
+    )
+}
+
+pub fn parse_approval_state(w: &str) -> Option<pb::ApprovalState> {
+    pb::ApprovalState::from_str_name(&proto_name("APPROVAL_STATE_", w)?)
+        .filter(|c| *c != pb::ApprovalState::Unspecified)
+}
+
+pub fn parse_decision(w: &str) -> Option<pb::Decision> {
+    pb::Decision::from_str_name(&proto_name("DECISION_", w)?)
+        .filter(|c| *c != pb::Decision::Unspecified)
+}
+
+pub fn kill_outcome(v: i32) -> String {
+    word(
+        pb::KillOutcome::try_from(v).ok().map(|c| c.as_str_name()),
+        "KILL_OUTCOME_",
+    )
+}
+
 fn dim_state(s: i32) -> &'static str {
     match pb::DimensionState::try_from(s).unwrap_or(pb::DimensionState::Unspecified) {
         pb::DimensionState::Enforced => "enforced",
@@ -60,9 +111,9 @@ pub fn approval(a: &pb::Approval) -> Value {
     json!({
         "id": a.id,
         "short_id": a.short_id,
-        "state": a.state,
-        "risk_class": a.risk_class,
-        "reasons": a.reasons.iter().map(|r| json!({"risk_class": r.risk_class, "why": r.why})).collect::<Vec<_>>(),
+        "state": approval_state(a.state),
+        "risk_class": risk_class(a.risk_class),
+        "reasons": a.reasons.iter().map(|r| json!({"risk_class": risk_class(r.risk_class), "why": r.why})).collect::<Vec<_>>(),
         "needs_confirmation": a.needs_confirmation,
         "purpose": a.purpose,
         "target": a.target,
@@ -82,4 +133,34 @@ pub fn approval(a: &pb::Approval) -> Value {
         "note": a.note,
         "execution_id": a.execution_id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enum_words_round_trip_and_junk_is_none() {
+        assert_eq!(approval_state(pb::ApprovalState::Pending as i32), "pending");
+        assert_eq!(risk_class(pb::RiskClass::ReadOnly as i32), "read_only");
+        assert_eq!(
+            kill_outcome(pb::KillOutcome::AlreadyGone as i32),
+            "already_gone"
+        );
+        assert_eq!(risk_class(0), "");
+        assert_eq!(risk_class(99), "");
+        for w in [
+            "read_only",
+            "reversible_low",
+            "config_mutation",
+            "destructive",
+        ] {
+            assert_eq!(risk_class(parse_risk_class(w).unwrap() as i32), w);
+        }
+        assert_eq!(parse_decision("approve"), Some(pb::Decision::Approve));
+        for junk in ["", "APPROVE", "unspecified", "maybe", "pend ing"] {
+            assert_eq!(parse_decision(junk), None, "{junk:?}");
+            assert_eq!(parse_approval_state(junk), None, "{junk:?}");
+        }
+    }
 }

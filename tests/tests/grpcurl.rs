@@ -132,16 +132,16 @@ fn grpcurl_classifies_commands_on_execd() {
         serde_json::from_str(&out).unwrap()
     };
     let v = classify(r#"{"command": "cd / && rm -rf *"}"#);
-    assert_eq!(v["riskClass"], "destructive", "{v}");
+    assert_eq!(v["riskClass"], "RISK_CLASS_DESTRUCTIVE", "{v}");
     assert_eq!(v["needsApproval"], true);
     assert_eq!(v["needsConfirmation"], true);
     let v = classify(r#"{"argv": ["journalctl", "-u", "nginx"]}"#);
-    assert_eq!(v["riskClass"], "read_only", "{v}");
+    assert_eq!(v["riskClass"], "RISK_CLASS_READ_ONLY", "{v}");
     assert_eq!(v["needsApproval"], false);
     assert_eq!(v["reasons"][0]["why"], "`journalctl` only reads");
     let v = classify(r#"{"command": "ps aux | grep nginx"}"#);
     assert_eq!(
-        v["riskClass"], "reversible_low",
+        v["riskClass"], "RISK_CLASS_REVERSIBLE_LOW",
         "a pipeline is never read-only: {v}"
     );
     stack.stop();
@@ -280,8 +280,8 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     assert!(ok, "{out}");
     let first = json(&out);
     let approval = first["approval"].clone();
-    assert_eq!(approval["state"], "pending", "{first}");
-    assert_eq!(approval["riskClass"], "destructive");
+    assert_eq!(approval["state"], "APPROVAL_STATE_PENDING", "{first}");
+    assert_eq!(approval["riskClass"], "RISK_CLASS_DESTRUCTIVE");
     assert_eq!(approval["needsConfirmation"], true);
     assert_eq!(approval["digest"].as_str().unwrap().len(), 64);
     assert_eq!(
@@ -301,13 +301,13 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     assert!(!ok && out.contains("FailedPrecondition"), "{out}");
     let (ok, out) = as_mcp(
         "DecideApproval",
-        &format!(r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}"}}"#),
+        &format!(r#"{{"id": "{aid}", "decision": "DECISION_APPROVE", "confirm": "{short}"}}"#),
     );
     assert!(!ok && out.contains("PermissionDenied"), "{out}");
     let (ok, out) = as_admin(
         "alice",
         "DecideApproval",
-        &format!(r#"{{"id": "{aid}", "decision": "approve"}}"#),
+        &format!(r#"{{"id": "{aid}", "decision": "DECISION_APPROVE"}}"#),
     );
     assert!(
         !ok && out.contains("InvalidArgument") && out.contains("short id"),
@@ -317,12 +317,15 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
         "alice",
         "DecideApproval",
         &format!(
-            r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}", "note": "fine"}}"#
+            r#"{{"id": "{aid}", "decision": "DECISION_APPROVE", "confirm": "{short}", "note": "fine"}}"#
         ),
     );
     assert!(ok, "{out}");
     let decided = json(&out);
-    assert_eq!(decided["approval"]["state"], "consumed", "{decided}");
+    assert_eq!(
+        decided["approval"]["state"], "APPROVAL_STATE_CONSUMED",
+        "{decided}"
+    );
     assert_eq!(decided["approval"]["decidedBy"], "gateway:alice");
     let done = wait_final(exec_id);
     assert_eq!(
@@ -333,7 +336,7 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     let (ok, out) = as_admin(
         "alice",
         "DecideApproval",
-        &format!(r#"{{"id": "{aid}", "decision": "approve", "confirm": "{short}"}}"#),
+        &format!(r#"{{"id": "{aid}", "decision": "DECISION_APPROVE", "confirm": "{short}"}}"#),
     );
     assert!(!ok && out.contains("FailedPrecondition"), "{out}");
 
@@ -347,11 +350,11 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     let (ok, out) = as_admin(
         "alice",
         "DecideApproval",
-        &format!(r#"{{"id": "{aid}", "decision": "deny"}}"#),
+        &format!(r#"{{"id": "{aid}", "decision": "DECISION_DENY"}}"#),
     );
     assert!(ok, "{out}");
     let denied = json(&out);
-    assert_eq!(denied["approval"]["state"], "denied");
+    assert_eq!(denied["approval"]["state"], "APPROVAL_STATE_DENIED");
     assert_eq!(denied["execution"]["status"], "EXECUTION_STATUS_REJECTED");
 
     // A user cannot approve what their own agent asked for.
@@ -365,7 +368,7 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     let (ok, out) = as_admin(
         "bob",
         "DecideApproval",
-        &format!(r#"{{"id": "{aid}", "decision": "approve"}}"#),
+        &format!(r#"{{"id": "{aid}", "decision": "DECISION_APPROVE"}}"#),
     );
     assert!(
         !ok && out.contains("PermissionDenied") && out.contains("own request"),

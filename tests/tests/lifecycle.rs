@@ -6,7 +6,8 @@ use std::time::Duration;
 use argos_exec_client::{ErrorKind, ExecClient, FollowItem};
 use argos_proto::exec::v1::follow_event::Event;
 use argos_proto::exec::v1::{
-    ExecutionStatus, FollowRequest, ListRequest, OutputStream, RunRequest,
+    ApprovalState, Decision, ExecutionStatus, FollowRequest, KillOutcome, ListRequest,
+    OutputStream, RunRequest,
 };
 use argos_tests::{Standalone, require_root};
 
@@ -96,7 +97,7 @@ fn start_follow_get_list_and_kill() {
         let sleeper = start(&c, "setsid sleep 300 & sleep 301", 60_000).await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         let killed = c.kill(&sleeper.id).await.unwrap();
-        assert_eq!(killed.outcome, "killed");
+        assert_eq!(killed.outcome, KillOutcome::Killed as i32);
         let e = killed.execution.unwrap();
         assert_eq!(e.status, ExecutionStatus::Killed as i32, "{e:?}");
         assert_eq!(e.exit_code, Some(128 + 15));
@@ -108,7 +109,7 @@ fn start_follow_get_list_and_kill() {
         );
         assert!(left.is_empty(), "left after the kill: {left:?}");
         let again = c.kill(&sleeper.id).await.unwrap();
-        assert_eq!(again.outcome, "already_gone");
+        assert_eq!(again.outcome, KillOutcome::AlreadyGone as i32);
 
         let list = c
             .list(ListRequest {
@@ -479,7 +480,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
             ..Default::default()
         }),
         purpose: "restart test".into(),
-        declared_risk: String::new(),
+        declared_risk: 0,
     };
     let (kept, lapsing) = runtime.block_on(async {
         let c = client(&s);
@@ -494,13 +495,17 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
             .unwrap();
         (kept.approval.unwrap(), lapsing.approval.unwrap())
     });
-    assert_eq!(kept.state, "pending", "a command list is never read-only");
+    assert_eq!(
+        kept.state,
+        ApprovalState::Pending as i32,
+        "a command list is never read-only"
+    );
     s.kill9();
     s.restart();
     runtime.block_on(async {
         let c = client(&s);
         let a = c.get_approval(&kept.id).await.unwrap();
-        assert_eq!(a.state, "pending", "{a:?}");
+        assert_eq!(a.state, ApprovalState::Pending as i32, "{a:?}");
         let e = c
             .get(&kept.execution_id, false)
             .await
@@ -512,13 +517,16 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
             .as_user("alice")
             .decide_approval(DecideApprovalRequest {
                 id: kept.id.clone(),
-                decision: "approve".into(),
+                decision: Decision::Approve as i32,
                 confirm: String::new(),
                 note: String::new(),
             })
             .await
             .unwrap();
-        assert_eq!(decided.approval.unwrap().state, "consumed");
+        assert_eq!(
+            decided.approval.unwrap().state,
+            ApprovalState::Consumed as i32
+        );
         let (out, _, end) = follow(&c, &kept.execution_id, 0, |_| false).await;
         assert_eq!(out, b"approved-after-restart\n");
         assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
@@ -535,7 +543,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
     let head = runtime.block_on(async {
         let c = client(&s);
         let a = c.get_approval(&lapsing.id).await.unwrap();
-        assert_eq!(a.state, "expired", "{a:?}");
+        assert_eq!(a.state, ApprovalState::Expired as i32, "{a:?}");
         let e = c
             .get(&lapsing.execution_id, false)
             .await

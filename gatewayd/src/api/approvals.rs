@@ -48,10 +48,10 @@ pub async fn agent_run(
                 open_stdin: false,
             }),
             purpose: b.purpose,
-            declared_risk: b.risk.unwrap_or_default(),
+            declared_risk: declared_risk(b.risk.as_deref())?,
         })
         .await
-        .map_err(|e| from_exec(e.rename_field("declared_risk", "risk")))?;
+        .map_err(from_exec)?;
     Ok(Json(json!({
         "execution": r.execution.as_ref().map(crate::views::execution),
         "approval": r.approval.as_ref().map(crate::views::approval),
@@ -72,9 +72,17 @@ pub async fn approvals(
     caller: Caller,
     Query(q): Query<ApprovalsQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let state = match q.state.as_deref() {
+        None | Some("") => pb::ApprovalState::Unspecified,
+        Some(s) => crate::views::parse_approval_state(s).ok_or_else(|| {
+            invalid(format!(
+                "state: {s:?} is not pending, approved, denied, revoked, expired or consumed"
+            ))
+        })?,
+    };
     let r = execd(&api, &caller)
         .list_approvals(pb::ListApprovalsRequest {
-            state: q.state.unwrap_or_default(),
+            state: state as i32,
             page_size: q.limit.unwrap_or(0),
             page_token: q.page_token.unwrap_or_default(),
         })
@@ -119,6 +127,8 @@ pub async fn decide(
     Path(id): Path<String>,
     Body(b): Body<DecisionBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let decision = crate::views::parse_decision(&b.decision)
+        .ok_or_else(|| invalid("decision: approve, deny or revoke"))?;
     let detail = json!({"decision": b.decision, "note": b.note});
     let r = audited(
         &api,
@@ -130,7 +140,7 @@ pub async fn decide(
             execd(&api, &caller)
                 .decide_approval(pb::DecideApprovalRequest {
                     id: id.clone(),
-                    decision: b.decision.clone(),
+                    decision: decision as i32,
                     confirm: b.confirm.clone(),
                     note: b.note.clone(),
                 })

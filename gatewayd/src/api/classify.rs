@@ -23,14 +23,14 @@ pub async fn classify(
         .classify(pb::ClassifyRequest {
             command: b.command.unwrap_or_default(),
             argv: b.argv.unwrap_or_default(),
-            declared_risk: b.risk.unwrap_or_default(),
+            declared_risk: declared_risk(b.risk.as_deref())?,
         })
         .await
-        // execd names its own fields; the body's is `risk`.
-        .map_err(|e| from_exec(e.rename_field("declared_risk", "risk")))?;
+        .map_err(from_exec)?;
+    use crate::views::risk_class;
     Ok(Json(json!({
-        "class": r.risk_class,
-        "reasons": r.reasons.iter().map(|x| json!({"class": x.risk_class, "why": x.why})).collect::<Vec<_>>(),
+        "class": risk_class(r.risk_class),
+        "reasons": r.reasons.iter().map(|x| json!({"class": risk_class(x.risk_class), "why": x.why})).collect::<Vec<_>>(),
         "needs_approval": r.needs_approval,
         "needs_confirmation": r.needs_confirmation,
     })))

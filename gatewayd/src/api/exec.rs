@@ -170,7 +170,7 @@ pub(crate) async fn kill_for(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let r = execd(api, caller).kill(&id).await.map_err(from_exec)?;
     Ok(Json(json!({
-        "outcome": r.outcome,
+        "outcome": crate::views::kill_outcome(r.outcome),
         "execution": r.execution.as_ref().map(crate::views::execution),
     })))
 }
@@ -394,7 +394,7 @@ pub(crate) async fn relay(
     api.streams.forget(&id);
     match api.exec.kill(&id).await {
         Ok(r) => {
-            tracing::info!(id, outcome = %r.outcome, "stream client gone: workload killed")
+            tracing::info!(id, outcome = %crate::views::kill_outcome(r.outcome), "stream client gone: workload killed")
         }
         Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
     }

@@ -291,6 +291,25 @@ where
     }
 }
 
+/// A bad field: 400, the message starting with the field's name.
+pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
+}
+
+/// A body's risk estimate: absent is none.
+pub(crate) fn declared_risk(risk: Option<&str>) -> Result<i32, ApiError> {
+    match risk {
+        None | Some("") => Ok(pb::RiskClass::Unspecified as i32),
+        Some(w) => crate::views::parse_risk_class(w)
+            .map(|c| c as i32)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "risk: {w:?} is not read_only, reversible_low, config_mutation or destructive"
+                ))
+            }),
+    }
+}
+
 pub(crate) fn too_large() -> ApiError {
     ApiError::new(
         StatusCode::PAYLOAD_TOO_LARGE,
