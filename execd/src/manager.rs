@@ -73,7 +73,7 @@ pub struct Manager {
     pub changes: tokio::sync::broadcast::Sender<Record>,
     done: Mutex<HashMap<String, watch::Sender<Option<Arc<Ended>>>>>,
     /// Per-launch uids in use by launches that have not ended.
-    uids: Mutex<HashMap<String, u32>>,
+    uids: crate::uids::UidPool,
 }
 
 impl Manager {
@@ -86,6 +86,7 @@ impl Manager {
         approval_ttl_s: u64,
     ) -> Arc<Manager> {
         let pool = Pool::new(&launcher, warm_shims);
+        let uids = crate::uids::UidPool::new(launcher.launch_uids.0, launcher.launch_uids.1);
         Arc::new(Manager {
             approvals: approval::Store::new(ledger.pool().clone(), audit.clone()),
             approval_changes: tokio::sync::broadcast::channel(256).0,
@@ -96,7 +97,7 @@ impl Manager {
             pool,
             changes: tokio::sync::broadcast::channel(1024).0,
             done: Mutex::new(HashMap::new()),
-            uids: Mutex::new(HashMap::new()),
+            uids,
         })
     }
 
@@ -268,33 +269,18 @@ impl Manager {
 
     /// Picks a uid no running launch has (starting from a hash of the id).
     fn claim_uid(&self, id: &str) -> Option<u32> {
-        let (base, count) = self.launcher.launch_uids;
-        let mut map = self.uids.lock().unwrap_or_else(|e| e.into_inner());
-        let used: std::collections::HashSet<u32> = map.values().copied().collect();
-        let start =
-            (argos_common::paths::stable_hash(id.as_bytes()) % u64::from(count.max(1))) as u32;
-        let uid = (0..count)
-            .map(|i| base + (start + i) % count)
-            .find(|u| !used.contains(u))?;
-        map.insert(id.to_string(), uid);
-        Some(uid)
+        self.uids.claim(id)
     }
 
     /// Marks a running launch's uid as taken (after a restart).
     fn hold_uid(&self, id: &str) {
         if let Some((uid, _)) = self.spec(id).and_then(|s| s.plan.run_as) {
-            self.uids
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(id.to_string(), uid);
+            self.uids.hold(id, uid);
         }
     }
 
     fn release_uid(&self, id: &str) {
-        self.uids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
+        self.uids.release(id);
     }
 
     /// Reads a launch's result into the ledger and wakes its waiters.

@@ -25,7 +25,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::OFlag;
-use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, Signal, kill};
 use nix::unistd::{ForkResult, Pid};
 use serde::{Deserialize, Serialize};
@@ -41,6 +40,7 @@ use crate::spec::{
     DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, StreamTotals,
     Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
+use crate::sys::ns::{self, Namespace};
 use crate::sys::{proc, raw};
 
 /// Exit code of a workload stopped before exec because containment did not hold.
@@ -69,9 +69,11 @@ enum SetupMsg {
 /// shim pays none of it: the control steps of `crate::protocol` — a [`ShimSetup`] line,
 /// a [`ShimReady`] answer once the tree stands, then the launch id (EOF instead: execd
 /// stopped or drained its pool, and the tree and the shim end), answered [`ACCEPTED`].
+#[allow(unsafe_code)]
 pub fn main() -> i32 {
     // Sanitise first: nothing inherited from execd beyond stdio, default signal actions.
-    let _ = raw::close_fds_from(3);
+    // SAFETY: first thing in main: no Rust object owns an fd yet but stdio (0-2).
+    let _ = unsafe { raw::close_fds_from(3) };
     raw::reset_signal_dispositions();
     raw::keep_large_buffers();
     let _ = SigSet::all().thread_unblock();
@@ -80,7 +82,7 @@ pub fn main() -> i32 {
         return 2;
     }
     // Own session: execd's process group and terminal signals no longer reach us.
-    let _ = nix::unistd::setsid();
+    let _ = ns::new_session();
     // Set up on idle CPU time only: a launch in progress keeps the CPU. Back to normal
     // when the launch comes (init and the workload do the same for themselves).
     let _ = raw::set_sched_idle(true);
@@ -335,6 +337,7 @@ struct Tree {
 }
 
 impl Tree {
+    #[allow(unsafe_code)]
     fn start(setup: &ShimSetup) -> Result<Tree, String> {
         let plan = &setup.plan;
         let filters = if plan.wants(Dimension::Syscalls) {
@@ -352,9 +355,9 @@ impl Tree {
         // A PID namespace applies to children: unshare here, and the next fork is its init.
         let mut notes = Vec::new();
         if plan.wants(Dimension::ProcessTree) {
-            match nix::sched::unshare(CloneFlags::CLONE_NEWPID) {
+            match ns::unshare(Namespace::Pid) {
                 Ok(()) => base.pidns = true,
-                Err(e) => notes.push(format!("process_tree: unshare(CLONE_NEWPID): {e}")),
+                Err(e) => notes.push(format!("process_tree: {e}")),
             }
         }
         let (cgroups, cgroup_notes) = if plan.wants(Dimension::Resources)
@@ -364,7 +367,8 @@ impl Tree {
         } else {
             (Cgroups::default(), Vec::new())
         };
-        match raw::fork_single_threaded() {
+        // SAFETY: the shim is single-threaded: no async runtime, no thread ever spawned.
+        match unsafe { raw::fork_single_threaded() } {
             Ok(ForkResult::Child) => {
                 notes.extend(cgroups.add(0));
                 tree::init(setup, &base, pipes, notes)
@@ -418,17 +422,9 @@ impl Tree {
                 .map(|(read, write)| Some((write, read)))
                 .map_err(|e| format!("opening the stdin pipe: {e}")),
             None => Ok(None),
-            Some(t) => {
-                let size = nix::pty::Winsize {
-                    ws_row: t.rows,
-                    ws_col: t.cols,
-                    ws_xpixel: 0,
-                    ws_ypixel: 0,
-                };
-                nix::pty::openpty(Some(&size), None)
-                    .map(|p| Some((p.master, p.slave)))
-                    .map_err(|e| format!("opening a terminal: {e}"))
-            }
+            Some(t) => ns::open_pty(t.rows, t.cols)
+                .map(Some)
+                .map_err(|e| format!("opening a terminal: {e}")),
         };
         let handed = match handed {
             Ok(h) => h,
@@ -436,18 +432,11 @@ impl Tree {
         };
         let line = serde_json::to_vec(&go).unwrap_or_default();
         let sent = {
-            use std::os::fd::AsRawFd;
-            let fds: Vec<i32> = handed
-                .iter()
-                .map(|(_, theirs)| theirs.as_raw_fd())
-                .collect();
-            let cmsg = [nix::sys::socket::ControlMessage::ScmRights(&fds)];
-            nix::sys::socket::sendmsg::<()>(
-                pipes.go_w.as_raw_fd(),
-                &[std::io::IoSlice::new(&line)],
-                if fds.is_empty() { &[] } else { &cmsg },
-                nix::sys::socket::MsgFlags::empty(),
-                None,
+            use std::os::fd::AsFd;
+            raw::send_with_fd(
+                &pipes.go_w,
+                &line,
+                handed.as_ref().map(|(_, theirs)| theirs.as_fd()),
             )
         };
         // Only the workload holds its side now: its last close ends the terminal (or, for

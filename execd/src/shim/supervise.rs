@@ -545,3 +545,85 @@ fn parse_status(line: &str) -> (Option<i32>, Option<i32>) {
         _ => (None, None),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream keeps its log up to the cap and its last bytes in the tail, and counts
+    /// everything: no root, a pipe and a temp dir.
+    #[test]
+    fn a_stream_caps_its_log_keeps_its_tail_and_counts_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        let data: Vec<u8> = (0..100u8).collect();
+        nix::unistd::write(&w, &data).unwrap();
+        drop(w);
+        let mut s = Stream::new(r, dir.path().join("out.log"), 40, 10);
+        let mut buf = vec![0u8; 64];
+        let mut read = 0;
+        while let Some(n) = s.pump(&mut buf) {
+            read += n;
+        }
+        assert_eq!((read, s.total, s.logged), (100, 100, 40));
+        assert_eq!(
+            std::fs::read(dir.path().join("out.log")).unwrap(),
+            &data[..40]
+        );
+        assert_eq!(s.tail.iter().copied().collect::<Vec<_>>(), &data[90..]);
+        assert!(s.fd.is_none(), "EOF closes the stream");
+    }
+
+    /// The writer's input reaches an open stdin's pipe as the pipe takes it; closing the
+    /// input is the reader's EOF, and input after it is dropped.
+    #[test]
+    fn a_pipe_sink_writes_what_the_pipe_takes_and_closes_on_request() {
+        use std::io::{Read, Write};
+        use std::os::linux::net::SocketAddrExt;
+        let id = format!("test-sink-{}", std::process::id());
+        let mut followers = Followers::listen(&id);
+        followers.accept_writer();
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+        nonblocking(&w).unwrap();
+        let mut sink = Sink {
+            fd: Some(w),
+            tty: false,
+            pending: Default::default(),
+            closing: false,
+        };
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(
+            crate::protocol::socket_name(&id).as_bytes(),
+        )
+        .unwrap();
+        let mut client = std::os::unix::net::UnixStream::connect_addr(&addr).unwrap();
+        let request = crate::protocol::Request {
+            stdout: crate::protocol::From::Offset(0),
+            stderr: 0,
+            write: true,
+        };
+        client.write_all(request.line().as_bytes()).unwrap();
+        for i in [
+            Input::Bytes(b"hello ".to_vec()),
+            Input::Bytes(b"world".to_vec()),
+            Input::Close,
+            Input::Bytes(b"late".to_vec()),
+        ] {
+            client.write_all(&i.encode()).unwrap();
+        }
+        let sources = [0, 1].map(|_| Source {
+            total: 0,
+            logged: 0,
+            log: None,
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sink.fd.is_some() {
+            assert!(Instant::now() < deadline, "the sink never closed");
+            followers.serve(&sources);
+            sink.input(&mut followers, true);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut got = String::new();
+        File::from(r).read_to_string(&mut got).unwrap();
+        assert_eq!(got, "hello world", "everything before the close, then EOF");
+    }
+}

@@ -5,7 +5,6 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use nix::sched::CloneFlags;
 use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
@@ -16,10 +15,12 @@ use super::{Base, EXIT_CONTAINMENT, EXIT_EXEC, Go, Pipes, SetupMsg, resolve_prog
 use crate::contain::{self, Readback};
 use crate::protocol::ShimSetup;
 use crate::spec::{DimReport, DimState, Dimension, LaunchSpec, Need, NetworkMode, files};
+use crate::sys::ns::{self, Namespace};
 use crate::sys::{proc, raw};
 
 /// The launch's init: PID 1 of its namespace (when the host allows one). Sets up the
 /// namespaces and mounts, then waits for the shim to hand it a launch.
+#[allow(unsafe_code)]
 pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<String>) -> ! {
     let plan = &setup.plan;
     drop((p.out_r, p.err_r, p.setup_r, p.status_r, p.go_w));
@@ -52,33 +53,22 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     };
     // Namespaces for everything below us: mounts, IPC, hostname, and network.
-    let mut ns = vec![
-        (CloneFlags::CLONE_NEWIPC, "ipc", None),
-        (CloneFlags::CLONE_NEWUTS, "uts", None),
-    ];
+    let mut spaces = vec![Namespace::Ipc, Namespace::Uts];
     if plan.wants(Dimension::Filesystem) {
-        ns.push((
-            CloneFlags::CLONE_NEWNS,
-            "mount",
-            Some(Dimension::Filesystem),
-        ));
+        spaces.push(Namespace::Mount);
     }
     if plan.wants(Dimension::Network) {
-        ns.push((
-            CloneFlags::CLONE_NEWNET,
-            "network",
-            Some(Dimension::Network),
-        ));
+        spaces.push(Namespace::Network);
     }
     let mut mnt_ok = false;
     let mut net_ok = false;
-    for (flag, name, _) in ns {
-        match nix::sched::unshare(flag) {
+    for n in spaces {
+        match ns::unshare(n) {
             Ok(()) => {
-                mnt_ok |= flag == CloneFlags::CLONE_NEWNS;
-                net_ok |= flag == CloneFlags::CLONE_NEWNET;
+                mnt_ok |= n == Namespace::Mount;
+                net_ok |= n == Namespace::Network;
             }
-            Err(e) => notes.push(format!("{name} namespace: {e}")),
+            Err(e) => notes.push(format!("{} namespace: {e}", n.as_str())),
         }
     }
     // The file bound over denied files, held by fd too (it is in execd's state dir),
@@ -91,19 +81,11 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         })
         .ok();
     if mnt_ok {
-        use nix::mount::{MsFlags, mount};
-        let none: Option<&str> = None;
-        if let Err(e) = mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none) {
+        if let Err(e) = ns::make_mounts_private() {
             notes.push(format!("making mounts private: {e}"));
         }
         if base.pidns
-            && let Err(e) = mount(
-                Some("proc"),
-                "/proc",
-                Some("proc"),
-                MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-                none,
-            )
+            && let Err(e) = ns::mount_proc()
         {
             notes.push(format!("mounting /proc for the PID namespace: {e}"));
         }
@@ -114,13 +96,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         } else {
             None
         };
-        if let Err(e) = mount(
-            Some("tmpfs"),
-            "/tmp",
-            Some("tmpfs"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-            Some("mode=1777,size=268435456"),
-        ) {
+        if let Err(e) = ns::mount_private_tmp(Path::new("/tmp"), 256 * 1024 * 1024) {
             notes.push(format!("mounting a private /tmp: {e}"));
         } else if let Some(fd) = held {
             use std::os::fd::AsRawFd;
@@ -128,14 +104,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             let bound = std::fs::create_dir_all(&setup.work_root)
                 .map_err(|e| e.to_string())
                 .and_then(|()| {
-                    mount(
-                        Some(source.as_str()),
-                        &setup.work_root,
-                        none,
-                        MsFlags::MS_BIND,
-                        none,
-                    )
-                    .map_err(|e| e.to_string())
+                    ns::bind(Path::new(&source), &setup.work_root).map_err(|e| e.to_string())
                 });
             if let Err(e) = bound {
                 notes.push(format!(
@@ -166,10 +135,13 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     {
         notes.push(format!("bringing up lo: {e}"));
     }
-    let _ = nix::unistd::sethostname("argos");
+    let _ = ns::set_hostname("argos");
     // Standing: wait for the launch (and the workload's side of its input: a terminal's
     // slave, or an open stdin's read end). EOF means the shim ended the tree unused.
-    let (go, handed) = receive_go(&p.go_r);
+    let (go, handed) = match raw::recv_with_fd(&p.go_r, 64 * 1024) {
+        Ok(Some((line, fd))) => (Some(line), fd),
+        Ok(None) | Err(_) => (None, None),
+    };
     drop(p.go_r);
     let go: Go = match go.map(|line| serde_json::from_slice(&line)) {
         Some(Ok(go)) => go,
@@ -259,7 +231,8 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         },
     };
     let tty = spec.tty.is_some();
-    let workload = match raw::fork_single_threaded() {
+    // SAFETY: init is a fork of the single-threaded shim and starts no thread either.
+    let workload = match unsafe { raw::fork_single_threaded() } {
         Ok(ForkResult::Child) => workload(
             &spec, base, &work, &readable, stdin, out, err, p.setup_w, tty,
         ),
@@ -384,34 +357,17 @@ fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), St
 
 /// Hides one denied path in the current mount namespace.
 fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
-    use nix::mount::{MsFlags, mount};
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.to_string()),
     };
-    let none: Option<&str> = None;
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
     if meta.is_dir() {
-        mount(
-            Some("tmpfs"),
-            path,
-            Some("tmpfs"),
-            flags | MsFlags::MS_RDONLY,
-            Some("mode=000,size=4k"),
-        )
-        .map_err(|e| e.to_string())
+        ns::mask_dir(path)
     } else {
-        mount(Some(masked_file), path, none, MsFlags::MS_BIND, none).map_err(|e| e.to_string())?;
-        mount(
-            none,
-            path,
-            none,
-            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
-            none,
-        )
-        .map_err(|e| e.to_string())
+        ns::mask_file(masked_file, path)
     }
+    .map_err(|e| e.to_string())
 }
 
 /// When the workload is done, nothing it started may outlive it.
@@ -453,7 +409,7 @@ fn workload(
         fail("dup2 of stdio failed".into());
     }
     drop((stdin, out, err));
-    let _ = nix::unistd::setsid();
+    let _ = ns::new_session();
     // A terminal launch: its terminal becomes the new session's controlling terminal.
     if tty && let Err(e) = raw::set_controlling_tty(0) {
         fail(format!("terminal: {e}"));
@@ -544,47 +500,4 @@ fn workload(
     // 6. Exec. On success the CLOEXEC setup pipe closes: the shim reads EOF.
     let e = nix::unistd::execve(&work.program, &work.argv, &work.env).unwrap_err();
     fail(format!("exec {}: {e}", work.program.to_string_lossy()));
-}
-
-/// The launch hand-over: one message with the [`Go`] line and, for a terminal launch,
-/// the terminal's slave side. `None` at EOF (the tree ends unused).
-fn receive_go(sock: &OwnedFd) -> (Option<Vec<u8>>, Option<OwnedFd>) {
-    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
-    use std::os::fd::AsRawFd;
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut space = nix::cmsg_space!([std::os::fd::RawFd; 1]);
-    loop {
-        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
-        match recvmsg::<()>(
-            sock.as_raw_fd(),
-            &mut iov,
-            Some(&mut space),
-            MsgFlags::MSG_CMSG_CLOEXEC,
-        ) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return (None, None),
-            Ok(msg) => {
-                let mut fd = None;
-                if let Ok(cmsgs) = msg.cmsgs() {
-                    for c in cmsgs {
-                        if let ControlMessageOwned::ScmRights(fds) = c {
-                            for raw_fd in fds {
-                                // Keep the first; close any other.
-                                let owned = raw::received_fd(raw_fd);
-                                if fd.is_none() {
-                                    fd = Some(owned);
-                                }
-                            }
-                        }
-                    }
-                }
-                let n = msg.bytes;
-                if n == 0 {
-                    return (None, None);
-                }
-                buf.truncate(n);
-                return (Some(buf), fd);
-            }
-        }
-    }
 }

@@ -1,6 +1,7 @@
 //! Every syscall execd and its shim make, behind small safe functions with typed errors.
 //! `raw` is the only module with `unsafe`; each block there carries a `// SAFETY:` note.
 
+pub mod ns;
 pub mod proc;
 pub mod raw;
 

@@ -6,11 +6,16 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use super::{SysError, SysResult};
 
-/// `fork(2)` for the shim, which is single-threaded by construction (no async runtime,
-/// no thread spawned before this call).
-pub fn fork_single_threaded() -> SysResult<nix::unistd::ForkResult> {
-    // SAFETY: the shim never starts a thread, so the child is an exact copy of a
-    // single-threaded process: no lock can be held by a thread that does not exist there.
+/// `fork(2)` for the shim and its init.
+///
+/// # Safety
+///
+/// The calling process must be single-threaded (the shim: no async runtime, no thread
+/// ever spawned), so that the child is an exact copy in which no lock can be held by a
+/// thread that does not exist there. In a multi-threaded process only async-signal-safe
+/// calls may follow in the child, which the shim's code does not restrict itself to.
+pub unsafe fn fork_single_threaded() -> SysResult<nix::unistd::ForkResult> {
+    // SAFETY: the caller guarantees this process is single-threaded (see above).
     unsafe { nix::unistd::fork() }.map_err(|e| SysError::new("fork", e))
 }
 
@@ -56,9 +61,15 @@ pub fn pidfd_send_signal(fd: &OwnedFd, signal: i32) -> SysResult<()> {
 
 /// Closes every fd from `first` up (`close_range(2)`): a freshly exec'd shim must not
 /// hold anything execd happened to have open.
-pub fn close_fds_from(first: u32) -> SysResult<()> {
-    // SAFETY: plain syscall; closing fds we do not use is the intent; the shim holds no
-    // Rust object owning an fd at this point (it runs first thing in main).
+///
+/// # Safety
+///
+/// No live Rust object (an `OwnedFd`, a `File`, a socket) may own an fd numbered `first`
+/// or above: it would close it under that owner, whose later use or drop would then act
+/// on whatever reuses the number. The shim calls it first thing in `main`.
+pub unsafe fn close_fds_from(first: u32) -> SysResult<()> {
+    // SAFETY: plain syscall with integer arguments; that no owner of these fds is left
+    // alive is the caller's promise (see above).
     let r = unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
     if r < 0 {
         return Err(SysError::new(
@@ -217,10 +228,66 @@ pub fn set_window_size(fd: &impl std::os::fd::AsRawFd, rows: u16, cols: u16) -> 
     Ok(())
 }
 
-/// Takes ownership of an fd the kernel just installed in this process (received with
-/// `SCM_RIGHTS`).
-pub fn received_fd(fd: RawFd) -> OwnedFd {
-    // SAFETY: `fd` was created by the kernel for this process by the recvmsg that returned
-    // it; nothing else refers to it, so it gets exactly one owner.
-    unsafe { OwnedFd::from_raw_fd(fd) }
+/// Sends one message on a `SOCK_SEQPACKET` socket, with `fd` passed along
+/// (`SCM_RIGHTS`) when there is one.
+pub fn send_with_fd(
+    sock: &OwnedFd,
+    msg: &[u8],
+    fd: Option<std::os::fd::BorrowedFd<'_>>,
+) -> SysResult<()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let fds: Vec<RawFd> = fd.iter().map(|f| f.as_raw_fd()).collect();
+    let cmsg = [ControlMessage::ScmRights(&fds)];
+    sendmsg::<()>(
+        sock.as_raw_fd(),
+        &[std::io::IoSlice::new(msg)],
+        if fds.is_empty() { &[] } else { &cmsg },
+        MsgFlags::empty(),
+        None,
+    )
+    .map(drop)
+    .map_err(|e| SysError::new("sendmsg", e))
+}
+
+/// Receives one message (at most `max` bytes) from a `SOCK_SEQPACKET` socket, and the
+/// first fd passed with it (any other is closed). `None` at EOF.
+pub fn recv_with_fd(sock: &OwnedFd, max: usize) -> SysResult<Option<(Vec<u8>, Option<OwnedFd>)>> {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
+    use std::os::fd::AsRawFd;
+    let mut buf = vec![0u8; max];
+    let mut space = nix::cmsg_space!([RawFd; 1]);
+    loop {
+        let mut iov = [std::io::IoSliceMut::new(&mut buf)];
+        let msg = match recvmsg::<()>(
+            sock.as_raw_fd(),
+            &mut iov,
+            Some(&mut space),
+            MsgFlags::MSG_CMSG_CLOEXEC,
+        ) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(SysError::new("recvmsg", e)),
+            Ok(msg) => msg,
+        };
+        let mut fd = None;
+        if let Ok(cmsgs) = msg.cmsgs() {
+            for c in cmsgs {
+                if let ControlMessageOwned::ScmRights(fds) = c {
+                    for raw_fd in fds {
+                        // SAFETY: `raw_fd` was installed in this process by the recvmsg
+                        // just above and nothing else refers to it: it gets exactly one
+                        // owner here (the first is kept, any other closed on drop).
+                        let owned = unsafe { OwnedFd::from_raw_fd(raw_fd) };
+                        fd.get_or_insert(owned);
+                    }
+                }
+            }
+        }
+        let n = msg.bytes;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.truncate(n);
+        return Ok(Some((buf, fd)));
+    }
 }

@@ -1,0 +1,134 @@
+//! The containment setup's namespace, mount, host-name and terminal calls, typed: what
+//! the shim and its init do to build a launch's view of the host. Each returns a
+//! [`SysError`] naming the operation and its target.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use nix::mount::{MsFlags, mount};
+use nix::sched::CloneFlags;
+
+use super::{SysError, SysResult};
+
+/// A namespace a process can move its future (or, for PID, its children's) view into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Namespace {
+    /// Applies to the children forked after it: the next one is PID 1 of the new namespace.
+    Pid,
+    Mount,
+    Network,
+    Ipc,
+    Uts,
+}
+
+impl Namespace {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Namespace::Pid => "pid",
+            Namespace::Mount => "mount",
+            Namespace::Network => "network",
+            Namespace::Ipc => "ipc",
+            Namespace::Uts => "uts",
+        }
+    }
+
+    fn flag(self) -> CloneFlags {
+        match self {
+            Namespace::Pid => CloneFlags::CLONE_NEWPID,
+            Namespace::Mount => CloneFlags::CLONE_NEWNS,
+            Namespace::Network => CloneFlags::CLONE_NEWNET,
+            Namespace::Ipc => CloneFlags::CLONE_NEWIPC,
+            Namespace::Uts => CloneFlags::CLONE_NEWUTS,
+        }
+    }
+}
+
+/// `unshare(2)` one namespace.
+pub fn unshare(ns: Namespace) -> SysResult<()> {
+    nix::sched::unshare(ns.flag()).map_err(|e| SysError::on("unshare", ns.as_str(), e))
+}
+
+const NONE: Option<&str> = None;
+
+/// Stops mount events propagating between this mount namespace and the host's.
+pub fn make_mounts_private() -> SysResult<()> {
+    mount(NONE, "/", NONE, MsFlags::MS_REC | MsFlags::MS_PRIVATE, NONE)
+        .map_err(|e| SysError::on("mount --make-rprivate", "/", e))
+}
+
+/// A fresh `/proc` for a new PID namespace (no setuid, devices or exec).
+pub fn mount_proc() -> SysResult<()> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+    mount(Some("proc"), "/proc", Some("proc"), flags, NONE)
+        .map_err(|e| SysError::on("mount proc", "/proc", e))
+}
+
+/// A private, world-writable (sticky) tmpfs of `size_bytes` at `target`.
+pub fn mount_private_tmp(target: &Path, size_bytes: u64) -> SysResult<()> {
+    let options = format!("mode=1777,size={size_bytes}");
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(|e| SysError::on("mount tmpfs", target.display(), e))
+}
+
+/// Binds `source` over `target`.
+pub fn bind(source: &Path, target: &Path) -> SysResult<()> {
+    mount(Some(source), target, NONE, MsFlags::MS_BIND, NONE)
+        .map_err(|e| SysError::on("bind mount", target.display(), e))
+}
+
+/// Hides a directory: an empty, read-only, mode-000 tmpfs over it.
+pub fn mask_dir(target: &Path) -> SysResult<()> {
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY;
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        flags,
+        Some("mode=000,size=4k"),
+    )
+    .map_err(|e| SysError::on("mask", target.display(), e))
+}
+
+/// Hides a file: `empty` (an empty mode-000 file) bound over it, read-only.
+pub fn mask_file(empty: &Path, target: &Path) -> SysResult<()> {
+    bind(empty, target)?;
+    let flags = MsFlags::MS_BIND
+        | MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | MsFlags::MS_NOEXEC;
+    mount(NONE, target, NONE, flags, NONE)
+        .map_err(|e| SysError::on("remount read-only", target.display(), e))
+}
+
+/// The host name in this UTS namespace.
+pub fn set_hostname(name: &str) -> SysResult<()> {
+    nix::unistd::sethostname(name).map_err(|e| SysError::on("sethostname", name, e))
+}
+
+/// A new session with this process as its leader (no controlling terminal).
+pub fn new_session() -> SysResult<()> {
+    nix::unistd::setsid()
+        .map(drop)
+        .map_err(|e| SysError::new("setsid", e))
+}
+
+/// A new terminal of `rows` × `cols`: (master, slave).
+pub fn open_pty(rows: u16, cols: u16) -> SysResult<(OwnedFd, OwnedFd)> {
+    let size = nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    nix::pty::openpty(Some(&size), None)
+        .map(|p| (p.master, p.slave))
+        .map_err(|e| SysError::new("openpty", e))
+}
