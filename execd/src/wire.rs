@@ -1,5 +1,7 @@
-//! The proto edge: conversions between `argos.exec.v1` messages and domain types. Nothing
-//! else in execd touches generated types.
+//! The proto edge: conversions between `argos.exec.v1` messages and domain types —
+//! requests, records, approvals, the enums. The handlers (`service.rs`) and the two
+//! stream relays (`output.rs`, `terminal.rs`) build their stream events from generated
+//! types directly; nothing below them (the manager, the gate, the shim) sees one.
 
 use argos_proto::exec::v1 as pb;
 

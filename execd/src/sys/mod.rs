@@ -1,5 +1,8 @@
-//! Every syscall execd and its shim make, behind small safe functions with typed errors.
-//! `raw` is the only module with `unsafe`; each block there carries a `// SAFETY:` note.
+//! The syscalls that need care, behind small functions with typed errors: `raw` holds
+//! every `unsafe` one (each block with a `// SAFETY:` note; an `unsafe fn` there says in
+//! its `# Safety` section what its caller vouches for), `ns` the containment setup's
+//! namespaces, mounts, host name, session and terminals, `proc` process identity. Plain
+//! fd, pipe, poll and socket calls use nix's safe wrappers where they happen.
 
 pub mod ns;
 pub mod proc;
