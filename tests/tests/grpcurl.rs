@@ -149,6 +149,16 @@ fn grpcurl_classifies_commands_on_execd() {
 
 /// The real grpcurl binary where other uids can run it (the build dir may sit under a
 /// private home).
+/// A stack (as root, `what` needing it) with execd's socket and a grpcurl the daemons'
+/// uids can run.
+fn stack_for_other_uids(what: &str) -> (argos_tests::Stack, PathBuf, tempfile::TempDir, PathBuf) {
+    argos_tests::require_root(what);
+    let stack = StackBuilder::new().start();
+    let socket = stack.socket("execd");
+    let (dir, grpcurl) = reachable_grpcurl();
+    (stack, socket, dir, grpcurl)
+}
+
 fn reachable_grpcurl() -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let lib = grpcurl()
@@ -212,11 +222,9 @@ fn call_as(
 
 #[test]
 fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
-    argos_tests::require_root("the risk gate test (grpcurl as the mcp and gateway uids)");
     use argos_tests::{GATEWAY_UID, MCP_UID};
-    let stack = StackBuilder::new().start();
-    let socket = stack.socket("execd");
-    let (_dir, grpcurl) = reachable_grpcurl();
+    let (stack, socket, _dir, grpcurl) =
+        stack_for_other_uids("the risk gate test (grpcurl as the mcp and gateway uids)");
     let json = |s: &str| -> serde_json::Value {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
     };
@@ -425,12 +433,10 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
 /// then the exit. The mcp uid cannot attach to a launch the gateway started.
 #[test]
 fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
-    argos_tests::require_root("the open stdin test (grpcurl as the mcp uid)");
     use argos_tests::{GATEWAY_UID, MCP_UID};
     use base64::Engine as _;
-    let stack = StackBuilder::new().start();
-    let socket = stack.socket("execd");
-    let (_dir, grpcurl) = reachable_grpcurl();
+    let (stack, socket, _dir, grpcurl) =
+        stack_for_other_uids("the open stdin test (grpcurl as the mcp uid)");
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let script = r#"while read l; do echo "out:$l"; echo "err:$l" >&2; done; echo bye"#;
     let start = serde_json::json!({
@@ -440,32 +446,40 @@ fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
         "timeout_ms": 60000,
     })
     .to_string();
-    let (ok, out) = call_as(
-        &grpcurl,
-        &socket,
-        Some(MCP_UID),
-        None,
-        "argos.exec.v1.Exec/Start",
-        &start,
-    );
-    assert!(ok, "{out}");
-    let id = serde_json::from_str::<serde_json::Value>(&out).unwrap()["execution"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    // Starts a launch as `uid` (for `principal`); its id.
+    let start_as = |uid: u32, principal: Option<&str>, body: &str| -> String {
+        let (ok, out) = call_as(
+            &grpcurl,
+            &socket,
+            Some(uid),
+            principal,
+            "argos.exec.v1.Exec/Start",
+            body,
+        );
+        assert!(ok, "{out}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["execution"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let id = start_as(MCP_UID, None, &start);
     let messages = format!(
         r#"{{"open": {{"id": "{id}", "write": true}}}} {{"input": "{}"}} {{"input": "{}"}} {{"closeInput": {{}}}}"#,
         b64("hello\n"),
         b64("world\n")
     );
-    let (ok, out) = call_as(
-        &grpcurl,
-        &socket,
-        Some(MCP_UID),
-        None,
-        "argos.exec.v1.Exec/Attach",
-        &messages,
-    );
+    // Attaches as the mcp uid with these client messages.
+    let attach_as_mcp = |messages: &str| {
+        call_as(
+            &grpcurl,
+            &socket,
+            Some(MCP_UID),
+            None,
+            "argos.exec.v1.Exec/Attach",
+            messages,
+        )
+    };
+    let (ok, out) = attach_as_mcp(&messages);
     assert!(ok, "{out}");
     let events: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
         .into_iter()
@@ -497,31 +511,16 @@ fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
     assert_eq!(exit["exitCode"], 0, "{out}");
 
     // Another role's launch is not there for mcp, open stdin or not.
-    let (ok, out) = call_as(
-        &grpcurl,
-        &socket,
-        Some(GATEWAY_UID),
+    let theirs = start_as(
+        GATEWAY_UID,
         Some("alice"),
-        "argos.exec.v1.Exec/Start",
         &serde_json::json!({"argv": ["/bin/cat"], "open_stdin": true, "timeout_ms": 60000})
             .to_string(),
     );
-    assert!(ok, "{out}");
-    let theirs = serde_json::from_str::<serde_json::Value>(&out).unwrap()["execution"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (ok, out) = call_as(
-        &grpcurl,
-        &socket,
-        Some(MCP_UID),
-        None,
-        "argos.exec.v1.Exec/Attach",
-        &format!(
-            r#"{{"open": {{"id": "{theirs}", "write": true}}}} {{"input": "{}"}}"#,
-            b64("x\n")
-        ),
-    );
+    let (ok, out) = attach_as_mcp(&format!(
+        r#"{{"open": {{"id": "{theirs}", "write": true}}}} {{"input": "{}"}}"#,
+        b64("x\n")
+    ));
     assert!(!ok && out.contains("NotFound"), "{out}");
     stack.stop();
 }

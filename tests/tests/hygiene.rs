@@ -173,49 +173,38 @@ fn execd_unsafe_is_confined_to_sys_raw_and_its_vouched_calls() {
         ),
         ("shim/tree.rs", Some(&["raw::fork_single_threaded()"])),
     ];
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../execd/src");
-    let mut stack = vec![src.clone()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            let rel = p.strip_prefix(&src).unwrap().display().to_string();
-            let rule = allowed.iter().find(|(f, _)| *f == rel).map(|(_, r)| *r);
-            let lines: Vec<&str> = text.lines().collect();
-            for (i, l) in lines.iter().enumerate() {
-                let code = l.split("//").next().unwrap_or("");
-                let block = code.contains("unsafe {");
-                let other = code.contains("unsafe fn") || code.contains("unsafe impl");
-                match rule {
-                    None if block || other || code.contains("allow(unsafe_code)") => {
-                        panic!("unsafe outside the audit map: {rel}:{}", i + 1)
-                    }
-                    Some(Some(calls)) if block => {
-                        assert!(
-                            calls
-                                .iter()
-                                .any(|c| code.contains(&format!("unsafe {{ {c} }}"))),
-                            "{rel}:{}: an unsafe block that is not a vouched call: {l}",
-                            i + 1
-                        );
-                        assert!(
-                            i > 0 && lines[i - 1].trim_start().starts_with("// SAFETY:"),
-                            "{rel}:{}: no SAFETY note right above",
-                            i + 1
-                        );
-                    }
-                    Some(Some(_)) if other => {
-                        panic!("{rel}:{}: unsafe fn outside sys/raw.rs", i + 1)
-                    }
-                    _ => {}
+    for_each_execd_source(|rel, text| {
+        let rule = allowed.iter().find(|(f, _)| *f == rel).map(|(_, r)| *r);
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            let code = l.split("//").next().unwrap_or("");
+            let block = code.contains("unsafe {");
+            let other = code.contains("unsafe fn") || code.contains("unsafe impl");
+            match rule {
+                None if block || other || code.contains("allow(unsafe_code)") => {
+                    panic!("unsafe outside the audit map: {rel}:{}", i + 1)
                 }
+                Some(Some(calls)) if block => {
+                    assert!(
+                        calls
+                            .iter()
+                            .any(|c| code.contains(&format!("unsafe {{ {c} }}"))),
+                        "{rel}:{}: an unsafe block that is not a vouched call: {l}",
+                        i + 1
+                    );
+                    assert!(
+                        i > 0 && lines[i - 1].trim_start().starts_with("// SAFETY:"),
+                        "{rel}:{}: no SAFETY note right above",
+                        i + 1
+                    );
+                }
+                Some(Some(_)) if other => {
+                    panic!("{rel}:{}: unsafe fn outside sys/raw.rs", i + 1)
+                }
+                _ => {}
             }
         }
-    }
+    });
 }
 
 /// execd answers errors from one edge (`edge.rs`): no other module builds a gRPC status.
@@ -240,9 +229,28 @@ fn execd_builds_statuses_only_in_its_edge() {
         "Status::unavailable(",
         "Status::data_loss(",
     ];
+    let mut found = Vec::new();
+    for_each_execd_source(|rel, text| {
+        if rel == "edge.rs" {
+            return;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if MAKERS.iter().any(|m| line.contains(m)) {
+                found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    });
+    assert!(
+        found.is_empty(),
+        "statuses built outside edge.rs:\n{}",
+        found.join("\n")
+    );
+}
+
+/// Calls `f` with each execd source file's path (relative to `execd/src`) and text.
+fn for_each_execd_source(mut f: impl FnMut(&str, &str)) {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../execd/src");
     let mut stack = vec![src.clone()];
-    let mut found = Vec::new();
     while let Some(dir) = stack.pop() {
         for e in std::fs::read_dir(&dir).unwrap().flatten() {
             let p = e.path();
@@ -250,21 +258,9 @@ fn execd_builds_statuses_only_in_its_edge() {
                 stack.push(p);
                 continue;
             }
-            let rel = p.strip_prefix(&src).unwrap().display().to_string();
-            if rel == "edge.rs" {
-                continue;
-            }
             let text = std::fs::read_to_string(&p).unwrap();
-            for (n, line) in text.lines().enumerate() {
-                if MAKERS.iter().any(|m| line.contains(m)) {
-                    found.push(format!("{rel}:{}: {}", n + 1, line.trim()));
-                }
-            }
+            let rel = p.strip_prefix(&src).unwrap().display().to_string();
+            f(&rel, &text);
         }
     }
-    assert!(
-        found.is_empty(),
-        "statuses built outside edge.rs:\n{}",
-        found.join("\n")
-    );
 }

@@ -11,6 +11,13 @@ use argos_proto::exec::v1::{
     attach_request,
 };
 use argos_tests::{Standalone, require_root};
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn client(s: &Standalone) -> ExecClient {
     ExecClient::connect_socket(&s.socket()).unwrap()
 }
@@ -120,10 +127,7 @@ impl Term {
 fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_execd() {
     require_root("the terminal test");
     let mut s = Standalone::start("execd");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let id = rt.block_on(async {
         let c = client(&s);
         let e = c
@@ -215,10 +219,7 @@ fn a_terminal_is_a_real_tty_that_resizes_takes_ctrl_c_and_survives_kill_9_of_exe
 fn a_terminal_nobody_attaches_to_is_torn_down_after_its_ttl() {
     require_root("the terminal TTL test");
     let s = Standalone::start_with("execd", "terminal_detach_ttl_s = 1\n");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     rt.block_on(async {
         let c = client(&s);
         let start = |c: &ExecClient| {
@@ -318,10 +319,7 @@ fn open_stdin_takes_one_writer_through_attach_until_its_input_is_closed() {
     use argos_proto::exec::v1::{CloseInput, OutputStream, attach_event::Event};
     require_root("the open stdin test");
     let s = Standalone::start("execd");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     rt.block_on(async {
         let c = client(&s);
         let start = |argv: &[&str]| RunRequest {

@@ -78,6 +78,7 @@ const SESSION: bool = true;
 const TOKENS_TOO: bool = false;
 
 /// The table. A WebSocket's ticket is checked by its handler on top of its rule.
+#[rustfmt::skip]
 pub const RULES: &[Rule] = &[
     rule("GET", "/api/setup", ANYONE, None, TOKENS_TOO),
     rule("POST", "/api/setup", ANYONE, None, TOKENS_TOO),
@@ -102,25 +103,13 @@ pub const RULES: &[Rule] = &[
     rule("POST", "/api/agent/run", USER, Some("agent"), TOKENS_TOO),
     rule("GET", "/api/approvals", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/approvals/{id}", ADMIN, READ, TOKENS_TOO),
-    rule(
-        "POST",
-        "/api/approvals/{id}/decision",
-        ADMIN,
-        Some("approve"),
-        TOKENS_TOO,
-    ),
+    rule("POST", "/api/approvals/{id}/decision", ADMIN, Some("approve"), TOKENS_TOO),
     rule("GET", "/api/audit", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/audit/verify", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/terminals", ADMIN, READ, TOKENS_TOO),
     rule("POST", "/api/terminals", ADMIN, EXEC, TOKENS_TOO),
     rule("DELETE", "/api/terminals/{id}", ADMIN, EXEC, TOKENS_TOO),
-    rule(
-        "POST",
-        "/api/terminals/{id}/ticket",
-        ADMIN,
-        EXEC,
-        TOKENS_TOO,
-    ),
+    rule("POST", "/api/terminals/{id}/ticket", ADMIN, EXEC, TOKENS_TOO),
     rule("GET", "/api/terminals/{id}/ws", ADMIN, None, TOKENS_TOO),
 ];
 
@@ -184,19 +173,26 @@ pub async fn authorize(
     Ok(next.run(req).await)
 }
 
+/// A path's operations by method.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = (&'static str, &mut utoipa::openapi::path::Operation)> {
+    [
+        ("GET", item.get.as_mut()),
+        ("POST", item.post.as_mut()),
+        ("DELETE", item.delete.as_mut()),
+        ("PUT", item.put.as_mut()),
+        ("PATCH", item.patch.as_mut()),
+    ]
+    .into_iter()
+    .filter_map(|(m, op)| op.map(|op| (m, op)))
+}
+
 /// Each documented operation's rule, as `x-argos-access` in the OpenAPI document.
 pub fn document(doc: &mut utoipa::openapi::OpenApi) {
     use utoipa::openapi::extensions::Extensions;
     for (path, item) in doc.paths.paths.iter_mut() {
-        let ops = [
-            ("GET", item.get.as_mut()),
-            ("POST", item.post.as_mut()),
-            ("DELETE", item.delete.as_mut()),
-            ("PUT", item.put.as_mut()),
-            ("PATCH", item.patch.as_mut()),
-        ];
-        for (method, op) in ops {
-            let Some(op) = op else { continue };
+        for (method, op) in operations(item) {
             let access = RULES
                 .iter()
                 .find(|r| r.method == method && r.path == path)
@@ -232,15 +228,8 @@ mod tests {
         let mut doc = <ApiDoc as utoipa::OpenApi>::openapi();
         document(&mut doc);
         let mut documented = Vec::new();
-        for (path, item) in &doc.paths.paths {
-            for (method, op) in [
-                ("GET", &item.get),
-                ("POST", &item.post),
-                ("DELETE", &item.delete),
-                ("PUT", &item.put),
-                ("PATCH", &item.patch),
-            ] {
-                let Some(op) = op else { continue };
+        for (path, item) in doc.paths.paths.iter_mut() {
+            for (method, op) in operations(item) {
                 let access = op.extensions.as_ref().and_then(|e| e.get("x-argos-access"));
                 assert!(
                     access.is_some_and(|a| !a.is_null()),
