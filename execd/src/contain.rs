@@ -137,10 +137,16 @@ pub const DENIED_SYSCALLS: &[(i64, &str, &str)] = &[
     (libc::SYS_swapoff, "swapoff", "host administration"),
     (libc::SYS_reboot, "reboot", "host administration"),
     (libc::SYS_acct, "acct", "host administration"),
+    #[cfg(target_arch = "x86_64")]
+    (
+        libc::SYS_modify_ldt,
+        "modify_ldt",
+        "16-bit segments: old kernel-exploit surface nothing contained needs",
+    ),
 ];
 
 /// Compiles the syscall filters: the deny list (EPERM), argument rules (new user
-/// namespaces, TIOCSTI/TIOCLINUX), and clone3 → ENOSYS so libc falls back to clone, whose
+/// namespaces, TIOCSTI/TIOCLINUX, a persona other than the default, vsock sockets), and clone3 → ENOSYS so libc falls back to clone, whose
 /// flags a filter can see. Built before fork; loaded last, just before exec.
 pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| e.to_string();
@@ -175,6 +181,31 @@ pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
     deny.insert(
         libc::SYS_ioctl,
         vec![ioctl(libc::TIOCSTI)?, ioctl(libc::TIOCLINUX)?],
+    );
+    // Reason: another persona changes how the kernel treats the process (READ_IMPLIES_EXEC,
+    // ADDR_NO_RANDOMIZE, a 32-bit or 2.6 uname): only the default (0) and the query
+    // (0xffffffff) are left.
+    let arg0_dword = |op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(0, SeccompCmpArgLen::Dword, op, v).map_err(err)
+    };
+    deny.insert(
+        libc::SYS_personality,
+        vec![
+            SeccompRule::new(vec![
+                arg0_dword(SeccompCmpOp::Ne, 0)?,
+                arg0_dword(SeccompCmpOp::Ne, 0xffff_ffff)?,
+            ])
+            .map_err(err)?,
+        ],
+    );
+    // Reason: vsock is not namespaced: on a virtual machine it reaches the hypervisor and
+    // its other guests, whatever the network namespace says.
+    deny.insert(
+        libc::SYS_socket,
+        vec![
+            SeccompRule::new(vec![arg0_dword(SeccompCmpOp::Eq, libc::AF_VSOCK as u64)?])
+                .map_err(err)?,
+        ],
     );
     let eperm = SeccompFilter::new(
         deny,

@@ -211,7 +211,8 @@ fn escape_suite_every_attempt_is_blocked() {
     assert!(listener.accept().is_err(), "a connection arrived");
 
     // Syscalls that escape or attack the kernel: ptrace a sibling, mount, load a module,
-    // create a user namespace, inject terminal input, io_uring, bpf. Each must be EPERM
+    // create a user namespace, inject terminal input, io_uring, bpf, 16-bit segments, an
+    // odd persona, a vsock socket (not namespaced: it reaches a VM's host). Each must be EPERM
     // (or ENOSYS for clone3): the filter answers before the kernel looks at arguments.
     let r = py(
         &stack,
@@ -235,6 +236,12 @@ out = {
   "clone3": sc(435, 0, 0),
   "setuid0": sc(105, 0),
   "x32_unshare": sc(0x40000000 | 272, 0x10000000),
+  "modify_ldt": sc(154, 0, 0, 0),
+  "personality_linux32": sc(135, 0x0008),
+  "personality_read_implies_exec": sc(135, 0x0400000),
+  "personality_default": sc(135, 0),
+  "personality_query": sc(135, 0xffffffff),
+  "vsock": sc(41, 40, 1, 0),
 }
 sib.kill()
 print(json.dumps(out))
@@ -255,6 +262,10 @@ print(json.dumps(out))
         "keyctl",
         "setuid0",
         "x32_unshare",
+        "modify_ldt",
+        "personality_linux32",
+        "personality_read_implies_exec",
+        "vsock",
     ] {
         assert_eq!(v[call], eperm, "{call} was not refused with EPERM: {v}");
     }
@@ -262,6 +273,9 @@ print(json.dumps(out))
         v["clone3"], 38,
         "clone3 must be ENOSYS so libc falls back to clone: {v}"
     );
+    // The default persona and the query stay: programs ask.
+    assert_eq!(v["personality_default"], 0, "{v}");
+    assert_eq!(v["personality_query"], 0, "{v}");
 
     // A host-network profile still cannot reach the host's abstract UNIX sockets (the
     // kind D-Bus and X11 listen on): landlock scopes them to the sandbox.
