@@ -25,20 +25,26 @@ pub struct Throttle {
 }
 
 impl Throttle {
-    /// How long until any of `keys` may try again (None: now).
-    pub fn wait(&self, keys: &[String]) -> Option<Duration> {
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Begins an attempt on `keys`: refused with the wait while any of them is locked;
+    /// otherwise counted as a failure at once, before the password is verified, so
+    /// attempts running side by side cannot outnumber the free ones (the verify is slow:
+    /// argon2). [`Throttle::succeeded`] takes a successful attempt back.
+    pub fn attempt(&self, keys: &[String]) -> Result<(), Duration> {
         let now = Instant::now();
-        let map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        keys.iter()
+        let mut map = self.keys();
+        let wait = keys
+            .iter()
             .filter_map(|k| map.get(k)?.locked_until)
             .filter(|u| *u > now)
             .map(|u| u - now)
-            .max()
-    }
-
-    pub fn failed(&self, keys: &[String]) {
-        let now = Instant::now();
-        let mut map = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+            .max();
+        if let Some(wait) = wait {
+            return Err(wait);
+        }
         if map.len() > 100_000 {
             map.retain(|_, e| now.duration_since(e.last) < FORGET);
         }
@@ -53,19 +59,53 @@ impl Throttle {
             }
             e.failures += 1;
             e.last = now;
-            if e.failures > FREE {
-                let lock = Duration::from_secs(1u64 << (e.failures - FREE - 1).min(20));
-                e.locked_until = Some(now + lock.min(MAX_LOCK));
+            e.locked_until = lock_for(e.failures).map(|l| now + l);
+        }
+        Ok(())
+    }
+
+    /// An attempt on `keys` failed its check: the lock it earned runs from now, not from
+    /// when the attempt began (the check itself takes time).
+    pub fn failed(&self, keys: &[String]) {
+        let now = Instant::now();
+        let mut map = self.keys();
+        for k in keys {
+            if let Some(e) = map.get_mut(k) {
+                e.last = now;
+                e.locked_until = lock_for(e.failures).map(|l| now + l);
             }
         }
     }
 
-    pub fn succeeded(&self, key: &str) {
-        self.keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(key);
+    /// An attempt on `keys` succeeded: the account (`keys[0]`) starts afresh; the other
+    /// keys (the address) take this attempt back.
+    pub fn succeeded(&self, keys: &[String]) {
+        let Some((account, others)) = keys.split_first() else {
+            return;
+        };
+        self.keys().remove(account);
+        self.cancel(others);
     }
+
+    /// An attempt on `keys` that never reached a password check (a bad field): taken back.
+    pub fn cancel(&self, keys: &[String]) {
+        let now = Instant::now();
+        let mut map = self.keys();
+        for k in keys {
+            if let Some(e) = map.get_mut(k) {
+                e.failures = e.failures.saturating_sub(1);
+                e.locked_until = lock_for(e.failures)
+                    .map(|l| e.last + l)
+                    .filter(|u| *u > now);
+            }
+        }
+    }
+}
+
+/// The lock after `failures` failures: none for the free ones, then 1 s doubling.
+fn lock_for(failures: u32) -> Option<Duration> {
+    (failures > FREE)
+        .then(|| Duration::from_secs(1u64 << (failures - FREE - 1).min(20)).min(MAX_LOCK))
 }
 
 #[cfg(test)]
@@ -73,19 +113,47 @@ mod tests {
     use super::*;
 
     #[test]
-    fn five_free_failures_then_a_doubling_lock() {
+    fn five_free_attempts_then_a_doubling_lock() {
         let t = Throttle::default();
-        let k = vec!["user:alice".to_string()];
+        let k = vec!["user:alice".to_string(), "addr:10.0.0.1".to_string()];
         for _ in 0..FREE {
-            t.failed(&k);
-            assert_eq!(t.wait(&k), None);
+            assert_eq!(t.attempt(&k), Ok(()));
         }
-        t.failed(&k);
-        let first = t.wait(&k).unwrap();
+        // The sixth is let through (and locks); the seventh waits about a second.
+        assert_eq!(t.attempt(&k), Ok(()));
+        let first = t.attempt(&k).unwrap_err();
         assert!(first <= Duration::from_secs(1) && first > Duration::from_millis(900));
-        t.failed(&k);
-        assert!(t.wait(&k).unwrap() > Duration::from_millis(1900));
-        t.succeeded("user:alice");
-        assert_eq!(t.wait(&k), None);
+        t.succeeded(&k);
+        assert_eq!(t.attempt(&k[..1]), Ok(()), "the account starts afresh");
+    }
+
+    /// Attempts counted before they are verified: however many run side by side, at most
+    /// the free ones and one more get to a password check.
+    #[test]
+    fn concurrent_attempts_cannot_outnumber_the_free_ones() {
+        let t = std::sync::Arc::new(Throttle::default());
+        let k = vec!["user:alice".to_string(), "addr:10.0.0.1".to_string()];
+        let admitted: usize = (0..64)
+            .map(|_| {
+                let (t, k) = (t.clone(), k.clone());
+                std::thread::spawn(move || t.attempt(&k).is_ok())
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| usize::from(h.join().unwrap()))
+            .sum();
+        assert_eq!(admitted, FREE as usize + 1);
+    }
+
+    /// Logging in right does not count against the address.
+    #[test]
+    fn successes_are_taken_back() {
+        let t = Throttle::default();
+        let k = vec!["user:alice".to_string(), "addr:10.0.0.1".to_string()];
+        for _ in 0..50 {
+            t.attempt(&k).unwrap();
+            t.succeeded(&k);
+        }
+        assert_eq!(t.attempt(&k), Ok(()));
     }
 }

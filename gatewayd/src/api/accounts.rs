@@ -25,9 +25,7 @@ pub async fn setup(
     Body(b): Body<SetupBody>,
 ) -> Result<Response, ApiError> {
     let keys = [format!("addr:{}", peer.ip())];
-    if let Some(wait) = api.throttle.wait(&keys) {
-        return Err(throttled(wait));
-    }
+    api.throttle.attempt(&keys).map_err(throttled)?;
     let detail = json!({"peer": peer.ip().to_string()});
     let created = audited(
         &api,
@@ -43,13 +41,12 @@ pub async fn setup(
         },
     )
     .await;
-    let user = match created {
-        Err(e) if e.code == "setup_link" => {
-            api.throttle.failed(&keys);
-            return Err(e);
-        }
-        other => other?,
-    };
+    // Only a wrong setup link counts against the address.
+    match &created {
+        Err(e) if e.code == "setup_link" => api.throttle.failed(&keys),
+        _ => api.throttle.cancel(&keys),
+    }
+    let user = created?;
     tracing::info!(user = %user.name, "first admin created");
     let secret = api.accounts.new_session(user.id).await?;
     Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
@@ -81,11 +78,9 @@ pub async fn login(
     headers: HeaderMap,
     Body(b): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
-    let account = format!("user:{}", b.name);
-    let keys = [account.clone(), format!("addr:{}", peer.ip())];
-    if let Some(wait) = api.throttle.wait(&keys) {
-        return Err(throttled(wait));
-    }
+    let keys = [format!("user:{}", b.name), format!("addr:{}", peer.ip())];
+    // Counted before the (slow) verify: see `Throttle::attempt`.
+    api.throttle.attempt(&keys).map_err(throttled)?;
     let peer_detail = json!({"peer": peer.ip().to_string()});
     let Some(user) = api.accounts.login(&b.name, &b.password).await? else {
         api.throttle.failed(&keys);
@@ -97,7 +92,7 @@ pub async fn login(
             "wrong name or password",
         ));
     };
-    api.throttle.succeeded(&account);
+    api.throttle.succeeded(&keys);
     record(&api, "login.succeeded", &user.name, &user.name, peer_detail).await?;
     let secret = api.accounts.new_session(user.id).await?;
     tracing::info!(user = %user.name, "login");
@@ -143,12 +138,16 @@ pub struct PasswordBody {
 #[utoipa::path(post, path = "/api/me/password", tag = "accounts", description = "Changes the password; every other session of the account ends.", request_body = PasswordBody,  responses((status = 204, description = "changed"), (status = 400, description = "bad new password", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn change_password(
     State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     caller: Caller,
     Body(b): Body<PasswordBody>,
 ) -> Result<StatusCode, ApiError> {
     let session = caller.cookie_only()?.to_string();
     let name = &caller.user.name;
-    audited(&api, "password.change", name, name, json!({}), async {
+    // Guessing the current password is throttled like a login.
+    let keys = [format!("user:{name}"), format!("addr:{}", peer.ip())];
+    api.throttle.attempt(&keys).map_err(throttled)?;
+    let changed = audited(&api, "password.change", name, name, json!({}), async {
         Ok(api
             .accounts
             .change_password(
@@ -159,7 +158,14 @@ pub async fn change_password(
             )
             .await?)
     })
-    .await?;
+    .await;
+    match &changed {
+        Ok(()) => api.throttle.succeeded(&keys),
+        // A wrong current password stays counted; anything else never checked it.
+        Err(e) if e.code == "wrong_password" => api.throttle.failed(&keys),
+        Err(_) => api.throttle.cancel(&keys),
+    }
+    changed?;
     Ok(StatusCode::NO_CONTENT)
 }
 
