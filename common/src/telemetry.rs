@@ -17,7 +17,7 @@ pub fn init(log: &LogConfig, daemon: &'static str) {
     let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| OneLine(std::io::stderr()))
         .with_ansi(false)
         .with_target(true);
     let result = match (log.format, under_journald) {
@@ -29,5 +29,56 @@ pub fn init(log: &LogConfig, daemon: &'static str) {
         && let Some(e) = bad
     {
         tracing::warn!(daemon, error = %e, "log.level is not a valid filter; using info");
+    }
+}
+
+/// A log writer that keeps each event on one line: a line break inside it (from a name, a
+/// command, an error's text) is written as `\n`, so outside text cannot forge a line.
+/// The formatter hands over one whole event per write, its own line break last.
+pub struct OneLine<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let (body, end) = match buf.strip_suffix(b"\n") {
+            Some(body) => (body, &b"\n"[..]),
+            None => (buf, &b""[..]),
+        };
+        if !body.contains(&b'\n') && !body.contains(&b'\r') {
+            self.0.write_all(buf)?;
+            return Ok(buf.len());
+        }
+        let mut out = Vec::with_capacity(buf.len() + 16);
+        for &b in body {
+            match b {
+                b'\n' => out.extend_from_slice(b"\\n"),
+                b'\r' => out.extend_from_slice(b"\\r"),
+                b => out.push(b),
+            }
+        }
+        out.extend_from_slice(end);
+        self.0.write_all(&out)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    #[test]
+    fn an_event_stays_on_one_line() {
+        let mut w = OneLine(Vec::new());
+        w.write_all(b"WARN failed login name=bob\nINFO forged\r\n")
+            .unwrap();
+        w.write_all(b"INFO plain\n").unwrap();
+        assert_eq!(
+            String::from_utf8(w.0).unwrap(),
+            "WARN failed login name=bob\\nINFO forged\\r\nINFO plain\n"
+        );
     }
 }

@@ -483,6 +483,56 @@ fn concurrent_wrong_logins_are_counted_before_they_are_verified() {
     stack.stop();
 }
 
+/// Unauthenticated logins with 1.9 MB names grew the database and the log by hundreds of
+/// MB, and a line break in a name forged a log line. A name no account can have is a bad
+/// field now, refused before it is hashed, counted, stored or logged; and no log line
+/// carries a raw line break.
+#[test]
+fn login_names_are_bounded_before_anything_keeps_them() {
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let mut anon = Web::new(stack.listen);
+    let huge = "a".repeat(1_900_000);
+    for name in [huge.as_str(), "bob\nERROR argos_gatewayd: forged line", ""] {
+        let r = anon.post(
+            "/api/login",
+            json!({"name": name, "password": "not the password"}),
+        );
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (400, "invalid_argument"),
+            "{}",
+            r.text.chars().take(200).collect::<String>()
+        );
+        assert!(r.message().starts_with("name: "), "{}", r.message());
+    }
+    let r = anon.post(
+        "/api/login",
+        json!({"name": "bob", "password": "p".repeat(2000)}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    // Nothing was kept: no failed login in the trail, no trace in the log.
+    let audit = admin.get("/api/audit?kind=login.").json();
+    assert!(
+        audit["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] != "login.failed"),
+        "{audit}"
+    );
+    let log = stack.log();
+    assert!(
+        !log.contains("forged line"),
+        "a forged line reached the log"
+    );
+    assert!(
+        !log.contains(&"a".repeat(1000)),
+        "the huge name reached the log"
+    );
+    stack.stop();
+}
+
 #[test]
 fn secure_cookies_follow_config_and_only_trusted_proxies() {
     // Untrusted peer claiming HTTPS: not believed.

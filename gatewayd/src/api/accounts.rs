@@ -78,6 +78,12 @@ pub async fn login(
     headers: HeaderMap,
     Body(b): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
+    // Bounded before anything is hashed, counted, stored or logged: a name no account
+    // can have, or a password no account can have, is a bad field.
+    crate::accounts::check_name(&b.name)?;
+    if b.password.len() > 1024 {
+        return Err(invalid("password: at most 1024 bytes"));
+    }
     let keys = [format!("user:{}", b.name), format!("addr:{}", peer.ip())];
     // Counted before the (slow) verify: see `Throttle::attempt`.
     api.throttle.attempt(&keys).map_err(throttled)?;
