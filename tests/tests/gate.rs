@@ -312,3 +312,77 @@ fn argosctl_lists_and_decides_approvals_with_an_api_token() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("ARGOS_TOKEN"));
     stack.stop();
 }
+
+/// The API tells an agent to follow its run with `GET /api/executions/{id}`: a principal
+/// sees and may kill what it requested (a session, or a token with `agent`), and nobody
+/// else's — an admin's agent-only token included. Another's run is not found.
+#[test]
+fn a_principal_follows_and_kills_its_own_runs_and_no_one_elses() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let r = admin.post(
+        "/api/users",
+        json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD, "role": "user"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut carol = Web::new(stack.listen);
+    let r = carol.post(
+        "/api/login",
+        json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let token = |w: &mut Web, scopes: &[&str]| {
+        let r = w.post("/api/tokens", json!({"name": "t", "scopes": scopes}));
+        assert_eq!(r.status, 201, "{r:?}");
+        Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap())
+    };
+    let mut bob_agent = token(&mut bob, &["agent"]);
+    let mut admin_agent = token(&mut admin, &["agent"]);
+
+    // bob's agent runs something read-only: it runs at once.
+    let r = bob_agent.post(
+        "/api/agent/run",
+        json!({"command": "echo from-bob", "purpose": "follow me"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let path = format!("/api/executions/{id}");
+    let done = (0..200)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            bob_agent.get(&path)
+        })
+        .find(|r| r.status != 200 || r.json()["execution"]["status"] != "running")
+        .unwrap();
+    assert_eq!(done.status, 200, "{done:?}");
+    assert_eq!(done.json()["stdout"]["text"], "from-bob\n", "{done:?}");
+    assert_eq!(bob.get(&path).status, 200, "by session too");
+    let kill = format!("/api/executions/{id}/kill");
+    let r = bob_agent.post(&kill, json!({}));
+    assert_eq!(
+        (r.status, r.json()["outcome"].as_str()),
+        (200, Some("already_gone")),
+        "{r:?}"
+    );
+    // Nobody else: another user, or an admin's token that may only act as an agent.
+    for (who, w) in [
+        ("carol", &mut carol),
+        ("an admin's agent token", &mut admin_agent),
+    ] {
+        let r = w.get(&path);
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (404, "not_found"),
+            "{who}: {r:?}"
+        );
+        let r = w.post(&kill, json!({}));
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (404, "not_found"),
+            "{who}: {r:?}"
+        );
+    }
+    // An admin's session sees every run.
+    assert_eq!(admin.get(&path).status, 200);
+    stack.stop();
+}

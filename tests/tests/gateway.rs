@@ -211,7 +211,12 @@ fn authorization_matrix() {
             };
             routes += 1;
             let who = access["who"].as_str().unwrap();
-            let scope = access["scope"].as_str();
+            let scopes: Vec<&str> = access["scopes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
             let session_only = access["session_only"].as_bool().unwrap();
             let same_origin = access["same_origin"].as_bool().unwrap();
             let admin_only = who == "admin";
@@ -223,7 +228,9 @@ fn authorization_matrix() {
                 (
                     "admin bearer",
                     who == "anyone"
-                        || (!session_only && scope.is_none_or(|s| token_scopes.contains(&s))),
+                        || (!session_only
+                            && (scopes.is_empty()
+                                || scopes.iter().any(|s| token_scopes.contains(s)))),
                 ),
             ];
             // Logging in or out replaces or ends the session it is sent with: fresh

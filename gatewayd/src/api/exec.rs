@@ -140,7 +140,7 @@ pub async fn executions(
     })))
 }
 
-#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report.",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report: admins see every one (by session, or a token with `read`); anyone else sees what they requested (an agent's run: tokens with `read` or `agent`).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn execution(
     State(api): State<Shared>,
     caller: Caller,
@@ -150,15 +150,43 @@ pub async fn execution(
         .get(&id, true)
         .await
         .map_err(from_exec)?;
+    owned(&caller, "read", &id, r.execution.as_ref())?;
     Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
 }
 
-#[utoipa::path(post, path = "/api/executions/{id}/kill", tag = "executions", description = "Kills a running execution (verified identity; TERM, grace, KILL).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"outcome\", \"execution\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+/// Admins see and kill every execution (by session, or with a token carrying `scope`);
+/// anyone else — an admin's agent token too — only what they requested. Another's is
+/// "not found", never "forbidden": its existence is not told.
+fn owned(
+    caller: &Caller,
+    scope: &str,
+    id: &str,
+    e: Option<&pb::Execution>,
+) -> Result<(), ApiError> {
+    let sees_all = caller.is_admin()
+        && match &caller.via {
+            Via::Cookie(_) => true,
+            Via::Bearer(scopes) => scopes.iter().any(|s| s == scope),
+        };
+    if sees_all || e.is_some_and(|e| e.principal == caller.user.name) {
+        Ok(())
+    } else {
+        Err(ApiError::not_found(format!("no launch {id}")))
+    }
+}
+
+#[utoipa::path(post, path = "/api/executions/{id}/kill", tag = "executions", description = "Kills a running execution (verified identity; TERM, grace, KILL): admins any (by session, or a token with `exec`); anyone else what they requested (tokens with `exec` or `agent`).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"outcome\", \"execution\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn kill(
     State(api): State<Shared>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    let e = execd(&api, &caller)
+        .get(&id, false)
+        .await
+        .map_err(from_exec)?
+        .execution;
+    owned(&caller, "exec", &id, e.as_ref())?;
     kill_for(&api, &caller, id).await
 }
 

@@ -28,8 +28,8 @@ pub enum Who {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Access {
     pub who: Who,
-    /// The scope an API token needs (`None`: tokens need none).
-    pub scope: Option<&'static str>,
+    /// The scopes an API token needs one of (empty: tokens need none).
+    pub scopes: &'static [&'static str],
     /// Only a password session: API tokens are refused.
     pub session_only: bool,
     /// Without a bearer token, the request must come from the gateway's own origin.
@@ -49,7 +49,7 @@ const fn rule(
     method: &'static str,
     path: &'static str,
     who: Who,
-    scope: Option<&'static str>,
+    scopes: &'static [&'static str],
     session_only: bool,
 ) -> Rule {
     // Anything but a read is a state change; event streams and WebSocket upgrades hand
@@ -61,7 +61,7 @@ const fn rule(
         path,
         access: Access {
             who,
-            scope,
+            scopes,
             session_only,
             same_origin,
         },
@@ -72,45 +72,46 @@ const ANYONE: Who = Who::Anyone;
 const USER: Who = Who::User;
 const ADMIN: Who = Who::Admin;
 
-const READ: Option<&str> = Some("read");
-const EXEC: Option<&str> = Some("exec");
+const NONE: &[&str] = &[];
+const READ: &[&str] = &["read"];
+const EXEC: &[&str] = &["exec"];
 const SESSION: bool = true;
 const TOKENS_TOO: bool = false;
 
 /// The table. A WebSocket's ticket is checked by its handler on top of its rule.
 #[rustfmt::skip]
 pub const RULES: &[Rule] = &[
-    rule("GET", "/api/setup", ANYONE, None, TOKENS_TOO),
-    rule("POST", "/api/setup", ANYONE, None, TOKENS_TOO),
-    rule("POST", "/api/login", ANYONE, None, TOKENS_TOO),
-    rule("POST", "/api/logout", USER, None, SESSION),
+    rule("GET", "/api/setup", ANYONE, NONE, TOKENS_TOO),
+    rule("POST", "/api/setup", ANYONE, NONE, TOKENS_TOO),
+    rule("POST", "/api/login", ANYONE, NONE, TOKENS_TOO),
+    rule("POST", "/api/logout", USER, NONE, SESSION),
     rule("GET", "/api/me", USER, READ, TOKENS_TOO),
-    rule("POST", "/api/me/password", USER, None, SESSION),
+    rule("POST", "/api/me/password", USER, NONE, SESSION),
     rule("GET", "/api/status", USER, READ, TOKENS_TOO),
-    rule("GET", "/api/users", ADMIN, None, SESSION),
-    rule("POST", "/api/users", ADMIN, None, SESSION),
-    rule("DELETE", "/api/users/{name}", ADMIN, None, SESSION),
-    rule("GET", "/api/tokens", USER, None, SESSION),
-    rule("POST", "/api/tokens", USER, None, SESSION),
-    rule("DELETE", "/api/tokens/{id}", USER, None, SESSION),
+    rule("GET", "/api/users", ADMIN, NONE, SESSION),
+    rule("POST", "/api/users", ADMIN, NONE, SESSION),
+    rule("DELETE", "/api/users/{name}", ADMIN, NONE, SESSION),
+    rule("GET", "/api/tokens", USER, NONE, SESSION),
+    rule("POST", "/api/tokens", USER, NONE, SESSION),
+    rule("DELETE", "/api/tokens/{id}", USER, NONE, SESSION),
     rule("POST", "/api/shell/exec", ADMIN, EXEC, TOKENS_TOO),
     rule("POST", "/api/shell/stream", ADMIN, EXEC, TOKENS_TOO),
     rule("GET", "/api/events", USER, READ, TOKENS_TOO),
     rule("GET", "/api/executions", ADMIN, READ, TOKENS_TOO),
-    rule("GET", "/api/executions/{id}", ADMIN, READ, TOKENS_TOO),
-    rule("POST", "/api/executions/{id}/kill", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/executions/{id}", USER, &["read", "agent"], TOKENS_TOO),
+    rule("POST", "/api/executions/{id}/kill", USER, &["exec", "agent"], TOKENS_TOO),
     rule("POST", "/api/classify", USER, READ, TOKENS_TOO),
-    rule("POST", "/api/agent/run", USER, Some("agent"), TOKENS_TOO),
+    rule("POST", "/api/agent/run", USER, &["agent"], TOKENS_TOO),
     rule("GET", "/api/approvals", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/approvals/{id}", ADMIN, READ, TOKENS_TOO),
-    rule("POST", "/api/approvals/{id}/decision", ADMIN, Some("approve"), TOKENS_TOO),
+    rule("POST", "/api/approvals/{id}/decision", ADMIN, &["approve"], TOKENS_TOO),
     rule("GET", "/api/audit", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/audit/verify", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/terminals", ADMIN, READ, TOKENS_TOO),
     rule("POST", "/api/terminals", ADMIN, EXEC, TOKENS_TOO),
     rule("DELETE", "/api/terminals/{id}", ADMIN, EXEC, TOKENS_TOO),
     rule("POST", "/api/terminals/{id}/ticket", ADMIN, EXEC, TOKENS_TOO),
-    rule("GET", "/api/terminals/{id}/ws", ADMIN, None, TOKENS_TOO),
+    rule("GET", "/api/terminals/{id}/ws", ADMIN, NONE, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.
@@ -137,10 +138,19 @@ pub fn check(access: &Access, caller: Option<&Caller>) -> Result<(), ApiError> {
     if access.who == Who::Admin && !caller.is_admin() {
         return Err(ApiError::forbidden("admins only"));
     }
-    match (&caller.via, access.scope) {
-        (Via::Bearer(scopes), Some(scope)) if !scopes.iter().any(|s| s == scope) => Err(
-            ApiError::forbidden(format!("this token lacks the `{scope}` scope")),
-        ),
+    match &caller.via {
+        Via::Bearer(have)
+            if !access.scopes.is_empty()
+                && !access
+                    .scopes
+                    .iter()
+                    .any(|need| have.iter().any(|h| h == need)) =>
+        {
+            Err(ApiError::forbidden(format!(
+                "this token lacks the `{}` scope",
+                access.scopes.join("` or `")
+            )))
+        }
         _ => Ok(()),
     }
 }
