@@ -128,6 +128,9 @@ pub struct GatewayConfig {
     /// Origins (`scheme://host[:port]`) besides the gateway's own that may send requests
     /// carrying a session cookie.
     pub allowed_origins: Vec<String>,
+    /// Host names (`host[:port]`) the gateway answers to besides IP addresses and
+    /// `localhost` (a reverse proxy's public name).
+    pub allowed_hosts: Vec<String>,
     /// A session ends after this many seconds without a request…
     pub session_idle_s: u64,
     /// …and after this many in any case.
@@ -295,6 +298,12 @@ impl Config {
                     Vec::new(),
                     "Origins (`https://host[:port]`) besides the gateway's own from which a browser may send state-changing requests with a session cookie.",
                     Origins,
+                ),
+                allowed_hosts: r.get_with(
+                    "gateway.allowed_hosts",
+                    Vec::new(),
+                    "Host names (`host` or `host:port`) the gateway answers to besides IP addresses and `localhost`, e.g. a reverse proxy's public name. A request naming any other Host is refused (421): a DNS name that an attacker points at this address (DNS rebinding) gets nothing. The hosts of `allowed_origins` are allowed too.",
+                    Hosts,
                 ),
                 session_idle_s: r.get(
                     "gateway.session_idle_s",

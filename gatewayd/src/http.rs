@@ -142,6 +142,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
                 ),
             )
         })
+        .layer(axum::middleware::from_fn_with_state(api, api::known_host))
         .with_state(state)
 }
 

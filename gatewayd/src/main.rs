@@ -69,6 +69,17 @@ fn main() -> ExitCode {
                     .filter_map(|p| p.parse().ok())
                     .collect(),
                 allowed_origins: g.allowed_origins.clone(),
+                allowed_hosts: g
+                    .allowed_hosts
+                    .iter()
+                    .cloned()
+                    .chain(
+                        g.allowed_origins
+                            .iter()
+                            .filter_map(|o| o.split_once("://").map(|(_, host)| host.to_string())),
+                    )
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
             };
             let audit = std::sync::Arc::new(
                 argos_store::audit::Audit::open(accounts.pool().clone())

@@ -540,6 +540,53 @@ fn login_names_are_bounded_before_anything_keeps_them() {
     stack.stop();
 }
 
+/// DNS rebinding: a name the attacker points at the gateway's address makes their page
+/// same-origin with it (`Host` and `Origin` agree), and every cookie route let it through.
+/// Only IP addresses, `localhost` and configured names are answered now. And the event
+/// stream's cross-site check holds whatever the `Accept` header says.
+#[test]
+fn a_foreign_host_is_refused_and_events_are_same_origin_without_accept() {
+    let stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__ALLOWED_HOSTS", "argos.test")
+        .start();
+    let mut admin = stack.admin();
+    let port = stack.listen.port();
+    let evil_host = format!("evil.example:{port}");
+    let evil_origin = format!("http://{evil_host}");
+    let body = json!({"command": "echo rebound"});
+    let r = admin.call(
+        "POST",
+        "/api/shell/exec",
+        Some(&body),
+        &[("host", &evil_host), ("origin", &evil_origin)],
+    );
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (421, "unknown_host"),
+        "{r:?}"
+    );
+    let r = admin.call("GET", "/", None, &[("host", &evil_host)]);
+    assert_eq!(r.status, 421, "the page too: {r:?}");
+    // A configured name is answered.
+    let named = format!("argos.test:{port}");
+    let r = admin.call(
+        "POST",
+        "/api/shell/exec",
+        Some(&body),
+        &[("host", &named), ("origin", &format!("http://{named}"))],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    // The event stream: refused from another site even without `Accept`.
+    let r = admin.call(
+        "GET",
+        "/api/events",
+        None,
+        &[("origin", "http://evil.example")],
+    );
+    assert_eq!((r.status, r.code().as_str()), (403, "cross_site"), "{r:?}");
+    stack.stop();
+}
+
 #[test]
 fn secure_cookies_follow_config_and_only_trusted_proxies() {
     // Untrusted peer claiming HTTPS: not believed.

@@ -129,6 +129,33 @@ pub(super) fn check_origin(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A host name as a `Host` header names it: `host` or `host:port`, no scheme or path.
+pub(super) fn check_host(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.len() <= 253
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.:[]".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{s:?} is not a host (host or host:port)"))
+    }
+}
+
+pub(super) struct Hosts;
+
+impl Codec<Vec<String>> for Hosts {
+    fn read_toml(&self, v: &toml::Value) -> Result<Vec<String>, String> {
+        string_list(v, "a list of host names", check_host)
+    }
+    fn read_env(&self, s: &str) -> Result<Vec<String>, String> {
+        comma_list(s, check_host)
+    }
+    fn show(&self, v: &Vec<String>) -> toml::Value {
+        toml::Value::Array(v.iter().map(|s| toml::Value::String(s.clone())).collect())
+    }
+}
+
 pub(super) struct IpList;
 
 impl Codec<Vec<String>> for IpList {

@@ -128,23 +128,11 @@ pub fn is_https(headers: &HeaderMap, web: &WebConfig, peer: IpAddr) -> bool {
 }
 
 /// Refuses a browser request another site made: `Sec-Fetch-Site: cross-site`, or an
-/// `Origin` that is neither the gateway's own nor an allowed one. Applies to every request
-/// that may change state (any method but GET/HEAD), to event streams (`Accept:
-/// text/event-stream`) and to WebSocket upgrades, unless it carries a bearer token (no
-/// ambient credential for another site to borrow).
-pub fn cross_site(
-    method: &Method,
-    headers: &HeaderMap,
-    web: &WebConfig,
-    peer: IpAddr,
-) -> Result<(), ApiError> {
-    let streaming = headers
-        .get(header::ACCEPT)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
-        || headers.contains_key(header::UPGRADE);
-    if (method == Method::GET || method == Method::HEAD) && !streaming {
-        return Ok(());
-    }
+/// `Origin` that is neither the gateway's own nor an allowed one. Which requests must pass
+/// it is the route table's say (`policy::Access::same_origin`: state changes, event
+/// streams, WebSocket upgrades, whatever their `Accept`), and only without a bearer token
+/// (no ambient credential for another site to borrow).
+pub fn cross_site(headers: &HeaderMap, web: &WebConfig, peer: IpAddr) -> Result<(), ApiError> {
     if headers
         .get("sec-fetch-site")
         .is_some_and(|v| v.as_bytes() == b"cross-site")
@@ -213,4 +201,89 @@ pub(crate) fn session_response(
         set_cookie(secret, secure, api.accounts.limits.absolute),
     );
     r
+}
+
+/// Refuses a request whose `Host` the gateway does not answer to: only IP addresses,
+/// `localhost` and the configured names are. A DNS name an attacker points at this
+/// address (DNS rebinding) would otherwise make another site same-origin with the gateway.
+pub async fn known_host(
+    State(api): State<Shared>,
+    req: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .map(|h| h.to_str().unwrap_or("\u{fffd}"));
+    if let Some(h) = host
+        && !host_allowed(h, &api.web)
+    {
+        return Err(ApiError::new(
+            StatusCode::MISDIRECTED_REQUEST,
+            "unknown_host",
+            format!("Host {h:?} is not one this gateway answers to (gateway.allowed_hosts)"),
+        ));
+    }
+    Ok(next.run(req).await)
+}
+
+/// Whether a `Host` header names this gateway (see [`known_host`]).
+pub fn host_allowed(host: &str, web: &WebConfig) -> bool {
+    let host = host.to_ascii_lowercase();
+    // The name without its port: `[v6]:port`, `name:port`, or a bare name.
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((v6, _)) => v6,
+            None => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((n, port)) if port.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => host.as_str(),
+        }
+    };
+    name.parse::<IpAddr>().is_ok()
+        || name == "localhost"
+        || web.allowed_hosts.iter().any(|a| *a == host || *a == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_addresses_localhost_and_configured_names_are_answered() {
+        let web = |hosts: &[&str]| WebConfig {
+            cookie_secure: CookieSecure::Never,
+            trusted_proxies: Vec::new(),
+            allowed_origins: Vec::new(),
+            allowed_hosts: hosts.iter().map(|h| h.to_string()).collect(),
+        };
+        let none = web(&[]);
+        for ok in [
+            "127.0.0.1:7000",
+            "10.1.2.3",
+            "[::1]:7000",
+            "localhost:7000",
+            "LOCALHOST",
+        ] {
+            assert!(host_allowed(ok, &none), "{ok}");
+        }
+        for bad in [
+            "evil.example:7000",
+            "evil.example",
+            "127.0.0.1.evil.example",
+            "[::1",
+            "",
+        ] {
+            assert!(!host_allowed(bad, &none), "{bad}");
+        }
+        let named = web(&["argos.example.com", "ops.example.com:8443"]);
+        assert!(host_allowed("Argos.Example.com:443", &named));
+        assert!(host_allowed("ops.example.com:8443", &named));
+        assert!(
+            !host_allowed("ops.example.com:443", &named),
+            "the port was named"
+        );
+    }
 }

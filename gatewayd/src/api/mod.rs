@@ -58,6 +58,9 @@ pub struct WebConfig {
     pub cookie_secure: CookieSecure,
     pub trusted_proxies: Vec<IpAddr>,
     pub allowed_origins: Vec<String>,
+    /// Host names answered besides IP addresses and `localhost` (`host` or `host:port`,
+    /// lowercase), the allowed origins' hosts among them.
+    pub allowed_hosts: Vec<String>,
 }
 
 /// What the API handlers share.

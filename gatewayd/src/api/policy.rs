@@ -177,7 +177,7 @@ pub async fn authorize(
         })
     );
     if rule.access.same_origin && !bearer {
-        cross_site(req.method(), req.headers(), &api.web, peer.ip())?;
+        cross_site(req.headers(), &api.web, peer.ip())?;
     }
     check(&rule.access, caller)?;
     Ok(next.run(req).await)
