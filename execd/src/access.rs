@@ -30,7 +30,11 @@ pub fn policy() -> MethodPolicy {
             m("Run"),
             RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
         )
-        .method(m("Start"), launchers)
+        // job runs commands only through the risk gate (RequestRun), never directly.
+        .method(
+            m("Start"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
+        )
         .method(m("Follow"), launchers)
         .method(m("Kill"), launchers)
         .method(m("Get"), launchers)
@@ -182,7 +186,8 @@ mod tests {
         assert!(!job.admin);
         assert_eq!(
             job.allowed_profiles.as_deref(),
-            Some(&["agent".to_string()][..])
+            Some(&[][..]),
+            "job goes through the gate only"
         );
         assert!(job.may_see(&launched_by("job")));
         assert!(!job.may_see(&launched_by("mcp")));

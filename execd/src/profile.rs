@@ -330,11 +330,11 @@ mod tests {
         let p = Profiles::builtin().unwrap();
         let job = RoleSet::of(&[PeerRole::Job]);
         let mcp = RoleSet::of(&[PeerRole::Mcp]);
-        assert_eq!(p.launchable_by(job), ["agent"]);
+        assert!(p.launchable_by(job).is_empty(), "job goes through the gate");
         assert_eq!(p.launchable_by(mcp), ["mcp-server"]);
         assert_eq!(
             p.launchable_by(RoleSet::of(&[PeerRole::Job, PeerRole::Mcp])),
-            ["agent", "mcp-server"]
+            ["mcp-server"]
         );
         assert!(p.launchable_by(RoleSet::default()).is_empty());
         for (name, profile) in &p.0 {
@@ -353,7 +353,7 @@ mod tests {
                 .unwrap_err()
                 .contains("runs as root")
         );
-        let admin = PROFILES_TOML.replacen("roles = [\"job\"]", "roles = [\"gateway\"]", 1);
+        let admin = PROFILES_TOML.replacen("roles = [\"mcp\"]", "roles = [\"gateway\"]", 1);
         assert!(
             Profiles::parse(&admin)
                 .unwrap_err()

@@ -657,13 +657,18 @@ fn each_peer_role_gets_exactly_its_launch_rights() {
     );
     assert_eq!(r["ok"], true, "{r}");
     assert_eq!(r["principal"], "", "mcp may not assert a principal: {r}");
-    // job: Start only, and only for a stored owner.
-    let r = launch_as(&stack, JOB_UID, None, "--start", "agent", "true");
-    assert_eq!(r["code"], "InvalidArgument", "{r}");
-    let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "agent", "true");
-    assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(r["principal"], "bob");
-    assert_eq!(r["role"], "job");
+    // job: nothing directly, even for a stored owner — a job's command goes through the
+    // risk gate (RequestRun), where anything but a read waits for an approval. (A
+    // compromised jobd used to Start any command in the agent profile unapproved.)
+    let r = launch_as(
+        &stack,
+        JOB_UID,
+        Some("bob"),
+        "--start",
+        "agent",
+        "touch /tmp/unapproved",
+    );
+    assert_eq!(r["code"], "PermissionDenied", "job started directly: {r}");
     let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "operator", "id -u");
     assert_eq!(
         r["code"], "PermissionDenied",
