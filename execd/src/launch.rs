@@ -13,6 +13,8 @@ use crate::spec::{Dimension, LaunchResult, LaunchSpec, Need, files};
 pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
 pub const MAX_ARGS: usize = 4096;
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
+/// Most bytes a request's environment may hold, keys and values together.
+pub const MAX_ENV_BYTES: usize = 64 * 1024;
 
 /// Environment keys a request may set (plus any `LC_*`).
 pub const ENV_ALLOW: &[&str] = &[
@@ -229,6 +231,13 @@ impl Launcher {
         env.insert("HOME".into(), workspace.display().to_string());
         env.insert("LANG".into(), "C.UTF-8".into());
         env.insert("TMPDIR".into(), "/tmp".into());
+        let env_bytes: usize = req.env.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if env_bytes > MAX_ENV_BYTES {
+            return Err(invalid(
+                "env",
+                format!("{env_bytes} bytes is above the limit of {MAX_ENV_BYTES}"),
+            ));
+        }
         for (k, v) in &req.env {
             if !(ENV_ALLOW.contains(&k.as_str()) || k.starts_with("LC_")) {
                 return Err(invalid(

@@ -36,6 +36,24 @@ fn waiting(r: &Record) -> Result<(), Status> {
     Ok(())
 }
 
+/// Most bytes a listing answers with: a page ends early (its token goes on from there)
+/// rather than outgrow what a client decodes in one message.
+pub const PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The items that fit in [`PAGE_BYTES`] (at least one), and whether any were left out.
+fn within_page_bytes<T: prost::Message>(items: impl Iterator<Item = T>) -> (Vec<T>, bool) {
+    let mut out = Vec::new();
+    let mut bytes = 0;
+    for item in items {
+        bytes += item.encoded_len();
+        if !out.is_empty() && bytes > PAGE_BYTES {
+            return (out, true);
+        }
+        out.push(item);
+    }
+    (out, false)
+}
+
 /// A listing's page size: default 50, at most 500.
 fn page_size(n: u32) -> Result<u32, Status> {
     match n {
@@ -234,13 +252,15 @@ impl Exec for ExecService {
             )
             .await
             .map_err(edge::store)?;
-        let next_page_token = if rows.len() == limit as usize {
-            rows.last().map(|r| r.id.clone()).unwrap_or_default()
+        let full = rows.len() == limit as usize;
+        let (approvals, cut) = within_page_bytes(rows.iter().map(wire::approval));
+        let next_page_token = if full || cut {
+            approvals.last().map(|a| a.id.clone()).unwrap_or_default()
         } else {
             String::new()
         };
         Ok(Response::new(pb::ListApprovalsResponse {
-            approvals: rows.iter().map(wire::approval).collect(),
+            approvals,
             next_page_token,
         }))
     }
@@ -279,9 +299,9 @@ impl Exec for ExecService {
             .list(&filter)
             .await
             .map_err(edge::store)?;
-        Ok(Response::new(pb::ListAuditResponse {
-            records: rows.iter().map(wire::audit_record).collect(),
-        }))
+        // A page cut short by bytes goes on from its last row's seq, as any page does.
+        let (records, _) = within_page_bytes(rows.iter().map(wire::audit_record));
+        Ok(Response::new(pb::ListAuditResponse { records }))
     }
 
     async fn run(&self, req: Request<pb::RunRequest>) -> Result<Response<pb::RunResponse>, Status> {
@@ -515,13 +535,15 @@ impl Exec for ExecService {
             .list(&filter)
             .await
             .map_err(edge::store)?;
-        let next_page_token = if rows.len() == limit as usize {
-            rows.last().map(|r| r.id.clone()).unwrap_or_default()
+        let full = rows.len() == limit as usize;
+        let (executions, cut) = within_page_bytes(rows.iter().map(wire::execution));
+        let next_page_token = if full || cut {
+            executions.last().map(|e| e.id.clone()).unwrap_or_default()
         } else {
             String::new()
         };
         Ok(Response::new(pb::ListResponse {
-            executions: rows.iter().map(wire::execution).collect(),
+            executions,
             next_page_token,
         }))
     }

@@ -386,3 +386,72 @@ fn a_principal_follows_and_kills_its_own_runs_and_no_one_elses() {
     assert_eq!(admin.get(&path).status, 200);
     stack.stop();
 }
+
+/// A plain user's agent runs with a ~2 MB environment each made the approvals page too
+/// large to answer (500 for everyone). A request's environment is bounded now (the field
+/// named), and a listing's page ends by bytes as well as by count: every approval is still
+/// reached, page by page.
+#[test]
+fn request_fields_are_bounded_and_pages_end_by_bytes() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let r = bob.post(
+        "/api/agent/run",
+        json!({"command": "touch /tmp/argos-big", "env": {"LANG": "x".repeat(2_000_000)}}),
+    );
+    assert_eq!(
+        r.status,
+        400,
+        "{}",
+        r.text.chars().take(200).collect::<String>()
+    );
+    assert!(r.message().starts_with("env: "), "{}", r.message());
+    // Many approvals near the bound: more than one page's bytes.
+    let big = "x".repeat(60 * 1024);
+    let n = 80;
+    for i in 0..n {
+        let r = bob.post(
+            "/api/agent/run",
+            json!({"command": format!("touch /tmp/argos-page-{i}"), "env": {"LANG": big}}),
+        );
+        assert_eq!(
+            r.status,
+            200,
+            "{}",
+            r.text.chars().take(200).collect::<String>()
+        );
+        assert_eq!(r.json()["approval"]["state"], "pending");
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let r = admin.get(&format!("/api/approvals?limit=500&page_token={token}"));
+        assert_eq!(
+            r.status,
+            200,
+            "{}",
+            r.text.chars().take(200).collect::<String>()
+        );
+        assert!(
+            r.text.len() < 8 * 1024 * 1024,
+            "a page of {} bytes",
+            r.text.len()
+        );
+        let v = r.json();
+        pages += 1;
+        for a in v["approvals"].as_array().unwrap() {
+            assert!(
+                seen.insert(a["id"].as_str().unwrap().to_string()),
+                "a repeat"
+            );
+        }
+        token = v["next_page_token"].as_str().unwrap().to_string();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), n, "every approval, once");
+    assert!(pages >= 2, "the bytes ended the first page");
+    stack.stop();
+}
