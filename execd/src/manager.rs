@@ -301,13 +301,17 @@ impl Manager {
             }
         };
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
-        // The uid goes back to the pool: take the workspace away from it first, so a later
-        // launch with the same uid cannot read what this one left.
+        // The uid goes back to the pool: take the workspace away from it first — root's,
+        // mode 0700 whatever mode the workload gave it — so no later launch, of this uid or
+        // another, can reach what this one left (nothing inside is reachable through it).
         if let Some(spec) = &spec
             && spec.plan.run_as.is_some()
             && nix::unistd::geteuid().is_root()
         {
+            use std::os::unix::fs::PermissionsExt;
             let _ = std::os::unix::fs::chown(&spec.workspace, Some(0), Some(0));
+            let _ =
+                std::fs::set_permissions(&spec.workspace, std::fs::Permissions::from_mode(0o700));
         }
         self.release_uid(id);
         self.notify(id, record.map(|record| Ended { record, finished }));

@@ -171,6 +171,44 @@ fn concurrent_agent_launches_get_distinct_uids_and_lose_their_workspace_after() 
     });
 }
 
+/// What a launch leaves in its workspace is no other launch's to read: the hand-back used
+/// to re-own only the top directory and keep the mode the workload gave it, so a later
+/// launch (another uid) read the files a previous one left.
+#[test]
+fn a_later_launch_cannot_read_what_an_earlier_one_left() {
+    require_root("the workspace hand-back test");
+    let s = Standalone::start("execd");
+    rt().block_on(async {
+        let c = client(&s);
+        let a = start(
+            &c,
+            "echo secret > left; chmod 644 left; chmod 755 .; echo done",
+            30_000,
+        )
+        .await;
+        let (out, _, end) = follow(&c, &a.id, 0, |_| false).await;
+        assert_eq!(out, b"done\n");
+        assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
+        let left = std::path::Path::new(&a.cwd).join("left");
+        let b = start(
+            &c,
+            &format!("cat {} 2>&1 && echo READ", left.display()),
+            30_000,
+        )
+        .await;
+        let (out, _, _) = follow(&c, &b.id, 0, |_| false).await;
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            !out.contains("READ"),
+            "a later launch read {}: {out}",
+            left.display()
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&a.cwd).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "the handed-back workspace is root's alone");
+    });
+}
+
 fn uuid_like() -> String {
     "01900000-0000-7000-8000-000000000000".into()
 }
