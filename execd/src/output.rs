@@ -37,7 +37,7 @@ pub async fn follow(
     tx: tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
 ) {
     let mut offsets = [r.stdout_offset, r.stderr_offset];
-    match follow_live(&r.id, &mut offsets, &tx).await {
+    match follow_live(&manager, &r.id, &mut offsets, &tx).await {
         Ok(Live::Gone) => return,
         Ok(Live::Complete | Live::Unavailable) => {}
         Err(status) => {
@@ -92,6 +92,7 @@ async fn send_chunk(
 
 /// Follows the running shim over its socket (see `shim/follow.rs`).
 async fn follow_live(
+    manager: &Manager,
     id: &str,
     offsets: &mut [u64; 2],
     tx: &tokio::sync::mpsc::Sender<Result<pb::FollowEvent, Status>>,
@@ -101,7 +102,7 @@ async fn follow_live(
         stderr: offsets[1],
         write: false,
     };
-    let Some((mut rd, _wr)) = shim_connect(id, &request).await else {
+    let Some((mut rd, _wr)) = shim_connect(manager, id, &request).await else {
         return Ok(Live::Unavailable);
     };
     // Closed by the shim: complete, or the shim is gone (the files tell).
@@ -124,13 +125,42 @@ async fn follow_live(
     Ok(Live::Complete)
 }
 
-/// Connects to a running launch's shim (its abstract follow socket) and sends the request
-/// line; `None` when there is no live shim.
-pub async fn shim_connect(id: &str, request: &Request) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
+/// Connects to a running launch's own shim (its abstract follow socket) and sends the
+/// request line; `None` when there is none to trust: the launch has ended (its files tell
+/// the rest, never a socket), or whoever serves the name is not the shim recorded for the
+/// launch — an abstract name is anyone's to bind once its shim is gone, so the server's
+/// kernel-reported uid and pid must be execd's own uid and the receipt's shim pid before a
+/// byte is read or sent.
+pub async fn shim_connect(
+    manager: &Manager,
+    id: &str,
+    request: &Request,
+) -> Option<(OwnedReadHalf, OwnedWriteHalf)> {
     use std::os::linux::net::SocketAddrExt;
+    match manager.ledger.get(id).await {
+        Ok(Some(r)) if !r.status.is_final() => {}
+        _ => return None,
+    }
+    let shim = manager.spec(id)?.shim?;
     let sock = std::os::unix::net::SocketAddr::from_abstract_name(socket_name(id).as_bytes())
         .and_then(|a| std::os::unix::net::UnixStream::connect_addr(&a))
-        .and_then(|s| s.set_nonblocking(true).map(|()| s))
+        .ok()?;
+    let peer =
+        nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::PeerCredentials).ok()?;
+    let me = nix::unistd::geteuid().as_raw();
+    if peer.uid() != me || peer.pid() != shim.pid {
+        tracing::warn!(
+            id,
+            peer_uid = peer.uid(),
+            peer_pid = peer.pid(),
+            shim_pid = shim.pid,
+            "a launch's follow socket is served by another process: refused"
+        );
+        return None;
+    }
+    let sock = sock
+        .set_nonblocking(true)
+        .map(|()| sock)
         .and_then(tokio::net::UnixStream::from_std)
         .ok()?;
     let (rd, mut wr) = sock.into_split();

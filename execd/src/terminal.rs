@@ -40,7 +40,7 @@ pub async fn relay(
         stderr: open.stderr_offset,
         write: open.write,
     };
-    let Some((mut rd, mut wr)) = shim_connect(&id, &request).await else {
+    let Some((mut rd, mut wr)) = shim_connect(&manager, &id, &request).await else {
         // The shim is gone: the launch has ended (or is ending).
         exit(&manager, &id, &tx).await;
         return;

@@ -466,3 +466,95 @@ fn open_stdin_takes_one_writer_through_attach_until_its_input_is_closed() {
         c.kill(&plain.id).await.unwrap();
     });
 }
+
+/// An ended launch's follow socket name is anyone's to bind: an impostor serving forged
+/// output on it used to be followed (and an admin reopening an ended terminal typed into
+/// it). execd now serves an ended launch from its files only and trusts a live socket
+/// only when the kernel says its server is the launch's own shim: the impostor gets no
+/// connection, the follower the real output, the writer the launch's end.
+#[test]
+fn an_impostor_on_an_ended_launch_socket_is_never_trusted() {
+    use std::os::linux::net::SocketAddrExt;
+    require_root("the socket squatting test");
+    let s = Standalone::start("execd");
+    let rt = rt();
+    rt.block_on(async {
+        let c = client(&s);
+        let e = c
+            .start(RunRequest {
+                command: "echo real".into(),
+                open_stdin: true,
+                timeout_ms: Some(30_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        // Close its input: it prints and ends.
+        let (tx, mut events) = attach(&c, &e.id, true, 0).await.unwrap();
+        tx.send(AttachRequest {
+            msg: Some(attach_request::Msg::CloseInput(
+                argos_proto::exec::v1::CloseInput {},
+            )),
+        })
+        .await
+        .unwrap();
+        while events.message().await.unwrap().is_some() {}
+        // The impostor binds the ended launch's name and serves forged output.
+        let addr = std::os::unix::net::SocketAddr::from_abstract_name(
+            format!("argos/launch/{}", e.id).as_bytes(),
+        )
+        .unwrap();
+        let listener = std::os::unix::net::UnixListener::bind_addr(&addr).unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let impostor = {
+            let (served, stop) = (served.clone(), stop.clone());
+            std::thread::spawn(move || {
+                use std::io::Write;
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    match listener.accept() {
+                        Ok((mut sock, _)) => {
+                            served.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            // A stdout frame at offset 0: "forged\n".
+                            let mut frame = vec![1u8];
+                            frame.extend_from_slice(&0u64.to_le_bytes());
+                            frame.extend_from_slice(&7u32.to_le_bytes());
+                            frame.extend_from_slice(b"forged\n");
+                            let _ = sock.write_all(&frame);
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                    }
+                }
+            })
+        };
+        // Follow from the start: the real output, from the files.
+        let mut f = c.follow(&e.id, [0, 0]);
+        let mut out = Vec::new();
+        while let Some(item) = f.next().await {
+            match item.unwrap() {
+                argos_exec_client::FollowItem::Output { data, .. } => out.extend_from_slice(&data),
+                argos_exec_client::FollowItem::Exit(_) => break,
+            }
+        }
+        assert_eq!(out, b"real\n");
+        // Attach as the writer: the launch's end, and nothing typed reaches anyone.
+        let (tx, mut events) = attach(&c, &e.id, true, 0).await.unwrap();
+        let _ = tx.send(input(b"my password\n")).await;
+        let mut exit = false;
+        while let Some(ev) = events.message().await.unwrap() {
+            exit |= matches!(
+                ev.event,
+                Some(argos_proto::exec::v1::attach_event::Event::Exit(_))
+            );
+        }
+        assert!(exit, "the ended launch's exit");
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        impostor.join().unwrap();
+        assert_eq!(
+            served.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "execd connected to the impostor"
+        );
+    });
+}

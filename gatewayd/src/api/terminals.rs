@@ -175,8 +175,10 @@ pub async fn ticket(
         .map_err(from_exec)?
         .execution
         .unwrap_or_default();
-    if !e.tty {
-        return Err(ApiError::not_found(format!("no terminal {id}")));
+    // Only a running terminal: an ended one has nobody to type to (and its name is
+    // anyone's to bind).
+    if !e.tty || e.status != pb::ExecutionStatus::Running as i32 {
+        return Err(ApiError::not_found(format!("no running terminal {id}")));
     }
     let origin = headers
         .get(header::ORIGIN)
