@@ -114,7 +114,6 @@ impl From<tonic::Status> for ExecError {
 pub struct ExecClient {
     inner: pb::exec_client::ExecClient<Channel>,
     principal: Option<String>,
-    request_id: Option<String>,
 }
 
 impl std::fmt::Debug for ExecClient {
@@ -148,7 +147,6 @@ impl ExecClient {
         ExecClient {
             inner: pb::exec_client::ExecClient::new(channel).max_decoding_message_size(MAX_MESSAGE),
             principal: None,
-            request_id: None,
         }
     }
 
@@ -160,20 +158,8 @@ impl ExecClient {
         }
     }
 
-    /// The same client, its calls tagged with `request_id` for correlation in logs.
-    pub fn with_request_id(&self, request_id: &str) -> ExecClient {
-        ExecClient {
-            request_id: Some(request_id.to_string()),
-            ..self.clone()
-        }
-    }
-
     fn req<T>(&self, msg: T) -> tonic::Request<T> {
-        with_principal(
-            tonic::Request::new(msg),
-            self.principal.as_deref(),
-            self.request_id.as_deref(),
-        )
+        with_principal(tonic::Request::new(msg), self.principal.as_deref(), None)
     }
 
     fn grpc(&self) -> pb::exec_client::ExecClient<Channel> {
@@ -349,33 +335,29 @@ impl Follow {
     /// The next item, or `None` after the exit (or a final error).
     pub async fn next(&mut self) -> Option<Result<FollowItem, ExecError>> {
         while !self.done {
-            let stream = match self.stream.as_mut() {
-                Some(s) => s,
+            let next = match self.stream.as_mut() {
                 None => match self.open().await {
-                    Ok(s) => self.stream.insert(s),
-                    Err(e) => match self.retry(e).await {
-                        Ok(()) => continue,
-                        Err(e) => return self.fail(e),
-                    },
+                    Ok(s) => {
+                        self.stream = Some(s);
+                        continue;
+                    }
+                    Err(e) => Err(e),
                 },
-            };
-            let event = match stream.message().await {
-                Ok(Some(ev)) => ev,
-                // Ended without an exit: execd stopped under us.
-                Ok(None) => {
-                    self.stream = None;
-                    let e = ExecError::new(
+                Some(s) => match s.message().await {
+                    Ok(Some(ev)) => Ok(ev),
+                    // Ended without an exit: execd stopped under us.
+                    Ok(None) => Err(ExecError::new(
                         ErrorKind::Unavailable,
                         "the output stream ended before the launch did",
-                    );
-                    match self.retry(e).await {
-                        Ok(()) => continue,
-                        Err(e) => return self.fail(e),
-                    }
-                }
-                Err(status) => {
+                    )),
+                    Err(status) => Err(status.into()),
+                },
+            };
+            let event = match next {
+                Ok(ev) => ev,
+                Err(e) => {
                     self.stream = None;
-                    match self.retry(status.into()).await {
+                    match self.retry(e).await {
                         Ok(()) => continue,
                         Err(e) => return self.fail(e),
                     }

@@ -14,7 +14,7 @@ use argos_exec_client::{ErrorKind, ExecClient, ExecError};
 use argos_proto::exec::v1 as pb;
 use axum::Json;
 use axum::extract::{ConnectInfo, Path, Query, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
