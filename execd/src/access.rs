@@ -12,8 +12,8 @@ use crate::manager::Requester;
 use crate::profile::Profiles;
 use crate::service::ExecService;
 
-/// Which roles each RPC admits. Finer rules live in the handlers: mcp launches only in the
-/// mcp-server profile; job and mcp see only their own launches; job needs an owner.
+/// Which roles each RPC admits. Finer rules live in the handlers: job and mcp see only
+/// their own launches and approvals; job needs an owner.
 pub fn policy() -> MethodPolicy {
     let name = <ExecServer<ExecService> as NamedService>::NAME;
     let m = |rpc: &str| format!("/{name}/{rpc}");
@@ -26,15 +26,12 @@ pub fn policy() -> MethodPolicy {
     ]);
     MethodPolicy::new()
         .method(m("Profiles"), RoleSet::of(&admin))
-        .method(
-            m("Run"),
-            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
-        )
-        // job runs commands only through the risk gate (RequestRun), never directly.
-        .method(
-            m("Start"),
-            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
-        )
+        // job and mcp run commands only through the risk gate (RequestRun), never
+        // directly: a compromised jobd or mcpd could otherwise start anything a profile
+        // they may launch in allows, unapproved. (mcpd's stdio servers will be started by
+        // naming a server an admin configured.)
+        .method(m("Run"), RoleSet::of(&admin))
+        .method(m("Start"), RoleSet::of(&admin))
         .method(m("Follow"), launchers)
         .method(m("Kill"), launchers)
         .method(m("Get"), launchers)
@@ -47,12 +44,9 @@ pub fn policy() -> MethodPolicy {
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
-        // mcp: its own launches with open stdin (its stdio MCP servers); terminals are
-        // for admins (checked in the handler).
-        .method(
-            m("Attach"),
-            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
-        )
+        // Terminals and open stdins are for admins (mcp's own launches with open stdin,
+        // checked in the handler, once it may start its configured servers).
+        .method(m("Attach"), RoleSet::of(&admin))
 }
 
 /// What a caller may do, derived once per call from its roles.
@@ -180,7 +174,7 @@ mod tests {
     }
 
     #[test]
-    fn job_and_mcp_launch_where_the_profiles_say_and_see_their_own() {
+    fn job_and_mcp_launch_nowhere_directly_and_see_their_own() {
         let p = Profiles::builtin().unwrap();
         let job = access(Some(&caller(&[PeerRole::Job], None)), &p);
         assert!(!job.admin);
@@ -196,7 +190,8 @@ mod tests {
         let mcp = access(Some(&caller(&[PeerRole::Mcp], None)), &p);
         assert_eq!(
             mcp.allowed_profiles.as_deref(),
-            Some(&["mcp-server".to_string()][..])
+            Some(&[][..]),
+            "mcp will name configured servers"
         );
         assert!(mcp.may_see(&launched_by("mcp")) && mcp.may_see(&launched_by("mcp+job")));
         assert!(!mcp.may_see(&launched_by("job")));

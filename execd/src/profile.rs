@@ -331,10 +331,13 @@ mod tests {
         let job = RoleSet::of(&[PeerRole::Job]);
         let mcp = RoleSet::of(&[PeerRole::Mcp]);
         assert!(p.launchable_by(job).is_empty(), "job goes through the gate");
-        assert_eq!(p.launchable_by(mcp), ["mcp-server"]);
-        assert_eq!(
-            p.launchable_by(RoleSet::of(&[PeerRole::Job, PeerRole::Mcp])),
-            ["mcp-server"]
+        assert!(
+            p.launchable_by(mcp).is_empty(),
+            "mcp names configured servers"
+        );
+        assert!(
+            p.launchable_by(RoleSet::of(&[PeerRole::Job, PeerRole::Mcp]))
+                .is_empty()
         );
         assert!(p.launchable_by(RoleSet::default()).is_empty());
         for (name, profile) in &p.0 {
@@ -353,7 +356,12 @@ mod tests {
                 .unwrap_err()
                 .contains("runs as root")
         );
-        let admin = PROFILES_TOML.replacen("roles = [\"mcp\"]", "roles = [\"gateway\"]", 1);
+        let admin = PROFILES_TOML.replacen(
+            "[mcp-server.launchers]\nroles = []",
+            "[mcp-server.launchers]\nroles = [\"gateway\"]",
+            1,
+        );
+        assert_ne!(admin, PROFILES_TOML);
         assert!(
             Profiles::parse(&admin)
                 .unwrap_err()

@@ -644,19 +644,24 @@ fn each_peer_role_gets_exactly_its_launch_rights() {
     let _s = serial();
     let stack = StackBuilder::new().start();
     use argos_tests::{GATEWAY_UID, JOB_UID, MCP_UID};
-    // mcp: only the mcp-server profile.
-    let r = launch_as(&stack, MCP_UID, None, "--run", "agent", "true");
-    assert_eq!(r["code"], "PermissionDenied", "{r}");
-    let r = launch_as(
-        &stack,
-        MCP_UID,
-        Some("alice"),
-        "--run",
-        "mcp-server",
-        "true",
-    );
-    assert_eq!(r["ok"], true, "{r}");
-    assert_eq!(r["principal"], "", "mcp may not assert a principal: {r}");
+    // mcp: nothing directly, not even in mcp-server (host network): a compromised mcpd
+    // used to Run or Start any command there unapproved. Its stdio servers will be
+    // started by naming a server an admin configured.
+    for (verb, profile) in [
+        ("--run", "agent"),
+        ("--run", "mcp-server"),
+        ("--start", "mcp-server"),
+    ] {
+        let r = launch_as(
+            &stack,
+            MCP_UID,
+            Some("alice"),
+            verb,
+            profile,
+            "touch /tmp/unapproved",
+        );
+        assert_eq!(r["code"], "PermissionDenied", "mcp {verb} {profile}: {r}");
+    }
     // job: nothing directly, even for a stored owner — a job's command goes through the
     // risk gate (RequestRun), where anything but a read waits for an approval. (A
     // compromised jobd used to Start any command in the agent profile unapproved.)

@@ -427,16 +427,17 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     stack.stop();
 }
 
-/// A launch with its stdin open, as mcpd runs a stdio MCP server: the mcp uid starts it
-/// in the mcp-server profile and feeds it through Attach (grpcurl sends the open, the
-/// input and the end of input as one client stream); stdout and stderr come back apart,
-/// then the exit. The mcp uid cannot attach to a launch the gateway started.
+/// A launch with its stdin open, as a stdio MCP server will run: an operator starts it in
+/// the mcp-server profile and feeds it through Attach (grpcurl sends the open, the input
+/// and the end of input as one client stream); stdout and stderr come back apart, then the
+/// exit. The mcp uid can neither start such a launch nor attach to one (it will start only
+/// the servers an admin configured).
 #[test]
-fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
-    use argos_tests::{GATEWAY_UID, MCP_UID};
+fn grpcurl_feeds_an_open_stdin_through_attach_and_mcp_may_not() {
+    use argos_tests::MCP_UID;
     use base64::Engine as _;
     let (stack, socket, _dir, grpcurl) =
-        stack_for_other_uids("the open stdin test (grpcurl as the mcp uid)");
+        stack_for_other_uids("the open stdin test (grpcurl as the operator and the mcp uid)");
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let script = r#"while read l; do echo "out:$l"; echo "err:$l" >&2; done; echo bye"#;
     let start = serde_json::json!({
@@ -462,24 +463,37 @@ fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
             .unwrap()
             .to_string()
     };
-    let id = start_as(MCP_UID, None, &start);
+    // mcp may not start it (a compromised mcpd used to start any command here).
+    let (ok, out) = call_as(
+        &grpcurl,
+        &socket,
+        Some(MCP_UID),
+        None,
+        "argos.exec.v1.Exec/Start",
+        &start,
+    );
+    assert!(!ok && out.contains("PermissionDenied"), "{out}");
+    let id = start_as(0, None, &start);
     let messages = format!(
         r#"{{"open": {{"id": "{id}", "write": true}}}} {{"input": "{}"}} {{"input": "{}"}} {{"closeInput": {{}}}}"#,
         b64("hello\n"),
         b64("world\n")
     );
-    // Attaches as the mcp uid with these client messages.
-    let attach_as_mcp = |messages: &str| {
+    // Attaches as `uid` with these client messages.
+    let attach_as = |uid: u32, messages: &str| {
         call_as(
             &grpcurl,
             &socket,
-            Some(MCP_UID),
+            Some(uid),
             None,
             "argos.exec.v1.Exec/Attach",
             messages,
         )
     };
-    let (ok, out) = attach_as_mcp(&messages);
+    // Nor may mcp write into it.
+    let (ok, out) = attach_as(MCP_UID, &messages);
+    assert!(!ok && out.contains("PermissionDenied"), "{out}");
+    let (ok, out) = attach_as(0, &messages);
     assert!(ok, "{out}");
     let events: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
         .into_iter()
@@ -510,17 +524,5 @@ fn grpcurl_as_mcp_feeds_an_open_stdin_through_attach() {
     assert_eq!(exit["status"], "EXECUTION_STATUS_SUCCEEDED", "{out}");
     assert_eq!(exit["exitCode"], 0, "{out}");
 
-    // Another role's launch is not there for mcp, open stdin or not.
-    let theirs = start_as(
-        GATEWAY_UID,
-        Some("alice"),
-        &serde_json::json!({"argv": ["/bin/cat"], "open_stdin": true, "timeout_ms": 60000})
-            .to_string(),
-    );
-    let (ok, out) = attach_as_mcp(&format!(
-        r#"{{"open": {{"id": "{theirs}", "write": true}}}} {{"input": "{}"}}"#,
-        b64("x\n")
-    ));
-    assert!(!ok && out.contains("NotFound"), "{out}");
     stack.stop();
 }
