@@ -136,15 +136,24 @@ pub async fn request_run(
     let id = uuid::Uuid::now_v7().to_string();
     // Refused here, not after an operator approved it.
     let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
+    // The whole request is judged: its environment and input can choose what runs.
     let verdict = {
         let (command, argv) = (req.command.clone(), req.argv.clone());
+        let (env, stdin) = (req.env.clone(), req.stdin.clone());
         tokio::task::spawn_blocking(move || {
-            let c = if argv.is_empty() {
+            let command = if argv.is_empty() {
                 Command::Shell(&command)
             } else {
                 Command::Argv(&argv)
             };
-            risk::classify(c, declared)
+            risk::judge(
+                risk::Request {
+                    command,
+                    env: &env,
+                    stdin: &stdin,
+                },
+                declared,
+            )
         })
         .await
         .map_err(|e| GateError::Field("command", format!("the classifier failed: {e}")))?

@@ -204,7 +204,16 @@ pub fn classify(r: &pb::ClassifyRequest) -> Result<pb::ClassifyResponse, tonic::
             return Err(edge::invalid("command: give a command or an argv"));
         }
     };
-    let v = risk::classify(command, declared);
+    let env: std::collections::BTreeMap<String, String> =
+        r.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let v = risk::judge(
+        risk::Request {
+            command,
+            env: &env,
+            stdin: &r.stdin,
+        },
+        declared,
+    );
     Ok(pb::ClassifyResponse {
         risk_class: risk_class(v.class) as i32,
         reasons: v

@@ -455,3 +455,96 @@ fn request_fields_are_bounded_and_pages_end_by_bytes() {
     assert!(pages >= 2, "the bytes ended the first page");
     stack.stop();
 }
+
+/// What is judged is the whole request: an agent's `ls` with `PATH` pointing at a planted
+/// directory (or a `git log` with its `PAGER` chosen) used to count as a read and run at
+/// once, the planted program with it; a shell given `rm -rf /` on its input counted as
+/// "runs code from its input", not as what that code does. Now each waits for an approval
+/// that names what it found, and the planted `ls` runs only once an admin approved it.
+#[test]
+fn a_request_is_judged_with_its_environment_and_input() {
+    use std::os::unix::fs::PermissionsExt;
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let r = bob.post("/api/tokens", json!({"name": "agent", "scopes": ["agent"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    // A directory the agent profile can read (the host's /var/tmp, read-only there).
+    let planted = tempfile::Builder::new()
+        .prefix("argos-planted-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(planted.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ls = planted.path().join("ls");
+    std::fs::write(&ls, "#!/bin/sh\necho PLANTED\n").unwrap();
+    std::fs::set_permissions(&ls, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = planted.path().display().to_string();
+
+    let pending = |agent: &mut Web, body: serde_json::Value| -> serde_json::Value {
+        let r = agent.post("/api/agent/run", body.clone());
+        assert_eq!(r.status, 200, "{body}: {r:?}");
+        let v = r.json();
+        assert_eq!(
+            v["approval"]["state"], "pending",
+            "{body}: ran at once: {v}"
+        );
+        assert_eq!(v["execution"]["status"], "pending_approval", "{v}");
+        v
+    };
+    let why = |v: &serde_json::Value| v["approval"]["reasons"].to_string();
+    let v = pending(
+        &mut agent,
+        json!({"command": "ls", "env": {"PATH": path}, "purpose": "list"}),
+    );
+    assert_eq!(v["approval"]["risk_class"], "config_mutation", "{v}");
+    assert!(
+        why(&v).contains("`PATH`, which chooses which programs run"),
+        "{v}"
+    );
+    let planted_run = v["approval"]["id"].as_str().unwrap().to_string();
+    let v = pending(
+        &mut agent,
+        json!({"command": "git log -1", "env": {"PAGER": "/bin/sh -c id"}}),
+    );
+    assert!(why(&v).contains("`PAGER`"), "{v}");
+    // A shell's input is its script, judged as one: destructive, typed confirmation.
+    let v = pending(&mut agent, json!({"command": "sh", "stdin": "rm -rf /\n"}));
+    assert_eq!(v["approval"]["risk_class"], "destructive", "{v}");
+    assert!(why(&v).contains("in its standard input: "), "{v}");
+    // A reader's input is data; locale variables choose nothing: these run at once.
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "grep -c root", "stdin": "root\nrm -rf /\n", "env": {"LC_ALL": "C"}}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.json()["approval"].is_null(), "{r:?}");
+    // Classify explains the same, running nothing.
+    let v = bob
+        .post(
+            "/api/classify",
+            json!({"command": "ls", "env": {"HOME": "/var/tmp/x"}}),
+        )
+        .json();
+    assert_eq!(v["class"], "config_mutation", "{v}");
+    assert!(v["reasons"].to_string().contains("`HOME`"), "{v}");
+
+    // Approved, the request runs as it was asked — the planted program with it.
+    let r = admin.post(
+        &format!("/api/approvals/{planted_run}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let exec = format!(
+        "/api/executions/{}",
+        r.json()["execution"]["id"].as_str().unwrap()
+    );
+    let done = (0..200)
+        .map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            admin.get(&exec)
+        })
+        .find(|r| r.status != 200 || r.json()["execution"]["status"] != "running")
+        .unwrap();
+    assert_eq!(done.json()["stdout"]["text"], "PLANTED\n", "{done:?}");
+    stack.stop();
+}

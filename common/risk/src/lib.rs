@@ -17,12 +17,18 @@
 //!   fork bomb, writes to block devices, …) are `destructive`; anything unknown is
 //!   `config_mutation`.
 //! - A declared risk can only raise the class, never lower it.
+//! - `judge` reads a whole request: its environment and standard input can raise the class
+//!   too (`request.rs`), so a read run with `PATH` or `LD_PRELOAD` set, or a shell given a
+//!   script on its input, is judged for what it really runs.
 #![forbid(unsafe_code)]
 
 mod lex;
+mod request;
 mod rules;
 mod shell;
 mod word;
+
+pub use request::Request;
 
 use serde::{Deserialize, Serialize};
 
@@ -107,6 +113,21 @@ pub(crate) const MAX_DEPTH: u32 = 8;
 /// Classifies a command; `declared` (the caller's own estimate) can only raise the class.
 pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
     let mut acc = Acc::default();
+    judge_command(command, &mut acc);
+    acc.finish(declared)
+}
+
+/// Judges a whole request — its command, environment and standard input (`request.rs`);
+/// `declared` can only raise the class. Without environment or input this is `classify`.
+pub fn judge(request: Request<'_>, declared: Option<Class>) -> Verdict {
+    let mut acc = Acc::default();
+    judge_command(request.command, &mut acc);
+    request::environment(request.env, &mut acc);
+    request::input(request.stdin, &mut acc);
+    acc.finish(declared)
+}
+
+fn judge_command(command: Command<'_>, acc: &mut Acc) {
     match command {
         Command::Shell(s) if s.len() > MAX_LEN => acc.raise(
             Class::ConfigMutation,
@@ -115,7 +136,7 @@ pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
         Command::Shell(s) if s.trim().is_empty() => {
             acc.raise(Class::ConfigMutation, "an empty command")
         }
-        Command::Shell(s) => shell::script(s, &mut acc),
+        Command::Shell(s) => shell::script(s, acc),
         Command::Argv([]) => acc.raise(Class::ConfigMutation, "an empty command"),
         Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => acc.raise(
             Class::ConfigMutation,
@@ -123,10 +144,9 @@ pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
         ),
         Command::Argv(argv) => {
             let words: Vec<shell::Word> = argv.iter().map(|a| shell::Word::literal(a)).collect();
-            rules::simple(&words, &shell::Place::default(), &[], &mut acc);
+            rules::simple(&words, &shell::Place::default(), &[], acc);
         }
     }
-    acc.finish(declared)
 }
 
 /// What classification has found so far.
@@ -137,6 +157,8 @@ pub(crate) struct Acc {
     downloads: bool,
     /// …and, somewhere, a program that runs code it reads (a shell, an interpreter).
     interprets: bool,
+    /// Somewhere, a shell that reads its script from its input.
+    shell_input: bool,
     /// The command is compound or indirect (never `read_only`).
     compound: bool,
     /// Somewhere, text that destroys data when a database client runs it (`DROP TABLE`)…
@@ -158,7 +180,19 @@ impl Acc {
         }
     }
 
-    fn finish(mut self, declared: Option<Class>) -> Verdict {
+    /// Takes in what `inner` found in text the request carries (its input), each reason
+    /// prefixed with where it was found; its findings pair among themselves only.
+    pub(crate) fn absorb(&mut self, mut inner: Acc, prefix: &str) {
+        inner.pairings();
+        for r in inner.reasons {
+            self.raise(r.class, format!("{prefix}{}", r.why));
+        }
+        self.compound |= inner.compound;
+    }
+
+    /// What two findings mean together: a download and an interpreter, destructive SQL
+    /// and a database client.
+    fn pairings(&mut self) {
         if self.downloads && self.interprets {
             self.raise(
                 Class::Destructive,
@@ -168,6 +202,10 @@ impl Acc {
         if let (Some(sql), true) = (self.sql.take(), self.database) {
             self.raise(Class::Destructive, format!("{sql} for a database client"));
         }
+    }
+
+    fn finish(mut self, declared: Option<Class>) -> Verdict {
+        self.pairings();
         if let Some(d) = declared {
             self.raise(d, format!("declared {d} by the caller"));
         }

@@ -255,6 +255,7 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
         }
         _ if operands(args).iter().all(|o| *o == "-") => {
             acc.interprets = true;
+            acc.shell_input |= shells;
             acc.raise(Config, format!("`{name}` runs code from its input"));
         }
         _ => acc.raise(
