@@ -86,7 +86,12 @@ fn main() -> ExitCode {
                     .await
                     .context("opening the audit trail")?,
             );
+            let key = std::sync::Arc::new(
+                argos_store::key::Key::load_or_create(&ctx.state_dir.join("gateway.key"))
+                    .context("the gateway's key")?,
+            );
             let api = std::sync::Arc::new(api::Api {
+                key,
                 audit,
                 tickets: api::Tickets::default(),
                 ticket_ttl: std::time::Duration::from_secs(g.terminal_ticket_ttl_s.max(1)),

@@ -1,5 +1,6 @@
 //! A small HTTP client for the gateway's API in tests (ureq, plain HTTP): JSON in and
-//! out, one session cookie kept per client, any header added by hand.
+//! out, one session cookie and one device cookie kept per client, any header added by
+//! hand.
 
 use std::net::SocketAddr;
 
@@ -8,6 +9,8 @@ pub struct Web {
     agent: ureq::Agent,
     /// `name=value` of the session cookie, once one was set.
     pub cookie: Option<String>,
+    /// `name=value` of the device cookie (sent to `/api/login` only), once one was set.
+    pub device: Option<String>,
     /// A bearer token to send instead.
     pub bearer: Option<String>,
 }
@@ -59,6 +62,7 @@ impl Web {
             base: format!("http://{addr}"),
             agent,
             cookie: None,
+            device: None,
             bearer: None,
         }
     }
@@ -95,8 +99,14 @@ impl Web {
         if json {
             b = b.header("content-type", "application/json");
         }
-        if let Some(c) = &self.cookie {
-            b = b.header("cookie", c.as_str());
+        let cookies: Vec<&str> = self
+            .cookie
+            .iter()
+            .chain(self.device.iter().filter(|_| path == "/api/login"))
+            .map(String::as_str)
+            .collect();
+        if !cookies.is_empty() {
+            b = b.header("cookie", cookies.join("; "));
         }
         if let Some(t) = &self.bearer {
             b = b.header("authorization", format!("Bearer {t}"));
@@ -118,12 +128,20 @@ impl Web {
             headers,
             text,
         };
-        if let Some(set) = reply.header("set-cookie") {
+        for (k, set) in &reply.headers {
+            if !k.eq_ignore_ascii_case("set-cookie") {
+                continue;
+            }
             let pair = set.split(';').next().unwrap_or("").to_string();
-            self.cookie = pair
+            let kept = pair
                 .split_once('=')
                 .filter(|(_, v)| !v.is_empty())
                 .map(|_| pair.clone());
+            if pair.contains("argos_device=") {
+                self.device = kept;
+            } else {
+                self.cookie = kept;
+            }
         }
         reply
     }
@@ -232,8 +250,14 @@ impl Web {
             .uri(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
-        if let Some(c) = &self.cookie {
-            b = b.header("cookie", c.as_str());
+        let cookies: Vec<&str> = self
+            .cookie
+            .iter()
+            .chain(self.device.iter().filter(|_| path == "/api/login"))
+            .map(String::as_str)
+            .collect();
+        if !cookies.is_empty() {
+            b = b.header("cookie", cookies.join("; "));
         }
         if let Some(t) = &self.bearer {
             b = b.header("authorization", format!("Bearer {t}"));

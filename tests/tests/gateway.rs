@@ -490,6 +490,86 @@ fn concurrent_wrong_logins_are_counted_before_they_are_verified() {
     stack.stop();
 }
 
+/// Failing logins from rotating addresses grew the account's lock and refused the admin's
+/// right password. A client that logged in before (its device cookie, as OWASP describes)
+/// is throttled on its own now: others' failures do not lock it out; a forged device
+/// cookie, or one made for another name, counts for nothing; and its own failures still
+/// lock it.
+#[test]
+fn others_failures_do_not_lock_out_a_client_that_logged_in_before() {
+    let stack = StackBuilder::new().start();
+    let listen = stack.listen;
+    let mut admin = stack.admin();
+    let admins_device = admin
+        .device
+        .clone()
+        .expect("setup hands out a device cookie");
+    let r = admin.post(
+        "/api/users",
+        json!({"name": "bob", "password": PASSWORD, "role": "user"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut bob = Web::new(listen);
+    assert_eq!(
+        bob.post("/api/login", json!({"name": "bob", "password": PASSWORD}))
+            .status,
+        200
+    );
+    let bobs_device = bob
+        .device
+        .clone()
+        .expect("a login hands out a device cookie");
+    let right = json!({"name": "root-admin", "password": PASSWORD});
+    // The attack: wrong passwords until the account is locked.
+    let mut attacker = Web::new(listen);
+    let refused = (0..12)
+        .map(|_| {
+            attacker
+                .post(
+                    "/api/login",
+                    json!({"name": "root-admin", "password": "a guess"}),
+                )
+                .status
+        })
+        .filter(|s| *s == 429)
+        .count();
+    assert!(refused > 0, "the account was never locked");
+    let with_device = |device: Option<String>| {
+        let mut w = Web::new(listen);
+        w.device = device;
+        w
+    };
+    // A client never seen: locked out, as before.
+    let r = with_device(None).post("/api/login", right.clone());
+    assert_eq!((r.status, r.code().as_str()), (429, "throttled"), "{r:?}");
+    // Forged, or made for another name: no device.
+    let forged = format!("argos_device={}.{}", "0".repeat(32), "0".repeat(64));
+    for device in [forged, bobs_device] {
+        let r = with_device(Some(device.clone())).post("/api/login", right.clone());
+        assert_eq!(r.status, 429, "{device}: {r:?}");
+    }
+    // The admin's own browser, known by its device cookie: in, at once.
+    let mut known = with_device(Some(admins_device.clone()));
+    let r = known.post("/api/login", right.clone());
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(known.device, Some(admins_device), "kept, not replaced");
+    // Its own failures lock it: the device cookie is no key past the throttle.
+    let statuses: Vec<u16> = (0..7)
+        .map(|_| {
+            known
+                .post(
+                    "/api/login",
+                    json!({"name": "root-admin", "password": "mistyped"}),
+                )
+                .status
+        })
+        .collect();
+    assert_eq!(statuses.last(), Some(&429), "{statuses:?}");
+    let r = known.post("/api/login", right);
+    assert_eq!((r.status, r.code().as_str()), (429, "throttled"), "{r:?}");
+    stack.stop();
+}
+
 /// Unauthenticated logins with 1.9 MB names grew the database and the log by hundreds of
 /// MB, and a line break in a name forged a log line. A name no account can have is a bad
 /// field now, refused before it is hashed, counted, stored or logged; and no log line

@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 pub mod audit;
+pub mod key;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -49,7 +49,12 @@ pub async fn setup(
     let user = created?;
     tracing::info!(user = %user.name, "first admin created");
     let secret = api.accounts.new_session(user.id).await?;
-    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+    let mut r = session_response(&api, &headers, peer.ip(), &secret, &user);
+    r.headers_mut().append(
+        header::SET_COOKIE,
+        device_cookie(&api, &headers, peer.ip(), &user.name),
+    );
+    Ok(r)
 }
 
 pub(crate) fn throttled(wait: Duration) -> ApiError {
@@ -84,7 +89,14 @@ pub async fn login(
     if b.password.len() > 1024 {
         return Err(invalid("password: at most 1024 bytes"));
     }
-    let keys = [format!("user:{}", b.name), format!("addr:{}", peer.ip())];
+    // A client that logged in as this name before (its device cookie) is throttled on
+    // its own: others' failures, from any address, do not lock it out (OWASP's device
+    // cookies). Any other client is throttled by account and by address.
+    let device = known_device(&api, &headers, &b.name);
+    let keys = match &device {
+        Some(nonce) => vec![format!("device:{nonce}")],
+        None => vec![format!("user:{}", b.name), format!("addr:{}", peer.ip())],
+    };
     // Counted before the (slow) verify: see `Throttle::attempt`.
     api.throttle.attempt(&keys).map_err(throttled)?;
     let peer_detail = json!({"peer": peer.ip().to_string()});
@@ -101,8 +113,15 @@ pub async fn login(
     api.throttle.succeeded(&keys);
     record(&api, "login.succeeded", &user.name, &user.name, peer_detail).await?;
     let secret = api.accounts.new_session(user.id).await?;
-    tracing::info!(user = %user.name, "login");
-    Ok(session_response(&api, &headers, peer.ip(), &secret, &user))
+    tracing::info!(user = %user.name, known_device = device.is_some(), "login");
+    let mut r = session_response(&api, &headers, peer.ip(), &secret, &user);
+    if device.is_none() {
+        r.headers_mut().append(
+            header::SET_COOKIE,
+            device_cookie(&api, &headers, peer.ip(), &user.name),
+        );
+    }
+    Ok(r)
 }
 
 #[utoipa::path(post, path = "/api/logout", tag = "accounts", description = "Ends this session server-side.",   responses((status = 204, description = "ended"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]

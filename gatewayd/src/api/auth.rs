@@ -35,6 +35,14 @@ impl Caller {
 
 pub(crate) const COOKIE: &str = "argos_session";
 pub(crate) const HOST_COOKIE: &str = "__Host-argos_session";
+/// The device cookie: a client that logged in as someone before (OWASP's "device
+/// cookies"). Sent only to the login route.
+pub(crate) const DEVICE_COOKIE: &str = "argos_device";
+pub(crate) const SECURE_DEVICE_COOKIE: &str = "__Secure-argos_device";
+/// How long a client stays known without logging in again.
+const DEVICE_MAX_AGE: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The key's domain for device cookies.
+const DEVICE_DOMAIN: &str = "argos device cookie v1";
 
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -43,6 +51,11 @@ pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
 }
 
 pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    cookie(headers, HOST_COOKIE, COOKIE)
+}
+
+/// The value of cookie `preferred`, else of `plain`.
+fn cookie(headers: &HeaderMap, preferred: &str, plain: &str) -> Option<String> {
     let mut found = None;
     for v in headers.get_all(header::COOKIE) {
         let Ok(v) = v.to_str() else { continue };
@@ -50,15 +63,57 @@ pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
             let Some((k, val)) = pair.trim().split_once('=') else {
                 continue;
             };
-            if k == HOST_COOKIE {
+            if k == preferred {
                 return Some(val.to_string());
             }
-            if k == COOKIE {
+            if k == plain {
                 found = Some(val.to_string());
             }
         }
     }
     found
+}
+
+/// The device this client is, when it shows a device cookie the gateway made for a login
+/// as `name`: its nonce. A cookie made for another name, or not made by this gateway's
+/// key, is no device.
+pub(crate) fn known_device(api: &Api, headers: &HeaderMap, name: &str) -> Option<String> {
+    let value = cookie(headers, SECURE_DEVICE_COOKIE, DEVICE_COOKIE)?;
+    let (nonce, tag) = value.split_once('.')?;
+    (nonce.len() == 32 && nonce.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then_some(())
+        .filter(|_| {
+            api.key
+                .verify(DEVICE_DOMAIN, &device_text(name, nonce), tag)
+        })
+        .map(|_| nonce.to_string())
+}
+
+fn device_text(name: &str, nonce: &str) -> Vec<u8> {
+    format!("{name}\0{nonce}").into_bytes()
+}
+
+/// A new device cookie for a client that just logged in as `name`.
+pub(crate) fn device_cookie(
+    api: &Api,
+    headers: &HeaderMap,
+    peer: IpAddr,
+    name: &str,
+) -> HeaderValue {
+    let mut nonce = [0u8; 16];
+    getrandom::fill(&mut nonce).expect("the kernel's random source");
+    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let tag = api.key.tag(DEVICE_DOMAIN, &device_text(name, &nonce));
+    let (cookie, flag) = if cookie_secure(api, headers, peer) {
+        (SECURE_DEVICE_COOKIE, "; Secure")
+    } else {
+        (DEVICE_COOKIE, "")
+    };
+    HeaderValue::from_str(&format!(
+        "{cookie}={nonce}.{tag}; Path=/api/login; HttpOnly; SameSite=Strict; Max-Age={}{flag}",
+        DEVICE_MAX_AGE.as_secs()
+    ))
+    .expect("hex is a cookie value")
 }
 
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Caller {

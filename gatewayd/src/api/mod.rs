@@ -79,6 +79,8 @@ pub struct Api {
     /// Web terminals' WebSocket tickets, and how long one is valid.
     pub tickets: Tickets,
     pub ticket_ttl: Duration,
+    /// The gateway's secret key (`gateway.key` in its state dir): device cookies.
+    pub key: Arc<argos_store::key::Key>,
 }
 
 pub type Shared = Arc<Api>;

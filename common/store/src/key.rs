@@ -1,0 +1,165 @@
+//! A daemon's secret key: 32 random bytes in a file of its private state dir (mode 0600),
+//! made at its first start and kept across restarts. What the daemon must later recognise
+//! as its own is tagged with HMAC-SHA256 under it — its audit rows, the gateway's device
+//! cookies — each use in a domain of its own, so a tag made for one is worth nothing in
+//! another. Whoever can rewrite the daemon's database but not read this file cannot make
+//! a tag the daemon accepts.
+
+use std::io::Write as _;
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::Path;
+
+use hmac::{Hmac, Mac as _};
+use sha2::Sha256;
+
+const LEN: usize = 32;
+
+/// A daemon's secret key.
+pub struct Key([u8; LEN]);
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Key(…)")
+    }
+}
+
+/// Why a key file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("key file {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("key file {path}: {why}")]
+    Unusable { path: String, why: String },
+}
+
+impl Key {
+    /// Reads the key at `path`, or makes one there (0600, written whole before it is
+    /// used). A file open to group or others, owned by another uid, or not 32 bytes
+    /// long is refused, not replaced: a key that may have leaked or been swapped is
+    /// not trusted.
+    pub fn load_or_create(path: &Path) -> Result<Key, KeyError> {
+        let shown = path.display().to_string();
+        let io = |source| KeyError::Io {
+            path: shown.clone(),
+            source,
+        };
+        let unusable = |why: String| KeyError::Unusable {
+            path: shown.clone(),
+            why,
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+        {
+            Ok(mut f) => {
+                let mut k = [0u8; LEN];
+                getrandom::fill(&mut k).map_err(|e| unusable(format!("random source: {e}")))?;
+                f.write_all(&k).map_err(io)?;
+                f.sync_all().map_err(io)?;
+                return Ok(Key(k));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
+        let meta = std::fs::symlink_metadata(path).map_err(io)?;
+        if !meta.is_file() {
+            return Err(unusable("not a regular file".into()));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(unusable(format!(
+                "mode {:o} is open to group or others (want 600)",
+                meta.mode() & 0o777
+            )));
+        }
+        let me = nix::unistd::geteuid().as_raw();
+        if meta.uid() != me {
+            return Err(unusable(format!(
+                "owned by uid {}, not this daemon's {me}",
+                meta.uid()
+            )));
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        let k: [u8; LEN] = bytes
+            .try_into()
+            .map_err(|b: Vec<u8>| unusable(format!("{} bytes, want {LEN}", b.len())))?;
+        Ok(Key(k))
+    }
+
+    fn hmac(&self, domain: &str, data: &[u8]) -> Hmac<Sha256> {
+        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        m.update(domain.as_bytes());
+        m.update(&[0]);
+        m.update(data);
+        m
+    }
+
+    /// The tag of `data` in `domain`, as lowercase hex.
+    pub fn tag(&self, domain: &str, data: &[u8]) -> String {
+        hex(&self.hmac(domain, data).finalize().into_bytes())
+    }
+
+    /// Whether `tag` (hex) is the tag of `data` in `domain`; compared in constant time.
+    pub fn verify(&self, domain: &str, data: &[u8], tag: &str) -> bool {
+        let Some(bytes) = unhex(tag) else {
+            return false;
+        };
+        self.hmac(domain, data).verify_slice(&bytes).is_ok()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn made_once_kept_and_refused_when_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("daemon.key");
+        let k = Key::load_or_create(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let again = Key::load_or_create(&path).unwrap();
+        let t = k.tag("audit", b"row");
+        assert_eq!(
+            t,
+            again.tag("audit", b"row"),
+            "the same key after a restart"
+        );
+        assert!(again.verify("audit", b"row", &t));
+        assert!(!again.verify("device", b"row", &t), "domains are apart");
+        assert!(!again.verify("audit", b"rox", &t));
+        assert!(!again.verify("audit", b"row", "zz"));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let e = Key::load_or_create(&path).unwrap_err().to_string();
+        assert!(e.contains("open to group or others"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, b"short").unwrap();
+        let e = Key::load_or_create(&path).unwrap_err().to_string();
+        assert!(e.contains("5 bytes, want 32"), "{e}");
+    }
+}
