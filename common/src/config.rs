@@ -141,6 +141,8 @@ pub struct GatewayConfig {
     pub stream_resume_s: u64,
     /// How long a web terminal's WebSocket ticket may wait for its upgrade, in seconds.
     pub terminal_ticket_ttl_s: u64,
+    /// Seconds between exchanges of audit heads with execd.
+    pub audit_anchor_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -329,6 +331,11 @@ impl Config {
                     "gateway.terminal_ticket_ttl_s",
                     30u64,
                     "Seconds a web terminal's single-use WebSocket ticket (minted by POST /api/terminals/{id}/ticket) stays valid.",
+                ),
+                audit_anchor_s: r.get(
+                    "gateway.audit_anchor_s",
+                    30u64,
+                    "Seconds between exchanges of audit heads with execd: each daemon's newest audit row is recorded in the other's trail, so a trail cut short or recomputed fails `audit verify`, naming the row. Rows written since the last exchange are not yet anchored. At least 1.",
                 ),
             },
             exec: ExecConfig {

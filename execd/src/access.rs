@@ -44,6 +44,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
+        .method(m("AnchorAudit"), RoleSet::of(&[PeerRole::Gateway]))
         // Terminals and open stdins are for admins (mcp's own launches with open stdin,
         // checked in the handler, once it may start its configured servers).
         .method(m("Attach"), RoleSet::of(&admin))

@@ -681,9 +681,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ledger = Ledger::open(&dir.path().join("execd.db")).await.unwrap();
         let audit = std::sync::Arc::new(
-            argos_store::audit::Audit::open(ledger.pool().clone())
-                .await
-                .unwrap(),
+            argos_store::audit::Audit::open(
+                ledger.pool().clone(),
+                crate::ledger::test_key(),
+                "execd",
+            )
+            .await
+            .unwrap(),
         );
         let store = Store::new(ledger.pool().clone(), audit.clone());
         let canonical = |command: &str| Canonical {
@@ -866,7 +870,7 @@ mod tests {
         ));
 
         // Every step is in the chain, and the chain holds.
-        let v = audit.verify().await.unwrap();
+        let v = audit.verify(None).await.unwrap();
         assert_eq!(v.broken, None);
         let kinds: Vec<String> = audit
             .list(&argos_store::audit::Filter {

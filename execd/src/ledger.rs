@@ -326,6 +326,13 @@ fn record(r: &SqliteRow) -> Record {
     }
 }
 
+/// A fresh key for the tests' audit trails.
+#[cfg(test)]
+pub(crate) fn test_key() -> std::sync::Arc<argos_store::key::Key> {
+    let dir = tempfile::tempdir().unwrap();
+    std::sync::Arc::new(argos_store::key::Key::load_or_create(&dir.path().join("k")).unwrap())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,7 +387,7 @@ mod tests {
             },
             error: None,
         };
-        let audit = argos_store::audit::Audit::open(l.pool().clone())
+        let audit = argos_store::audit::Audit::open(l.pool().clone(), super::test_key(), "execd")
             .await
             .unwrap();
         l.finish(&audit, "02", &result).await.unwrap();

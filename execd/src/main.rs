@@ -94,8 +94,12 @@ fn main() -> ExitCode {
         launcher.ensure_dirs()?;
         let warm_shims = ctx.config.exec.warm_shims;
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
+        let key = Arc::new(
+            argos_store::key::Key::load_or_create(&ctx.state_dir.join("execd.key"))
+                .context("execd's key")?,
+        );
         let audit = Arc::new(
-            Audit::open(ledger.pool().clone())
+            Audit::open(ledger.pool().clone(), key, "execd")
                 .await
                 .context("opening the audit trail")?,
         );

@@ -267,9 +267,15 @@ impl Exec for ExecService {
 
     async fn verify_audit(
         &self,
-        _req: Request<pb::VerifyAuditRequest>,
+        req: Request<pb::VerifyAuditRequest>,
     ) -> Result<Response<pb::VerifyAuditResponse>, Status> {
-        let v = self.manager.audit.verify().await.map_err(edge::store)?;
+        let anchor = req.into_inner().anchor.map(wire::anchor);
+        let v = self
+            .manager
+            .audit
+            .verify(anchor.as_ref())
+            .await
+            .map_err(edge::store)?;
         let (broken_seq, broken_reason) = v.broken.unwrap_or_default();
         Ok(Response::new(pb::VerifyAuditResponse {
             ok: broken_seq == 0,
@@ -278,6 +284,46 @@ impl Exec for ExecService {
             head_hash: v.head_hash,
             broken_seq,
             broken_reason,
+            anchor: v.anchor.as_ref().map(wire::audit_anchor),
+        }))
+    }
+
+    async fn anchor_audit(
+        &self,
+        req: Request<pb::AnchorAuditRequest>,
+    ) -> Result<Response<pb::AnchorAuditResponse>, Status> {
+        const PEER: &str = "gateway";
+        let r = req.into_inner();
+        let audit = &self.manager.audit;
+        if let Some(held) = r.held.map(wire::anchor)
+            && let Some(why) = audit.confirm(&held).await.map_err(edge::store)?
+        {
+            tracing::error!(%why, "execd's audit trail does not hold what the gateway anchored");
+            return Err(edge::lost(format!("execd's audit trail: {why}")));
+        }
+        let mut recorded = false;
+        if r.record
+            && let Some(head) = r.head
+        {
+            recorded = audit
+                .record_anchor(PEER, head.seq, &head.hash)
+                .await
+                .map_err(|why| {
+                    tracing::error!(%why, "the gateway's audit head contradicts its anchor");
+                    edge::lost(why)
+                })?;
+        }
+        let (seq, hash) = audit.content_head().await.map_err(edge::store)?;
+        let held = audit.anchor_of(PEER).await.map_err(edge::store)?;
+        Ok(Response::new(pb::AnchorAuditResponse {
+            head: Some(pb::AuditAnchor {
+                seq,
+                hash,
+                at_ms: 0,
+                by: String::new(),
+            }),
+            held: held.as_ref().map(wire::audit_anchor),
+            recorded,
         }))
     }
 

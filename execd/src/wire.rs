@@ -281,3 +281,23 @@ pub fn audit_record(r: &argos_store::audit::Record) -> pb::AuditRecord {
         hash: r.hash.clone(),
     }
 }
+
+/// An anchor from the wire.
+pub fn anchor(a: pb::AuditAnchor) -> argos_store::audit::Anchor {
+    argos_store::audit::Anchor {
+        by: a.by,
+        seq: a.seq,
+        hash: a.hash,
+        at_ms: a.at_ms,
+    }
+}
+
+/// An anchor for the wire.
+pub fn audit_anchor(a: &argos_store::audit::Anchor) -> pb::AuditAnchor {
+    pb::AuditAnchor {
+        seq: a.seq,
+        hash: a.hash.clone(),
+        at_ms: a.at_ms,
+        by: a.by.clone(),
+    }
+}

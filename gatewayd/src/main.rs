@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod accounts;
+mod anchor;
 mod api;
 mod http;
 mod sse;
@@ -81,14 +82,14 @@ fn main() -> ExitCode {
                     .map(|h| h.to_ascii_lowercase())
                     .collect(),
             };
-            let audit = std::sync::Arc::new(
-                argos_store::audit::Audit::open(accounts.pool().clone())
-                    .await
-                    .context("opening the audit trail")?,
-            );
             let key = std::sync::Arc::new(
                 argos_store::key::Key::load_or_create(&ctx.state_dir.join("gateway.key"))
                     .context("the gateway's key")?,
+            );
+            let audit = std::sync::Arc::new(
+                argos_store::audit::Audit::open(accounts.pool().clone(), key.clone(), "gateway")
+                    .await
+                    .context("opening the audit trail")?,
             );
             let api = std::sync::Arc::new(api::Api {
                 key,
@@ -104,6 +105,10 @@ fn main() -> ExitCode {
                 resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
             });
             tokio::spawn(api::watch_execd(api.clone()));
+            tokio::spawn(anchor::run(
+                api.clone(),
+                std::time::Duration::from_secs(g.audit_anchor_s.max(1)),
+            ));
             let app = http::router(state, api)
                 .into_make_service_with_connect_info::<std::net::SocketAddr>();
             let stop = ctx.clone();

@@ -155,22 +155,38 @@ impl StackBuilder {
             std::os::unix::fs::chown(root.path(), Some(uid), Some(uid)).expect("chown stack root");
         }
         let listen = SocketAddr::from(([127, 0, 0, 1], self.listen_port.unwrap_or_else(free_port)));
+        let mut stack = Stack {
+            root,
+            child: None,
+            listen,
+            log: Arc::new(Mutex::new(String::new())),
+            ready_line: String::new(),
+            builder: self,
+        };
+        stack.launch();
+        stack
+    }
+}
+
+impl Stack {
+    /// Runs `argosctl up` on this stack's root and address and waits until it is ready.
+    fn launch(&mut self) {
         let mut child = command("argosctl")
             .arg("up")
             .arg("--root")
-            .arg(root.path())
+            .arg(self.root.path())
             .arg("--listen")
-            .arg(listen.to_string())
+            .arg(self.listen.to_string())
             .arg("--bin-dir")
             .arg(reachable_bin_dir())
-            .uid_gid(self.run_as)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .uid_gid(self.builder.run_as)
+            .envs(self.builder.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawning argosctl up");
-        let log = Arc::new(Mutex::new(String::new()));
+        let log = self.log.clone();
         let stderr = child.stderr.take().unwrap();
         let err_log = log.clone();
         std::thread::spawn(move || drain(stderr, err_log));
@@ -194,24 +210,28 @@ impl StackBuilder {
                 }
             }
         });
-        let mut stack = Stack {
-            root,
-            child: Some(child),
-            listen,
-            log,
-            ready_line: String::new(),
-        };
+        self.child = Some(child);
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => stack.ready_line = line,
+            Ok(line) => self.ready_line = line,
             Err(_) => {
-                let status = stack.child.as_mut().unwrap().try_wait();
+                let status = self.child.as_mut().unwrap().try_wait();
                 panic!(
                     "argosctl up did not become ready (status {status:?}); its output:\n{}",
-                    stack.log()
+                    self.log()
                 );
             }
         }
-        stack
+    }
+
+    /// Stops the stack cleanly, runs `between` with nothing of it running (to change its
+    /// files as an attacker with the disk would), and starts it again on the same root.
+    pub fn restart_with(&mut self, between: impl FnOnce(&Path)) {
+        let status = self.terminate();
+        assert!(status.success(), "argosctl up exited with {status}");
+        self.child = None;
+        self.assert_nothing_left();
+        between(self.root.path());
+        self.launch();
     }
 }
 
@@ -235,6 +255,7 @@ pub struct Stack {
     log: Arc<Mutex<String>>,
     /// The "Argos is up ..." line `argosctl up` printed.
     pub ready_line: String,
+    builder: StackBuilder,
 }
 
 impl Stack {

@@ -589,7 +589,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
             .execution
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::Rejected as i32, "{e:?}");
-        let v = c.verify_audit().await.unwrap();
+        let v = c.verify_audit(None).await.unwrap();
         assert!(v.ok && v.broken_seq == 0, "{v:?}");
         v.head_seq
     });
@@ -622,7 +622,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
     });
     s.restart();
     runtime.block_on(async {
-        let v = client(&s).verify_audit().await.unwrap();
+        let v = client(&s).verify_audit(None).await.unwrap();
         assert!(!v.ok, "{v:?}");
         assert_eq!(v.broken_seq, 3, "{v:?}");
         assert!(v.broken_reason.contains("changed"), "{v:?}");

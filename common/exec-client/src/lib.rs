@@ -276,12 +276,25 @@ impl ExecClient {
         Ok(self.grpc().list_audit(self.req(r)).await?.into_inner())
     }
 
-    pub async fn verify_audit(&self) -> Result<pb::VerifyAuditResponse, ExecError> {
+    /// Verifies execd's audit trail, against `anchor` (the newest the caller holds of it)
+    /// when given.
+    pub async fn verify_audit(
+        &self,
+        anchor: Option<pb::AuditAnchor>,
+    ) -> Result<pb::VerifyAuditResponse, ExecError> {
         Ok(self
             .grpc()
-            .verify_audit(self.req(pb::VerifyAuditRequest {}))
+            .verify_audit(self.req(pb::VerifyAuditRequest { anchor }))
             .await?
             .into_inner())
+    }
+
+    /// Exchanges audit heads with execd (the gateway's role).
+    pub async fn anchor_audit(
+        &self,
+        r: pb::AnchorAuditRequest,
+    ) -> Result<pb::AnchorAuditResponse, ExecError> {
+        Ok(self.grpc().anchor_audit(self.req(r)).await?.into_inner())
     }
 
     /// Each profile and what it would enforce on this host now.

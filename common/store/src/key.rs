@@ -91,6 +91,11 @@ impl Key {
         Ok(Key(k))
     }
 
+    /// A key from its bytes (as a tool that read the file would have it).
+    pub fn from_bytes(bytes: [u8; LEN]) -> Key {
+        Key(bytes)
+    }
+
     fn hmac(&self, domain: &str, data: &[u8]) -> Hmac<Sha256> {
         let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
         m.update(domain.as_bytes());

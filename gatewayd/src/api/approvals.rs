@@ -227,6 +227,7 @@ pub async fn audit(
                 detail: r.detail.clone(),
                 prev_hash: r.prev_hash.clone(),
                 hash: r.hash.clone(),
+                mac: String::new(),
             };
             (r.at_unix_ms, audit_json("execd", &rec))
         })
@@ -238,22 +239,65 @@ pub async fn audit(
     ))
 }
 
-#[utoipa::path(get, path = "/api/audit/verify", tag = "audit", description = "Walks both audit trails (execd's and the gateway's) and names the first row of each that does not verify (admins).", responses((status = 200, description = "`{\"execd\": {\"ok\", \"rows\", \"head_seq\", \"head_hash\", \"broken_seq\", \"broken_reason\"}, \"gateway\": {…}}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/audit/verify", tag = "audit", description = "Walks both audit trails (execd's and the gateway's) and names the first row of each that does not verify (admins): a broken chain, a MAC not made with the daemon's key, or rows missing or rewritten up to the newest anchor the other daemon holds of the trail (a trail cut short or recomputed).", responses((status = 200, description = "`{\"execd\": {\"ok\", \"rows\", \"head_seq\", \"head_hash\", \"broken_seq\", \"broken_reason\", \"anchor\": {\"seq\", \"hash\", \"at_ms\", \"by\"} | null}, \"gateway\": {…}}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn audit_verify(
     State(api): State<Shared>,
     caller: Caller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    use crate::anchor::EXECD;
+    let anchor_json = |a: Option<(i64, &str, i64, &str)>| {
+        a.map(|(seq, hash, at_ms, by)| json!({"seq": seq, "hash": hash, "at_ms": at_ms, "by": by}))
+    };
+    // execd's trail, against the newest anchor the gateway holds of it.
+    let held = api
+        .audit
+        .anchor_of(EXECD)
+        .await
+        .map_err(ApiError::internal)?;
     let e = execd(&api, &caller)
-        .verify_audit()
+        .verify_audit(held.map(|a| pb::AuditAnchor {
+            seq: a.seq,
+            hash: a.hash,
+            at_ms: a.at_ms,
+            by: a.by,
+        }))
         .await
         .map_err(from_exec)?;
-    let g = api.audit.verify().await.map_err(ApiError::internal)?;
+    // The gateway's, against the newest anchor execd holds of it.
+    let theirs = execd(&api, &caller)
+        .list_audit(pb::ListAuditRequest {
+            kind_prefix: argos_store::audit::ANCHOR.into(),
+            subject: "gateway".into(),
+            before_seq: 0,
+            page_size: 1,
+        })
+        .await
+        .map_err(from_exec)?
+        .records
+        .into_iter()
+        .next()
+        .and_then(|r| {
+            let d: serde_json::Value = serde_json::from_str(&r.detail).ok()?;
+            Some(argos_store::audit::Anchor {
+                by: EXECD.into(),
+                seq: d["seq"].as_i64()?,
+                hash: d["hash"].as_str()?.to_string(),
+                at_ms: r.at_unix_ms,
+            })
+        });
+    let g = api
+        .audit
+        .verify(theirs.as_ref())
+        .await
+        .map_err(ApiError::internal)?;
     let (broken_seq, broken_reason) = g.broken.unwrap_or_default();
     Ok(Json(json!({
         "execd": {"ok": e.ok, "rows": e.rows, "head_seq": e.head_seq, "head_hash": e.head_hash,
-                  "broken_seq": e.broken_seq, "broken_reason": e.broken_reason},
+                  "broken_seq": e.broken_seq, "broken_reason": e.broken_reason,
+                  "anchor": anchor_json(e.anchor.as_ref().map(|a| (a.seq, a.hash.as_str(), a.at_ms, a.by.as_str())))},
         "gateway": {"ok": broken_seq == 0, "rows": g.rows, "head_seq": g.head_seq,
-                    "head_hash": g.head_hash, "broken_seq": broken_seq, "broken_reason": broken_reason},
+                    "head_hash": g.head_hash, "broken_seq": broken_seq, "broken_reason": broken_reason,
+                    "anchor": anchor_json(g.anchor.as_ref().map(|a| (a.seq, a.hash.as_str(), a.at_ms, a.by.as_str())))},
     })))
 }
 

@@ -1,0 +1,138 @@
+//! The gateway's half of audit anchoring: it exchanges audit heads with execd at
+//! intervals, so that each trail's newest row is kept in the other's and a trail cut short
+//! or recomputed fails `audit verify`, naming the row (`argos_store::audit`).
+//!
+//! One exchange: (1) execd confirms that its trail still holds the anchor the gateway has
+//! of it and answers its head and its anchor of the gateway's trail; (2) the gateway
+//! confirms that its own trail still holds that anchor; (3) it records execd's head when
+//! it moved on; (4) it asks execd to record the gateway's head when that moved on. So an
+//! anchor is only ever recorded after the one before it was confirmed: the newest one
+//! vouches for every row up to it. A contradiction is logged as an error and nothing more
+//! is recorded of either trail until an operator looks.
+
+use std::time::Duration;
+
+use argos_exec_client::ErrorKind;
+use argos_proto::exec::v1 as pb;
+use argos_store::audit::Anchor;
+
+use crate::api::Shared;
+
+/// The peer whose trail the gateway anchors, as its anchor rows name it.
+pub const EXECD: &str = "execd";
+
+/// What one exchange did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Exchanged {
+    /// execd's head was recorded in the gateway's trail.
+    pub recorded_execd: bool,
+    /// The gateway's head was recorded in execd's trail.
+    pub recorded_gateway: bool,
+}
+
+fn wire(a: &Anchor) -> pb::AuditAnchor {
+    pb::AuditAnchor {
+        seq: a.seq,
+        hash: a.hash.clone(),
+        at_ms: a.at_ms,
+        by: a.by.clone(),
+    }
+}
+
+/// Why an exchange did not happen.
+#[derive(Debug)]
+pub enum AnchorError {
+    /// execd is not there now.
+    Away,
+    /// A trail does not hold what the other recorded of it (or could not be read).
+    Broken(String),
+}
+
+impl From<String> for AnchorError {
+    fn from(s: String) -> AnchorError {
+        AnchorError::Broken(s)
+    }
+}
+
+impl From<argos_exec_client::ExecError> for AnchorError {
+    fn from(e: argos_exec_client::ExecError) -> AnchorError {
+        match e.kind {
+            ErrorKind::Unavailable | ErrorKind::Cancelled => AnchorError::Away,
+            _ => AnchorError::Broken(e.message),
+        }
+    }
+}
+
+/// One exchange of heads with execd; an error says which trail contradicts its anchor.
+pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
+    let store = |e: sqlx::Error| format!("the gateway's audit trail: {e}");
+    let held = api.audit.anchor_of(EXECD).await.map_err(store)?;
+    let peer = api
+        .exec
+        .anchor_audit(pb::AnchorAuditRequest {
+            head: None,
+            held: held.as_ref().map(wire),
+            record: false,
+        })
+        .await?;
+    if let Some(mine) = &peer.held {
+        let mine = Anchor {
+            by: EXECD.into(),
+            seq: mine.seq,
+            hash: mine.hash.clone(),
+            at_ms: mine.at_ms,
+        };
+        if let Some(why) = api.audit.confirm(&mine).await.map_err(store)? {
+            return Err(format!("the gateway's audit trail: {why}").into());
+        }
+    }
+    let mut done = Exchanged::default();
+    if let Some(head) = &peer.head {
+        done.recorded_execd = api.audit.record_anchor(EXECD, head.seq, &head.hash).await?;
+    }
+    let (seq, hash) = api.audit.content_head().await.map_err(store)?;
+    if seq > peer.held.as_ref().map_or(0, |h| h.seq) {
+        let held = api.audit.anchor_of(EXECD).await.map_err(store)?;
+        done.recorded_gateway = api
+            .exec
+            .anchor_audit(pb::AnchorAuditRequest {
+                head: Some(pb::AuditAnchor {
+                    seq,
+                    hash,
+                    at_ms: 0,
+                    by: String::new(),
+                }),
+                held: held.as_ref().map(wire),
+                record: true,
+            })
+            .await?
+            .recorded;
+    }
+    Ok(done)
+}
+
+/// Exchanges heads every `every`, from the start; an error is logged once until it
+/// changes (execd being away is not one).
+pub async fn run(api: Shared, every: Duration) {
+    let mut last_error = String::new();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match exchange(&api).await {
+            Ok(done) => {
+                if done != Exchanged::default() {
+                    tracing::debug!(?done, "audit heads exchanged with execd");
+                }
+                last_error.clear();
+            }
+            Err(AnchorError::Away) => {}
+            Err(AnchorError::Broken(e)) => {
+                if e != last_error {
+                    tracing::error!(error = %e, "audit anchoring with execd stopped: a trail does not hold what the other recorded of it");
+                    last_error = e;
+                }
+            }
+        }
+    }
+}
