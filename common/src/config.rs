@@ -26,7 +26,7 @@ pub const ENV_PREFIX: &str = "ARGOS_";
 /// The effective configuration shared by every Argos daemon.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// Directory holding each daemon's `<daemon>.sock`.
+    /// Directory holding each daemon's directory with its `<daemon>.sock`.
     pub runtime_dir: PathBuf,
     /// Parent of each daemon's private state directory `<state_dir>/<daemon>`.
     pub state_dir: PathBuf,
@@ -206,7 +206,7 @@ impl Config {
             runtime_dir: r.get(
                 "runtime_dir",
                 PathBuf::from("/run/argos"),
-                "Directory holding each daemon's gRPC socket, `<runtime_dir>/<daemon>.sock`.",
+                "Directory holding each daemon's gRPC socket, `<runtime_dir>/<daemon>/<daemon>.sock`, each in a directory the daemon owns (made 0750 if missing; refused if another uid owns it or others may write in it). Only root should be able to write here, so no daemon can take another's name.",
             ),
             state_dir: r.get(
                 "state_dir",
@@ -396,7 +396,7 @@ impl Config {
 
     /// The socket path of a daemon.
     pub fn socket_path(&self, daemon: &str) -> PathBuf {
-        self.runtime_dir.join(format!("{daemon}.sock"))
+        crate::connect::socket_path(&self.runtime_dir, daemon)
     }
 
     /// The private state directory of a daemon.

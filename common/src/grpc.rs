@@ -183,6 +183,10 @@ pub enum SocketError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "socket directory {path}: {why}; refusing it (another process may have taken the daemon's name)"
+    )]
+    SocketDir { path: PathBuf, why: String },
     #[error("{path} exists and is not a socket; refusing to remove it")]
     NotASocket { path: PathBuf },
     #[error("{path} is in use by a running process (is the daemon already running?)")]
@@ -200,8 +204,12 @@ pub enum SocketError {
     },
 }
 
-/// Binds a daemon socket: removes a stale socket file (never a live one, never a non-socket),
-/// binds, then sets mode and group explicitly (binding follows the umask).
+/// Binds a daemon socket in its own directory (`<runtime_dir>/<daemon>/`): the directory
+/// is made if missing (0750, or 0700 without a socket group) and must be owned by this
+/// daemon and writable by nobody else — one that is not is refused, not used (another
+/// process may have taken the name). Then removes a stale socket file (never a live one,
+/// never a non-socket), binds, and sets mode and group explicitly (binding follows the
+/// umask).
 pub fn bind_unix(
     path: &Path,
     mode: u32,
@@ -213,10 +221,7 @@ pub fn bind_unix(
         source,
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| SocketError::RuntimeDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        own_socket_dir(dir, group)?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if !meta.file_type().is_socket() => {
@@ -245,14 +250,57 @@ pub fn bind_unix(
     Ok(listener)
 }
 
+/// Makes or checks a daemon's socket directory: ours, open to nobody else for writing,
+/// searchable by the socket group when there is one.
+fn own_socket_dir(dir: &Path, group: Option<u32>) -> Result<(), SocketError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refuse = |why: String| SocketError::SocketDir {
+        path: dir.to_path_buf(),
+        why,
+    };
+    let io = |source| SocketError::RuntimeDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    if let Some(runtime) = dir.parent() {
+        std::fs::create_dir_all(runtime).map_err(io)?;
+    }
+    let mode = if group.is_some() { 0o750 } else { 0o700 };
+    match std::fs::DirBuilder::new().mode(mode).create(dir) {
+        Ok(()) => {
+            if let Some(gid) = group {
+                nix::unistd::chown(dir, None, Some(nix::unistd::Gid::from_raw(gid)))
+                    .map_err(|e| io(std::io::Error::from(e)))?;
+            }
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).map_err(io)?;
+            return Ok(());
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(e)),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(io)?;
+    let me = nix::unistd::geteuid().as_raw();
+    if !meta.is_dir() {
+        return Err(refuse("not a directory".into()));
+    }
+    if meta.uid() != me {
+        return Err(refuse(format!(
+            "owned by uid {}, not this daemon's {me}",
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "mode {:o} lets others create names in it (want 750 or 700)",
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
 /// Serves `routes` behind [`PeerAuth`] on `listener` until `shutdown` resolves, then gives
 /// open calls `grace` to finish, cuts the rest and removes the socket file.
-/// HTTP/2 flow-control windows of Argos's own sockets (both ends).
-const STREAM_WINDOW: u32 = 8 * 1024 * 1024;
-const CONNECTION_WINDOW: u32 = 16 * 1024 * 1024;
-/// Largest HTTP/2 frame either end accepts (the protocol's default is 16 KiB): a 1 MiB
-/// output chunk then crosses in a few frames, not sixty-four.
-const MAX_FRAME: u32 = 1024 * 1024;
+use crate::connect::{CONNECTION_WINDOW, MAX_FRAME, STREAM_WINDOW};
 
 pub async fn serve_unix(
     listener: tokio::net::UnixListener,
@@ -325,20 +373,6 @@ impl ShutdownSignals {
         };
         tracing::info!(signal = name, "shutting down");
     }
-}
-
-/// A gRPC channel to a daemon's Unix socket. Connects lazily on first call.
-pub fn unix_channel(path: &Path) -> Result<tonic::transport::Channel, tonic::transport::Error> {
-    // The authority is not sent anywhere; h2 needs a valid one, not the socket path.
-    let endpoint = tonic::transport::Endpoint::from_shared(format!("unix://{}", path.display()))?
-        .origin("http://localhost".parse().expect("static uri"))
-        .connect_timeout(Duration::from_secs(2))
-        // A local socket has no bandwidth-delay product to guess: large windows let a
-        // stream (Follow) run at memory speed instead of waiting on window updates.
-        .initial_stream_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .max_frame_size(MAX_FRAME);
-    Ok(endpoint.connect_lazy())
 }
 
 /// Adds principal and request-id metadata to an outgoing request.

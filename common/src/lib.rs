@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod config;
+pub mod connect;
 pub mod daemon;
 pub mod grpc;
 pub mod paths;

@@ -167,6 +167,16 @@ pub struct PeerTable {
 }
 
 impl PeerTable {
+    /// Each configured uid with its roles.
+    pub fn uids(&self) -> impl Iterator<Item = (u32, RoleSet)> + '_ {
+        self.by_uid.iter().map(|(uid, roles)| (*uid, *roles))
+    }
+
+    /// Whether one uid plays several roles on purpose (a one-user development run).
+    pub fn insecure_shared_uid(&self) -> bool {
+        self.insecure_shared_uid
+    }
+
     /// Builds the table, resolving names; refuses a uid in several roles unless the
     /// config says the run is insecure on purpose.
     pub fn from_config(

@@ -20,7 +20,9 @@ commands:
               --listen ADDR   gateway HTTP address (default 127.0.0.1:7000)
               --bin-dir DIR   where the argos-* binaries are (default: next to argosctl)
               --id-base N     as root: socket group N, daemon uids N+1..N+3 (default 64200)
-  status    call Status on every daemon socket under --root (or --runtime-dir DIR)
+  status    call Status on every daemon socket under --root (or --runtime-dir DIR), each
+            served by the uid the stack's config (--root's argos.toml, or --config FILE)
+            names for it, or root
   config-reference
             print the configuration reference (docs/configuration.md)
   approvals list [--state pending|approved|denied|revoked|expired|consumed|all]
@@ -130,16 +132,24 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
             rt.block_on(up::up(opts))
         }
         "status" => {
-            let runtime_dir = match (flags.take("--runtime-dir"), flags.take("--root")) {
-                (Some(d), _) => absolute(d)?,
-                (None, Some(r)) => absolute(r)?.join("run"),
-                (None, None) => absolute(".argos".into())?.join("run"),
+            let (runtime_dir, config) = match (flags.take("--runtime-dir"), flags.take("--root")) {
+                (Some(d), _) => (absolute(d)?, None),
+                (None, Some(r)) => (
+                    absolute(r.clone())?.join("run"),
+                    Some(absolute(r)?.join("argos.toml")),
+                ),
+                (None, None) => (
+                    absolute(".argos".into())?.join("run"),
+                    Some(absolute(".argos".into())?.join("argos.toml")),
+                ),
             };
+            let config = flags.take("--config").map(absolute).transpose()?.or(config);
             flags.finish()?;
+            let peers = config.as_deref().and_then(peer_table);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(status(runtime_dir))
+            rt.block_on(status(runtime_dir, peers))
         }
         "config-reference" => {
             flags.finish()?;
@@ -154,7 +164,25 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
     }
 }
 
-async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
+/// The peer table of the stack's config at `path`, if it reads: who each daemon runs as.
+fn peer_table(path: &std::path::Path) -> Option<argos_common::peer::PeerTable> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let source = argos_common::config::Source {
+        file: Some((path.display().to_string(), text)),
+        env: Default::default(),
+    };
+    let config = argos_common::config::Config::parse(&source).ok()?;
+    argos_common::peer::PeerTable::from_config(&config.peers, &argos_common::peer::SystemNames).ok()
+}
+
+/// Calls Status on each daemon. Each socket must be served by root, by us, or by the uid
+/// the stack's config names for that daemon (`peers`, when the config was found): one
+/// served by anyone else is refused before anything is sent, and shown as an error.
+async fn status(
+    runtime_dir: PathBuf,
+    peers: Option<argos_common::peer::PeerTable>,
+) -> anyhow::Result<i32> {
+    use argos_common::connect::ServerUids;
     let mut code = 0;
     println!(
         "{:<9} {:<8} {:>8} {:>6}  {:<10} you are",
@@ -162,7 +190,13 @@ async fn status(runtime_dir: PathBuf) -> anyhow::Result<i32> {
     );
     for daemon in argos_common::grpc::Daemon::ALL {
         let d = daemon.name();
-        let ch = argos_common::grpc::unix_channel(&runtime_dir.join(format!("{d}.sock")))?;
+        let servers = peers.as_ref().map_or_else(ServerUids::root_or_self, |p| {
+            ServerUids::for_daemon(p, daemon)
+        });
+        let ch = argos_common::connect::unix_channel(
+            &argos_common::connect::socket_path(&runtime_dir, d),
+            servers,
+        );
         let req = tonic::Request::new(StatusRequest {});
         let fut = argos_common::grpc::daemon_status(ch, req);
         match tokio::time::timeout(Duration::from_secs(3), fut).await {

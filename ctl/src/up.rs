@@ -151,12 +151,19 @@ fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
             .with_context(|| format!("setting mode of {}", dir.display()))?;
     }
     if let Identities::Separated { group, .. } = ids {
-        // Every daemon creates its own socket here; the sticky bit stops one daemon from
-        // removing or replacing another's socket (as tmpfiles.d sets up /run/argos).
+        // Each daemon's socket lives in a directory of its own, owned by it, in a runtime
+        // dir only root writes (as tmpfiles.d sets up /run/argos): no daemon can create,
+        // remove or replace another's socket, even while that one is down.
         let run = root.join("run");
-        chown(&run, Some(0), Some(group)).with_context(|| format!("chown {}", run.display()))?;
-        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o1775))
-            .with_context(|| format!("setting mode of {}", run.display()))?;
+        chown(&run, Some(0), Some(0)).with_context(|| format!("chown {}", run.display()))?;
+        for d in DAEMONS {
+            let dir = run.join(d);
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            chown(&dir, Some(ids.uid_of(d)), Some(group))
+                .with_context(|| format!("chown {}", dir.display()))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o750))
+                .with_context(|| format!("setting mode of {}", dir.display()))?;
+        }
     }
     for d in DAEMONS {
         let dir = root.join("state").join(d);
@@ -278,11 +285,14 @@ fn spawn(
     })
 }
 
-async fn health_serving(run: &Path, daemon: &str) -> bool {
-    let socket = run.join(format!("{daemon}.sock"));
-    let Ok(ch) = argos_common::grpc::unix_channel(&socket) else {
-        return false;
-    };
+async fn health_serving(run: &Path, daemon: &str, ids: Identities) -> bool {
+    let socket = argos_common::connect::socket_path(run, daemon);
+    let servers = argos_common::connect::ServerUids::of([
+        0,
+        nix::unistd::geteuid().as_raw(),
+        ids.uid_of(daemon),
+    ]);
+    let ch = argos_common::connect::unix_channel(&socket, servers);
     let mut client = tonic_health::pb::health_client::HealthClient::new(ch);
     let req = tonic_health::pb::HealthCheckRequest {
         service: String::new(),
@@ -433,7 +443,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let deadline = Instant::now() + opts.ready_timeout;
     let mut waiting: Vec<&str> = DAEMONS.to_vec();
     while failure.is_none() && !waiting.is_empty() {
-        let checks = waiting.iter().map(|d| health_serving(&run, d));
+        let checks = waiting.iter().map(|d| health_serving(&run, d, ids));
         let serving = futures_util::future::join_all(checks).await;
         let mut still = Vec::new();
         for (d, ok) in waiting.iter().zip(serving) {
@@ -505,7 +515,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
             let _ = writeln!(
                 out,
                 "    grpcurl -plaintext -unix -authority localhost {} list",
-                shown(&shown_run.join(format!("{d}.sock")))
+                shown(&argos_common::connect::socket_path(&shown_run, d))
             );
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");
@@ -537,7 +547,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
         }
     }
     for d in DAEMONS {
-        let _ = std::fs::remove_file(run.join(format!("{d}.sock")));
+        let _ = std::fs::remove_file(argos_common::connect::socket_path(&run, d));
     }
     say!("argosctl: stack stopped");
     Ok(code)
@@ -578,7 +588,7 @@ mod tests {
         assert!(!c.peers.insecure_shared_uid);
         assert_eq!(
             c.socket_path("execd"),
-            PathBuf::from("/srv/dev/.argos/run/execd.sock")
+            PathBuf::from("/srv/dev/.argos/run/execd/execd.sock")
         );
         let t =
             argos_common::peer::PeerTable::from_config(&c.peers, &argos_common::peer::SystemNames)

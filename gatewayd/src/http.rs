@@ -28,12 +28,21 @@ pub struct State {
 
 impl State {
     pub fn new(ctx: &Context) -> anyhow::Result<State> {
-        let ch = |d: &str| argos_common::grpc::unix_channel(&ctx.config.socket_path(d));
+        use argos_common::connect::{ServerUids, unix_channel};
+        use argos_common::grpc::Daemon;
+        // Each socket must be served by the uid its daemon runs as (SO_PEERCRED, checked
+        // before the first byte): not by another daemon that took its name.
+        let ch = |d: Daemon| {
+            unix_channel(
+                &ctx.config.socket_path(d.name()),
+                ServerUids::for_daemon(&ctx.peers, d),
+            )
+        };
         Ok(State {
             identity: ctx.identity.clone(),
-            exec: ch("execd")?,
-            mcp: ch("mcpd")?,
-            job: ch("jobd")?,
+            exec: ch(Daemon::Execd),
+            mcp: ch(Daemon::Mcpd),
+            job: ch(Daemon::Jobd),
         })
     }
 

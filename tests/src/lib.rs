@@ -116,6 +116,23 @@ pub fn open_tempdir() -> tempfile::TempDir {
     dir
 }
 
+/// Whom tests trust to serve a socket: root, the test's own uid and the dev stack's
+/// daemon uids.
+pub fn servers() -> argos_common::connect::ServerUids {
+    argos_common::connect::ServerUids::of([
+        0,
+        nix::unistd::geteuid().as_raw(),
+        GATEWAY_UID,
+        MCP_UID,
+        JOB_UID,
+    ])
+}
+
+/// A gRPC channel to a test stack's socket.
+pub fn channel(socket: &Path) -> tonic::transport::Channel {
+    argos_common::connect::unix_channel(socket, servers())
+}
+
 /// Configures a stack before starting it.
 #[derive(Debug, Default)]
 pub struct StackBuilder {
@@ -264,7 +281,7 @@ impl Stack {
     }
 
     pub fn socket(&self, daemon: &str) -> PathBuf {
-        self.root.path().join("run").join(format!("{daemon}.sock"))
+        argos_common::connect::socket_path(&self.root.path().join("run"), daemon)
     }
 
     pub fn config_path(&self) -> PathBuf {
@@ -273,7 +290,16 @@ impl Stack {
 
     /// A client of this stack's execd (the library every Argos daemon uses).
     pub fn exec(&self) -> argos_exec_client::ExecClient {
-        argos_exec_client::ExecClient::connect(&self.root.path().join("run")).unwrap()
+        argos_exec_client::ExecClient::connect_socket(&self.socket("execd"), self.server_uids())
+    }
+
+    /// The uids this stack's daemons run as: whom a test trusts to serve its sockets.
+    pub fn server_uids(&self) -> argos_common::connect::ServerUids {
+        argos_common::connect::ServerUids::of(
+            [0, GATEWAY_UID, MCP_UID, JOB_UID]
+                .into_iter()
+                .chain(self.builder.run_as),
+        )
     }
 
     /// Everything `argosctl up` and the daemons have printed so far.
@@ -498,10 +524,7 @@ impl Standalone {
     }
 
     pub fn socket(&self) -> PathBuf {
-        self.root
-            .path()
-            .join("run")
-            .join(format!("{}.sock", self.name))
+        argos_common::connect::socket_path(&self.root.path().join("run"), self.name)
     }
 
     pub fn pid(&self) -> i32 {

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use argos_tests::{JOB_UID, SOCKET_GID, command, open_tempdir, probe, require_root};
+use argos_tests::{JOB_UID, MCP_UID, SOCKET_GID, command, open_tempdir, probe, require_root};
 
 fn run_daemon(name: &str, config: &Path, env: &[(&str, &str)], extra: &[&str]) -> Output {
     let mut cmd = command(&format!("argos-{name}"));
@@ -189,7 +189,7 @@ fn an_insecure_run_says_so_on_start_and_in_status() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let socket = run.join("jobd.sock");
+    let socket = argos_common::connect::socket_path(&run, "jobd");
     wait_for(&socket);
     let st = probe(&socket, Some((u, SOCKET_GID)), Some("alice"));
     assert_eq!(st.json["insecure_shared_uid"], true, "{:?}", st.json);
@@ -238,7 +238,7 @@ fn sigterm_stops_a_daemon_within_two_seconds_even_with_a_client_connected() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let socket = root.path().join("run/execd.sock");
+    let socket = argos_common::connect::socket_path(&root.path().join("run"), "execd");
     wait_for(&socket);
     // A client holding a health Watch stream open must not keep the daemon alive.
     let watcher = {
@@ -250,7 +250,7 @@ fn sigterm_stops_a_daemon_within_two_seconds_even_with_a_client_connected() {
                 .unwrap();
             rt.block_on(async move {
                 let mut h = tonic_health::pb::health_client::HealthClient::new(
-                    argos_common::grpc::unix_channel(&socket).unwrap(),
+                    argos_tests::channel(&socket),
                 );
                 let mut s = h
                     .watch(tonic_health::pb::HealthCheckRequest {
@@ -272,12 +272,35 @@ fn sigterm_stops_a_daemon_within_two_seconds_even_with_a_client_connected() {
 
 #[test]
 fn socket_hygiene_stale_removed_live_and_foreign_refused() {
+    require_root("the socket hygiene test (it gives the socket's directory to another uid)");
     let root = open_tempdir();
     let cfg = root.path().join("argos.toml");
     std::fs::write(&cfg, base_config(root.path())).unwrap();
     let run = root.path().join("run");
     std::fs::create_dir(&run).unwrap();
-    let socket = run.join("execd.sock");
+    let socket = argos_common::connect::socket_path(&run, "execd");
+    let dir = socket.parent().unwrap();
+    // The socket's directory taken by another uid (a daemon that got there first), or
+    // open to others for writing: refused, not used — and nothing bound in it.
+    std::fs::create_dir(dir).unwrap();
+    chown(dir, Some(MCP_UID), Some(SOCKET_GID)).unwrap();
+    let out = run_daemon("execd", &cfg, &[], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("socket directory") && err.contains(&format!("owned by uid {MCP_UID}")),
+        "{err}"
+    );
+    chown(dir, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = run_daemon("execd", &cfg, &[], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("lets others create names in it"),
+        "{out:?}"
+    );
+    assert!(!socket.exists());
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o750)).unwrap();
     // A regular file where the socket goes is not ours to delete.
     std::fs::write(&socket, "precious").unwrap();
     let out = run_daemon("execd", &cfg, &[], &[]);
@@ -330,7 +353,10 @@ fn json_logs_are_one_object_per_line() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&root.path().join("run/execd.sock"));
+    wait_for(&argos_common::connect::socket_path(
+        &root.path().join("run"),
+        "execd",
+    ));
     terminate(&mut child);
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();

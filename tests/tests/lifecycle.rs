@@ -12,7 +12,7 @@ use argos_proto::exec::v1::{
 use argos_tests::{Standalone, require_root};
 
 fn client(s: &Standalone) -> ExecClient {
-    ExecClient::connect_socket(&s.socket()).unwrap()
+    ExecClient::connect_socket(&s.socket(), argos_tests::servers())
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -319,7 +319,7 @@ fn the_client_follows_on_by_itself_across_an_execd_restart() {
     let socket = s.socket();
     let follower = std::thread::spawn(move || {
         rt().block_on(async {
-            let c = ExecClient::connect_socket(&socket).unwrap();
+            let c = ExecClient::connect_socket(&socket, argos_tests::servers());
             let mut f = c.follow(&id, [0, 0]);
             let mut out = Vec::new();
             let mut told = false;
@@ -457,17 +457,16 @@ fn a_stalled_follower_is_cut_off_and_the_launch_runs_on() {
         // replay the log and the last few MiB).
         let e = start(&c, "sleep 0.5; head -c 300000000 /dev/zero", 120_000).await;
         // The raw stream: this follower must stop reading, not be followed again.
-        let mut stream = argos_proto::exec::v1::exec_client::ExecClient::new(
-            argos_common::grpc::unix_channel(&s.socket()).unwrap(),
-        )
-        .follow(FollowRequest {
-            id: e.id.clone(),
-            stdout_offset: 0,
-            stderr_offset: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+        let mut stream =
+            argos_proto::exec::v1::exec_client::ExecClient::new(argos_tests::channel(&s.socket()))
+                .follow(FollowRequest {
+                    id: e.id.clone(),
+                    stdout_offset: 0,
+                    stderr_offset: 0,
+                })
+                .await
+                .unwrap()
+                .into_inner();
         let first = stream.message().await.unwrap().unwrap();
         assert!(matches!(first.event, Some(Event::Chunk(_))));
         // Stop reading. The launch must still end, on its own.

@@ -26,7 +26,7 @@ async fn list_v1(socket: &Path) -> Vec<String> {
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
     use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
-    let mut client = ServerReflectionClient::new(argos_common::grpc::unix_channel(socket).unwrap());
+    let mut client = ServerReflectionClient::new(argos_tests::channel(socket));
     let req = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -50,7 +50,7 @@ async fn list_v1alpha(socket: &Path) -> Vec<String> {
     use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    let mut client = ServerReflectionClient::new(argos_common::grpc::unix_channel(socket).unwrap());
+    let mut client = ServerReflectionClient::new(argos_tests::channel(socket));
     let req = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::ListServices(String::new())),
@@ -88,7 +88,7 @@ async fn every_socket_lists_services_by_reflection_and_reports_serving() {
                 );
             }
         }
-        let mut health = HealthClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
+        let mut health = HealthClient::new(argos_tests::channel(&socket));
         for service in ["", service_of(d)] {
             let r = health
                 .check(HealthCheckRequest {
@@ -439,10 +439,14 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
             std::fs::read_dir(&root).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
         );
         // The operator's path through the link works; so does a daemon uid's.
-        let op = probe(&root.join("run/execd.sock"), None, None);
+        let op = probe(
+            &argos_common::connect::socket_path(&root.join("run"), "execd"),
+            None,
+            None,
+        );
         assert_eq!(op.json["ok"], true, "{:?}", op.json);
         let gw = probe(
-            &moved.join("run/execd.sock"),
+            &argos_common::connect::socket_path(&moved.join("run"), "execd"),
             Some((GATEWAY_UID, SOCKET_GID)),
             None,
         );
@@ -451,7 +455,7 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
             serde_json::json!(["PEER_ROLE_GATEWAY"])
         );
         assert!(
-            banner.contains(&format!("{}/run/execd.sock list", root.display())),
+            banner.contains(&format!("{}/run/execd/execd.sock list", root.display())),
             "{banner}"
         );
     });
@@ -508,4 +512,128 @@ fn argosctl_status_reports_every_daemon_and_the_callers_role() {
 
 fn stack_root_gone() -> std::path::PathBuf {
     std::env::temp_dir().join("argos-no-such-stack")
+}
+
+/// Runs a Python snippet as `uid` (group `SOCKET_GID`); its standard output.
+fn python_as(uid: u32, script: &str) -> String {
+    use std::os::unix::process::CommandExt;
+    let out = std::process::Command::new("python3")
+        .args(["-c", script])
+        .uid(uid)
+        .gid(SOCKET_GID)
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The runtime dir used to be group-writable with the sticky bit: a compromised mcpd that
+/// bound `execd.sock` while execd restarted received the gateway's calls — users'
+/// commands, stdin, terminal input, principals. Now each socket lives in its daemon's own
+/// directory under a runtime dir only root writes, and every client asks the kernel who
+/// serves a socket before it sends a byte.
+#[test]
+fn a_daemon_cannot_take_another_daemons_socket_and_clients_check_who_serves() {
+    require_root("the socket squatting test (it acts as the mcp uid)");
+    let stack = StackBuilder::new().start();
+    let run = stack.root().join("run");
+    // As the mcp uid: no name can be bound, renamed or removed where a socket of another
+    // daemon lives or will live (its live name is in use; a new one is not ours to make).
+    let script = format!(
+        r#"
+import errno, os, socket
+def bind(p):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(p); print(p, "bound")
+    except OSError as e:
+        print(p, errno.errorcode[e.errno])
+bind("{run}/execd.sock")
+bind("{run}/execd/execd.sock")
+bind("{run}/execd/new.sock")
+bind("{run}/gatewayd/x.sock")
+try:
+    os.rename("{run}/execd/execd.sock", "{run}/mcpd/stolen"); print("renamed")
+except OSError as e:
+    print("rename", errno.errorcode[e.errno])
+try:
+    os.mkdir("{run}/squat"); print("mkdir")
+except OSError as e:
+    print("mkdir", errno.errorcode[e.errno])
+"#,
+        run = run.display()
+    );
+    let out = python_as(MCP_UID, &script);
+    assert!(!out.contains("bound") && !out.contains("renamed"), "{out}");
+    assert!(!out.contains("\nmkdir\n"), "{out}");
+    assert_eq!(out.matches("EACCES").count(), 5, "{out}");
+    for d in DAEMONS {
+        assert_eq!(probe(&stack.socket(d), None, None).json["ok"], true, "{d}");
+    }
+
+    // An impostor the mcp uid serves (in its own directory): the execd client the gateway
+    // uses refuses it before the first byte, naming who serves it.
+    let fake = run.join("mcpd/fake-execd.sock");
+    let script = format!(
+        r#"
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind("{fake}"); s.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept(); c.settimeout(3)
+    got = 0
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b: break
+            got += len(b)
+    except OSError:
+        pass
+    c.close()
+    print("conn", got, flush=True)
+"#,
+        fake = fake.display()
+    );
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let mut impostor = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .uid(MCP_UID)
+        .gid(SOCKET_GID)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(impostor.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _in_rt = rt.enter();
+    // As the test (root) and as the gateway would (root or the gateway's own uid).
+    for servers in [
+        argos_common::connect::ServerUids::root_or_self(),
+        argos_common::connect::ServerUids::of([0, GATEWAY_UID]),
+    ] {
+        let exec = argos_exec_client::ExecClient::connect_socket(&fake, servers).as_user("alice");
+        let e = rt
+            .block_on(exec.run(argos_proto::exec::v1::RunRequest {
+                command: "cat /etc/shadow".into(),
+                stdin: b"typed password".to_vec(),
+                ..Default::default()
+            }))
+            .unwrap_err();
+        assert!(
+            e.message.contains(&format!("served by uid {MCP_UID}")),
+            "{e:?}"
+        );
+    }
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(impostor.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let conns: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = impostor.wait();
+    assert!(
+        !conns.is_empty() && conns.iter().all(|l| l == "conn 0"),
+        "the impostor was never connected to, or got bytes: {conns:?}"
+    );
+    stack.stop();
 }

@@ -19,7 +19,7 @@ fn rt() -> tokio::runtime::Runtime {
 }
 
 fn client(s: &Standalone) -> ExecClient {
-    ExecClient::connect_socket(&s.socket()).unwrap()
+    ExecClient::connect_socket(&s.socket(), argos_tests::servers())
 }
 
 /// One attached client: what it typed goes in, what the terminal showed is in `seen`.

@@ -16,7 +16,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use argos_common::grpc::{Daemon, unix_channel, with_principal};
+use argos_common::connect::{ServerUids, socket_path, unix_channel};
+use argos_common::grpc::{Daemon, with_principal};
 use argos_proto::exec::v1 as pb;
 use bytes::Bytes;
 use futures_util::Stream;
@@ -125,21 +126,18 @@ impl std::fmt::Debug for ExecClient {
 }
 
 impl ExecClient {
-    /// execd's socket under `runtime_dir`; connects on first use.
-    pub fn connect(runtime_dir: &Path) -> Result<ExecClient, ExecError> {
-        let socket = runtime_dir.join(format!("{}.sock", Daemon::Execd.name()));
-        Self::connect_socket(&socket)
+    /// execd's socket under `runtime_dir`, served by root or by this process's own uid
+    /// (checked before the first request); connects on first use.
+    pub fn connect(runtime_dir: &Path) -> ExecClient {
+        Self::connect_socket(
+            &socket_path(runtime_dir, Daemon::Execd.name()),
+            ServerUids::root_or_self(),
+        )
     }
 
-    /// execd at `socket`; connects on first use.
-    pub fn connect_socket(socket: &Path) -> Result<ExecClient, ExecError> {
-        let channel = unix_channel(socket).map_err(|e| {
-            ExecError::new(
-                ErrorKind::Unavailable,
-                format!("execd socket {}: {e}", socket.display()),
-            )
-        })?;
-        Ok(Self::from_channel(channel))
+    /// execd at `socket`, served by one of `servers`; connects on first use.
+    pub fn connect_socket(socket: &Path, servers: ServerUids) -> ExecClient {
+        Self::from_channel(unix_channel(socket, servers))
     }
 
     /// execd over an existing channel.

@@ -53,8 +53,8 @@ impl Execd {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let socket = root.join("run/execd.sock");
-        let mut client = ExecClient::new(argos_common::grpc::unix_channel(&socket).unwrap());
+        let socket = argos_common::connect::socket_path(&root.join("run"), "execd");
+        let mut client = ExecClient::new(argos_tests::channel(&socket));
         let deadline = Instant::now() + Duration::from_secs(30);
         while client
             .profiles(argos_proto::exec::v1::ProfilesRequest {})

@@ -111,9 +111,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut grpc = rt.block_on(async {
-        ExecClient::new(argos_common::grpc::unix_channel(&stack.socket("execd")).unwrap())
-    });
+    let mut grpc =
+        rt.block_on(async { ExecClient::new(argos_tests::channel(&stack.socket("execd"))) });
     let body = json!({"argv": ["/bin/true"], "profile": "agent", "timeout_ms": 10000});
     let req = || RunRequest {
         argv: vec!["/bin/true".into()],

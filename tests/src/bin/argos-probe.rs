@@ -38,7 +38,7 @@ async fn main() -> ExitCode {
             }
         }
     }
-    let ch = argos_common::grpc::unix_channel(&socket).expect("channel");
+    let ch = argos_tests::channel(&socket);
     if let Some((verb, profile, command)) = launch {
         let req = argos_common::grpc::with_principal(
             tonic::Request::new(argos_proto::exec::v1::RunRequest {
