@@ -36,6 +36,17 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     pub gateway: GatewayConfig,
     pub exec: ExecConfig,
+    pub quota: QuotaConfig,
+}
+
+/// How much one user (or, for a caller without a principal, one peer role) may hold at
+/// once. 0 means unlimited. Operators (root, or the operator group) are not counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuotaConfig {
+    pub launches: u64,
+    pub terminals: u64,
+    pub pending_approvals: u64,
+    pub event_streams: u64,
 }
 
 /// Containment dimensions execd knows (see execd's profiles).
@@ -368,7 +379,7 @@ impl Config {
                 retention_s: r.get(
                     "exec.retention_s",
                     7 * 24 * 3600u64,
-                    "Seconds a finished launch's files (output logs, workspace) are kept before they are removed; the ledger keeps its record. 0 keeps them forever.",
+                    "Seconds a finished launch's files (its launch dir with the output logs, and its workspace directory: empty where the profile bounds the workspace, whose tmpfs goes with the launch) are kept before they are removed; the ledger keeps its record. 0 keeps them forever.",
                 ),
                 warm_shims: r.get(
                     "exec.warm_shims",
@@ -384,6 +395,28 @@ impl Config {
                     "exec.terminal_detach_ttl_s",
                     900u64,
                     "Seconds a web terminal may stay with no client attached (its tab closed, its browser gone) before its shell and everything it started are killed. 0 keeps detached terminals until they end.",
+                ),
+            },
+            quota: QuotaConfig {
+                launches: r.get(
+                    "quota.launches",
+                    16u64,
+                    "Launches one user may have running at once (terminals included); a caller without a user (mcpd, jobd) is counted by its peer role. More are refused (RESOURCE_EXHAUSTED; 429 at the gateway) until one ends. 0: unlimited. Operators are not counted.",
+                ),
+                terminals: r.get(
+                    "quota.terminals",
+                    4u64,
+                    "Terminals one user may have open at once. 0: unlimited.",
+                ),
+                pending_approvals: r.get(
+                    "quota.pending_approvals",
+                    32u64,
+                    "Requests one user (or peer role) may have waiting for an approval at once; asking again for an identical pending request is not counted. 0: unlimited.",
+                ),
+                event_streams: r.get(
+                    "quota.event_streams",
+                    8u64,
+                    "Event streams (GET /api/events) one user may hold open at the gateway at once. 0: unlimited.",
                 ),
             },
         }

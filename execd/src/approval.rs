@@ -259,6 +259,8 @@ pub enum StoreError {
     Raced,
     #[error("the approval's stored request is damaged (it does not hash to its digest)")]
     Damaged,
+    #[error(transparent)]
+    Quota(#[from] crate::quota::Exceeded),
     #[error("recording the approval")]
     Db(#[from] sqlx::Error),
 }
@@ -269,6 +271,8 @@ pub enum StoreError {
 pub struct Store {
     pool: sqlx::SqlitePool,
     audit: std::sync::Arc<argos_store::audit::Audit>,
+    /// How many requests one user (or peer role) may have waiting.
+    quota: crate::quota::Quota,
 }
 
 fn row(r: &sqlx::sqlite::SqliteRow) -> Approval {
@@ -305,8 +309,12 @@ fn summary(a: &Approval) -> serde_json::Value {
 }
 
 impl Store {
-    pub fn new(pool: sqlx::SqlitePool, audit: std::sync::Arc<argos_store::audit::Audit>) -> Store {
-        Store { pool, audit }
+    pub fn new(
+        pool: sqlx::SqlitePool,
+        audit: std::sync::Arc<argos_store::audit::Audit>,
+        quota: crate::quota::Quota,
+    ) -> Store {
+        Store { pool, audit, quota }
     }
 
     pub async fn get(&self, id: &str) -> sqlx::Result<Option<Approval>> {
@@ -362,6 +370,24 @@ impl Store {
         let (request, digest) = n.canonical.text_and_digest();
         let id = uuid::Uuid::now_v7().to_string();
         let mut t = self.audit.begin().await?;
+        // An identical pending request is the same approval (and costs no quota).
+        let existing = sqlx::query(
+            "SELECT * FROM approvals WHERE state = 'pending' AND digest = ?
+               AND requester_role = ? AND requester_principal = ?",
+        )
+        .bind(&digest)
+        .bind(&n.requester_role)
+        .bind(&n.requester_principal)
+        .fetch_optional(&mut *t.tx)
+        .await?;
+        if let Some(existing) = existing {
+            return Ok((row(&existing), false));
+        }
+        let who = crate::manager::Requester {
+            role: n.requester_role.clone(),
+            principal: n.requester_principal.clone(),
+        };
+        self.quota.pending(&mut t.tx, &who).await??;
         let inserted = sqlx::query(
             "INSERT INTO approvals (id, state, risk_class, reasons, purpose, request, digest, stdin,
                requester_role, requester_principal, created_at_ms, expires_at_ms, execution_id)
@@ -385,16 +411,9 @@ impl Store {
         .rows_affected()
             == 1;
         if !inserted {
-            let existing = sqlx::query(
-                "SELECT * FROM approvals WHERE state = 'pending' AND digest = ?
-                   AND requester_role = ? AND requester_principal = ?",
-            )
-            .bind(&digest)
-            .bind(&n.requester_role)
-            .bind(&n.requester_principal)
-            .fetch_one(&mut *t.tx)
-            .await?;
-            return Ok((row(&existing), false));
+            // Not reached: the identical pending request was looked for above, in this
+            // transaction, and the audit lock keeps another from committing in between.
+            return Err(StoreError::Raced);
         }
         crate::ledger::insert_pending(&mut t.tx, execution).await?;
         let a = row(&sqlx::query("SELECT * FROM approvals WHERE id = ?")
@@ -689,7 +708,11 @@ mod tests {
             .await
             .unwrap(),
         );
-        let store = Store::new(ledger.pool().clone(), audit.clone());
+        let store = Store::new(
+            ledger.pool().clone(),
+            audit.clone(),
+            crate::quota::Quota::default(),
+        );
         let canonical = |command: &str| Canonical {
             target: "host".into(),
             command: command.into(),

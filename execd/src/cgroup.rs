@@ -1,7 +1,7 @@
-//! Per-launch cgroups, where the host delegates them: a memory and a pids limit for the
-//! whole tree (rlimits are per process or per uid), and the cgroup v2 `cgroup.kill` for
-//! teardown. Detected, never assumed: cgroup v2 (unified, pure or hybrid) and the v1
-//! `memory` and `pids` hierarchies are each used when present and writable.
+//! Per-launch cgroups, where the host delegates them: a memory, a pids and a CPU limit for
+//! the whole tree (rlimits are per process or per uid), and the cgroup v2 `cgroup.kill`
+//! for teardown. Detected, never assumed: cgroup v2 (unified, pure or hybrid) and the v1
+//! `memory`, `pids` and `cpu` hierarchies are each used when present and writable.
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +42,24 @@ fn make(
     }
 }
 
+/// The limits asked of a launch's cgroups.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub memory_bytes: Option<u64>,
+    pub pids: Option<u64>,
+    /// In percent of one CPU (100: one CPU's worth of time, whatever the thread count).
+    pub cpu_percent: Option<u64>,
+}
+
+impl Limits {
+    pub fn any(&self) -> bool {
+        self.memory_bytes.is_some() || self.pids.is_some() || self.cpu_percent.is_some()
+    }
+}
+
+/// The CFS period the CPU limit is expressed in, in microseconds.
+const CPU_PERIOD_US: u64 = 100_000;
+
 /// The v2 mount: `/sys/fs/cgroup` itself (pure v2) or `/sys/fs/cgroup/unified` (hybrid).
 fn v2_root() -> Option<PathBuf> {
     [PathBuf::from(ROOT), PathBuf::from(ROOT).join("unified")]
@@ -52,20 +70,20 @@ fn v2_root() -> Option<PathBuf> {
 impl Cgroups {
     /// Creates `argos/<id>` in each usable hierarchy and sets the limits it supports.
     /// Returns notes on whatever could not be done (the launch goes on without it).
-    pub fn create(
-        id: &str,
-        memory_max: Option<u64>,
-        pids_max: Option<u64>,
-    ) -> (Cgroups, Vec<String>) {
+    pub fn create(id: &str, limits: Limits) -> (Cgroups, Vec<String>) {
         let mut cg = Cgroups::default();
         let mut notes = Vec::new();
         let mut v2_has = Vec::new();
+        let cpu_quota = limits
+            .cpu_percent
+            .map(|p| (p * CPU_PERIOD_US / 100).max(1000));
+        let cpu_shown = |p: u64, v: &str| format!("CPU {p}% of one CPU (cgroup {v})");
         if let Some(root) = v2_root()
             && let Some(dir) = make(&mut cg.dirs, &mut notes, &root, id)
         {
             let controllers =
                 std::fs::read_to_string(root.join("cgroup.controllers")).unwrap_or_default();
-            for c in ["memory", "pids"] {
+            for c in ["memory", "pids", "cpu"] {
                 if controllers.split_whitespace().any(|x| x == c) {
                     let _ = write(&root.join("cgroup.subtree_control"), &format!("+{c}"));
                     let _ = write(
@@ -75,7 +93,7 @@ impl Cgroups {
                     v2_has.push(c);
                 }
             }
-            if let (Some(m), true) = (memory_max, v2_has.contains(&"memory")) {
+            if let (Some(m), true) = (limits.memory_bytes, v2_has.contains(&"memory")) {
                 match write(&dir.join("memory.max"), &m.to_string()) {
                     Ok(()) => cg
                         .limited
@@ -83,24 +101,28 @@ impl Cgroups {
                     Err(e) => notes.push(format!("resources: {e}")),
                 }
             }
-            if let (Some(p), true) = (pids_max, v2_has.contains(&"pids")) {
+            if let (Some(p), true) = (limits.pids, v2_has.contains(&"pids")) {
                 match write(&dir.join("pids.max"), &p.to_string()) {
                     Ok(()) => cg.limited.push(format!("{p} processes (cgroup v2)")),
+                    Err(e) => notes.push(format!("resources: {e}")),
+                }
+            }
+            if let (Some(q), Some(p), true) =
+                (cpu_quota, limits.cpu_percent, v2_has.contains(&"cpu"))
+            {
+                match write(&dir.join("cpu.max"), &format!("{q} {CPU_PERIOD_US}")) {
+                    Ok(()) => cg.limited.push(cpu_shown(p, "v2")),
                     Err(e) => notes.push(format!("resources: {e}")),
                 }
             }
             cg.v2 = Some(dir);
         }
         // v1 hierarchies for what v2 does not control here.
-        if let Some(m) = memory_max
+        let v1 = |name: &str| Path::new(ROOT).join(name);
+        if let Some(m) = limits.memory_bytes
             && !v2_has.contains(&"memory")
-            && Path::new(ROOT).join("memory/cgroup.procs").exists()
-            && let Some(dir) = make(
-                &mut cg.dirs,
-                &mut notes,
-                &Path::new(ROOT).join("memory"),
-                id,
-            )
+            && v1("memory").join("cgroup.procs").exists()
+            && let Some(dir) = make(&mut cg.dirs, &mut notes, &v1("memory"), id)
         {
             match write(&dir.join("memory.limit_in_bytes"), &m.to_string()) {
                 Ok(()) => cg
@@ -109,13 +131,25 @@ impl Cgroups {
                 Err(e) => notes.push(format!("resources: {e}")),
             }
         }
-        if let Some(p) = pids_max
+        if let Some(p) = limits.pids
             && !v2_has.contains(&"pids")
-            && Path::new(ROOT).join("pids/cgroup.procs").exists()
-            && let Some(dir) = make(&mut cg.dirs, &mut notes, &Path::new(ROOT).join("pids"), id)
+            && v1("pids").join("cgroup.procs").exists()
+            && let Some(dir) = make(&mut cg.dirs, &mut notes, &v1("pids"), id)
         {
             match write(&dir.join("pids.max"), &p.to_string()) {
                 Ok(()) => cg.limited.push(format!("{p} processes (cgroup v1)")),
+                Err(e) => notes.push(format!("resources: {e}")),
+            }
+        }
+        if let (Some(q), Some(p)) = (cpu_quota, limits.cpu_percent)
+            && !v2_has.contains(&"cpu")
+            && v1("cpu").join("cgroup.procs").exists()
+            && let Some(dir) = make(&mut cg.dirs, &mut notes, &v1("cpu"), id)
+        {
+            let set = write(&dir.join("cpu.cfs_period_us"), &CPU_PERIOD_US.to_string())
+                .and_then(|()| write(&dir.join("cpu.cfs_quota_us"), &q.to_string()));
+            match set {
+                Ok(()) => cg.limited.push(cpu_shown(p, "v1")),
                 Err(e) => notes.push(format!("resources: {e}")),
             }
         }

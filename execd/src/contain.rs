@@ -14,7 +14,7 @@ use seccompiler::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{Dimension, NetworkMode, Plan, Rlimits};
+use crate::spec::{Dimension, NetworkMode, Plan, Rlimits, WorkspaceLimit};
 use crate::sys::proc::{SelfStatus, namespace, self_status};
 
 /// The landlock ABI Argos asks for (filesystem rights up to truncate and device ioctls).
@@ -434,6 +434,10 @@ pub struct Readback {
     pub rlimits_ok: bool,
     /// Inside the launch's cgroups, when it has any (None: no cgroup limits).
     pub in_cgroup: Option<bool>,
+    /// The workspace's filesystem as read back (`statvfs`): its size in bytes and its
+    /// inode count, when the plan bounds it (None: not bounded by the plan).
+    #[serde(default)]
+    pub workspace: Option<(u64, u64)>,
 }
 
 impl Readback {
@@ -441,6 +445,7 @@ impl Readback {
         landlock_status: LandlockStatus,
         rlimits: Option<&Rlimits>,
         cgroup_marker: Option<&str>,
+        workspace: Option<&WorkspaceLimit>,
     ) -> Readback {
         Readback {
             status: self_status().unwrap_or_default(),
@@ -451,6 +456,22 @@ impl Readback {
                 std::fs::read_to_string("/proc/self/cgroup")
                     .is_ok_and(|s| s.lines().any(|l| l.ends_with(m)))
             }),
+            workspace: workspace.map(|w| {
+                nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
+                    (v.blocks().saturating_mul(v.fragment_size()), v.files())
+                })
+            }),
+        }
+    }
+
+    /// Whether the workspace is bounded as `plan` says (true when the plan sets no bound).
+    fn workspace_holds(&self, plan: &Plan) -> bool {
+        match (&plan.workspace_limit, self.workspace) {
+            (None, _) => true,
+            (Some(w), Some((bytes, inodes))) => {
+                bytes > 0 && bytes <= w.bytes && inodes > 0 && inodes <= w.inodes
+            }
+            (Some(_), None) => false,
         }
     }
 
@@ -496,18 +517,29 @@ impl Readback {
                     ),
                 )
             }
-            Dimension::Resources => (
-                self.rlimits_ok && self.in_cgroup != Some(false),
-                match self.in_cgroup {
-                    Some(true) => {
-                        "rlimits NOFILE NPROC AS FSIZE CPU; inside the launch's cgroup".into()
-                    }
-                    Some(false) => {
-                        "rlimits NOFILE NPROC AS FSIZE CPU; NOT inside the launch's cgroup".into()
-                    }
-                    None => "rlimits NOFILE NPROC AS FSIZE CPU; no cgroup on this host".into(),
-                },
-            ),
+            Dimension::Resources => {
+                let cgroup = match self.in_cgroup {
+                    Some(true) => "inside the launch's cgroup",
+                    Some(false) => "NOT inside the launch's cgroup",
+                    None => "no cgroup on this host",
+                };
+                let workspace = match (&plan.workspace_limit, self.workspace) {
+                    (None, _) => String::new(),
+                    (Some(_), Some((bytes, inodes))) if self.workspace_holds(plan) => format!(
+                        "; workspace a tmpfs of {} MiB and {inodes} inodes",
+                        bytes / (1024 * 1024)
+                    ),
+                    (Some(w), _) => format!(
+                        "; workspace NOT bounded to {} MiB and {} inodes",
+                        w.bytes / (1024 * 1024),
+                        w.inodes
+                    ),
+                };
+                (
+                    self.rlimits_ok && self.in_cgroup != Some(false) && self.workspace_holds(plan),
+                    format!("rlimits NOFILE NPROC AS FSIZE CPU; {cgroup}{workspace}"),
+                )
+            }
             // The shim itself keeps the deadline (when the launch has one).
             Dimension::WallClock => (true, "deadline kept by the shim".into()),
         }

@@ -73,6 +73,7 @@ pub fn gate(e: GateError) -> Status {
         GateError::Store(StoreError::NotFound(id)) => not_found(format!("no approval {id}")),
         GateError::Store(StoreError::Raced) => Status::aborted(e.to_string()),
         GateError::Store(StoreError::Damaged) => lost(e.to_string()),
+        GateError::Store(StoreError::Quota(q)) => Status::resource_exhausted(q.to_string()),
         GateError::Start(s) => start(s),
         other => internal("the risk gate failed")(format!("{:#}", anyhow::Error::from(other))),
     }
@@ -83,7 +84,7 @@ pub fn start(e: StartError) -> Status {
     match e {
         StartError::Invalid(i) => invalid(i.to_string()),
         StartError::ProfileNotAllowed { .. } => denied(e.to_string()),
-        StartError::NoUid => Status::resource_exhausted(e.to_string()),
+        StartError::NoUid | StartError::Quota(_) => Status::resource_exhausted(e.to_string()),
         other => {
             internal("could not start the launch")(format!("{:#}", anyhow::Error::from(other)))
         }

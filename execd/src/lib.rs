@@ -21,6 +21,7 @@ pub mod output;
 pub mod pool;
 pub mod profile;
 pub mod protocol;
+pub mod quota;
 pub mod service;
 pub mod shim;
 pub mod spec;

@@ -104,7 +104,20 @@ fn main() -> ExitCode {
                 .context("opening the audit trail")?,
         );
         let approval_ttl_s = ctx.config.exec.approval_ttl_s;
-        let manager = Manager::new(launcher, ledger, audit, warm_shims as usize, approval_ttl_s);
+        let q = &ctx.config.quota;
+        let quota = argos_execd::quota::Quota {
+            launches: q.launches,
+            terminals: q.terminals,
+            pending_approvals: q.pending_approvals,
+        };
+        let manager = Manager::new(
+            launcher,
+            ledger,
+            audit,
+            warm_shims as usize,
+            approval_ttl_s,
+            quota,
+        );
         manager
             .reconcile()
             .await

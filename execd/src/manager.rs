@@ -35,6 +35,8 @@ pub enum StartError {
     ProfileNotAllowed { profile: String, allowed: String },
     #[error("every per-launch uid is in use")]
     NoUid,
+    #[error(transparent)]
+    Quota(#[from] crate::quota::Exceeded),
     #[error("recording the launch")]
     Ledger(#[from] sqlx::Error),
     #[error(transparent)]
@@ -74,6 +76,8 @@ pub struct Manager {
     done: Mutex<HashMap<String, watch::Sender<Option<Arc<Ended>>>>>,
     /// Per-launch uids in use by launches that have not ended.
     uids: crate::uids::UidPool,
+    /// How much one user (or peer role) may hold at once.
+    quota: crate::quota::Quota,
 }
 
 impl Manager {
@@ -84,11 +88,13 @@ impl Manager {
         audit: Arc<Audit>,
         warm_shims: usize,
         approval_ttl_s: u64,
+        quota: crate::quota::Quota,
     ) -> Arc<Manager> {
         let pool = Pool::new(&launcher, warm_shims);
         let uids = crate::uids::UidPool::new(launcher.launch_uids.0, launcher.launch_uids.1);
         Arc::new(Manager {
-            approvals: approval::Store::new(ledger.pool().clone(), audit.clone()),
+            quota,
+            approvals: approval::Store::new(ledger.pool().clone(), audit.clone(), quota),
             approval_changes: tokio::sync::broadcast::channel(256).0,
             approval_ttl_s,
             audit,
@@ -176,6 +182,23 @@ impl Manager {
                 allowed: allowed.join(", "),
             });
         }
+        // A first look at the quota, before a warm shim is spent on a launch that would be
+        // refused (the count that decides is taken again where the row is written).
+        let early = match self.ledger.pool().acquire().await {
+            Ok(mut c) => self.quota.launch(&mut c, who, spec.tty.is_some()).await,
+            Err(e) => Err(e),
+        };
+        match early {
+            Ok(Ok(())) => {}
+            Ok(Err(quota)) => {
+                self.release_uid(&id);
+                return Err(StartError::Quota(quota));
+            }
+            Err(e) => {
+                self.release_uid(&id);
+                return Err(StartError::Ledger(e));
+            }
+        }
         let profile = spec.plan.profile.clone();
         let shim = match self.pool.take(&profile).await {
             Ok(s) => s,
@@ -208,6 +231,10 @@ impl Manager {
         // launch that cannot be audited does not start.
         let recorded = async {
             let mut t = self.audit.begin().await?;
+            // Counted where the row is written: transactions run one at a time.
+            if let Err(e) = self.quota.launch(&mut t.tx, who, record.tty).await? {
+                return Ok(Err(e));
+            }
             crate::ledger::insert_running(&mut t.tx, &record).await?;
             if let Intent::Record(mut detail) = intent {
                 detail["argv"] = serde_json::json!(record.argv);
@@ -221,11 +248,16 @@ impl Manager {
                 ))
                 .await?;
             }
-            t.commit().await
+            t.commit().await.map(Ok)
         };
         let (inserted, prepared) =
             tokio::join!(recorded, async { self.launcher.prepare(spec, &req.stdin) });
-        if let Err(e) = inserted {
+        let refused = match inserted {
+            Ok(Ok(())) => None,
+            Ok(Err(quota)) => Some(StartError::Quota(quota)),
+            Err(e) => Some(StartError::Ledger(e)),
+        };
+        if let Some(e) = refused {
             // Unrecorded, so it never starts: the unused shim ends its tree when its pipe
             // closes, and the launch dir goes.
             if let Ok(p) = &prepared {
@@ -234,7 +266,7 @@ impl Manager {
             }
             self.release_uid(&id);
             self.notify(&id, None);
-            return Err(StartError::Ledger(e));
+            return Err(e);
         }
         let started = match prepared {
             Ok(p) => shim.assign(&id).await.map(|running| (running, p)),

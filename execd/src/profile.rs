@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use argos_common::peer::{PeerRole, RoleSet};
 
-use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits};
+use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, WorkspaceLimit};
 
 /// The profiles file, compiled into execd.
 pub const PROFILES_TOML: &str = include_str!("../profiles.toml");
@@ -69,6 +69,11 @@ pub struct ResRule {
     pub address_space_mb: u64,
     pub file_size_mb: u64,
     pub cpu_seconds: u64,
+    /// CPU time for the whole tree, in percent of one CPU (cgroup `cpu.max`).
+    pub cpu_percent: u64,
+    /// The workspace: a tmpfs of this size and inode count in the launch's own mounts.
+    pub workspace_mb: u64,
+    pub workspace_inodes: u64,
 }
 
 /// Who besides admins may launch in a profile (the gateway and operators may launch in
@@ -298,6 +303,14 @@ pub fn plan(
         },
         cgroup_memory_bytes: (p.resources.memory_mb > 0).then(|| mb(p.resources.memory_mb)),
         cgroup_pids: (p.resources.pids > 0).then_some(p.resources.pids),
+        cgroup_cpu_percent: (p.resources.cpu_percent > 0).then_some(p.resources.cpu_percent),
+        workspace_limit: (p.resources.workspace_mb > 0 && p.resources.workspace_inodes > 0).then(
+            || WorkspaceLimit {
+                path: workspace.to_path_buf(),
+                bytes: mb(p.resources.workspace_mb),
+                inodes: p.resources.workspace_inodes,
+            },
+        ),
         disabled: disabled.to_vec(),
     }
 }

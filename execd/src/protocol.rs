@@ -46,6 +46,18 @@ impl ShimSetup {
         let per_launch = Plan {
             writable: self.plan.writable.clone(),
             run_as: self.plan.run_as,
+            // The workspace's bound is the profile's; only its path is the launch's.
+            workspace_limit: plan
+                .workspace_limit
+                .as_ref()
+                .map(|w| crate::spec::WorkspaceLimit {
+                    path: self
+                        .plan
+                        .workspace_limit
+                        .as_ref()
+                        .map_or_else(|| w.path.clone(), |mine| mine.path.clone()),
+                    ..w.clone()
+                }),
             ..plan.clone()
         };
         per_launch == self.plan

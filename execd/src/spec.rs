@@ -131,9 +131,24 @@ pub struct Plan {
     /// Whole-tree limits through a cgroup, where the host delegates one.
     pub cgroup_memory_bytes: Option<u64>,
     pub cgroup_pids: Option<u64>,
+    /// CPU time for the whole tree in percent of one CPU, through the cgroup.
+    #[serde(default)]
+    pub cgroup_cpu_percent: Option<u64>,
+    /// The workspace as a bounded tmpfs in the launch's own mounts.
+    #[serde(default)]
+    pub workspace_limit: Option<WorkspaceLimit>,
     /// Dimensions to treat as unavailable on this host (operator config or test hook):
     /// the shim skips the mechanism and reports what that leaves.
     pub disabled: Vec<Dimension>,
+}
+
+/// A workspace bounded in size and inode count: a tmpfs mounted at `path` in the launch's
+/// own mount namespace (its files live as long as the launch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceLimit {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub inodes: u64,
 }
 
 impl Plan {

@@ -92,6 +92,7 @@ fn main() -> ExitCode {
                     .context("opening the audit trail")?,
             );
             let api = std::sync::Arc::new(api::Api {
+                event_streams: api::PerUser::new(ctx.config.quota.event_streams),
                 key,
                 audit,
                 tickets: api::Tickets::default(),

@@ -700,3 +700,96 @@ fn each_peer_role_gets_exactly_its_launch_rights() {
     assert_eq!(r["status"], ExecutionStatus::Succeeded as i32);
     stack.stop();
 }
+
+/// A launch's CPU and workspace were bounded only per process (RLIMIT_CPU, RLIMIT_FSIZE):
+/// two busy processes used two CPUs, and files filled the host's disk under the work dir.
+/// Now the tree gets one CPU's worth of time (cgroup), and the workspace is a tmpfs of
+/// 1 GiB and 65536 inodes in the launch's own mounts, both read back in the containment
+/// report; nothing of it lands on the host's disk.
+#[test]
+fn a_launch_is_held_to_one_cpu_and_a_bounded_workspace() {
+    require_root("the resource bounds test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    // Two busy processes for two seconds of wall time: at most one CPU between them.
+    let r = py(
+        &stack,
+        "import os, time\n\
+         kids = []\n\
+         for _ in range(2):\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       end = time.time() + 2.0\n\
+         \x20       while time.time() < end: pass\n\
+         \x20       os._exit(0)\n\
+         \x20   kids.append(pid)\n\
+         for k in kids: os.waitpid(k, 0)\n\
+         t = os.times()\n\
+         print(round(t.children_user + t.children_system, 2))",
+    );
+    assert_eq!(
+        r.status,
+        ExecutionStatus::Succeeded,
+        "{} {}",
+        r.error,
+        r.err
+    );
+    let cpu: f64 = r.out.trim().parse().unwrap();
+    assert!(
+        cpu < 2.6,
+        "two busy processes used {cpu} s of CPU in 2 s: more than one CPU"
+    );
+    let (state, res) = &r.containment["resources"];
+    assert_eq!(*state, DimensionState::Enforced, "{res}");
+    assert!(res.contains("CPU 100% of one CPU"), "{res}");
+    assert!(
+        res.contains("workspace a tmpfs of 1024 MiB and 65536 inodes"),
+        "{res}"
+    );
+
+    // Files: three of 400 MiB (each under RLIMIT_FSIZE) fill the 1 GiB and no more;
+    // inodes: the 65536th file is the last.
+    let r = py(
+        &stack,
+        "import errno, os\n\
+         written = 0\n\
+         block = b'x' * (1 << 20)\n\
+         try:\n\
+         \x20   for i in range(3):\n\
+         \x20       with open(f'big{i}', 'wb') as f:\n\
+         \x20           for _ in range(400):\n\
+         \x20               f.write(block); written += 1\n\
+         except OSError as e:\n\
+         \x20   print('space', written, errno.errorcode[e.errno])\n\
+         for i in range(3):\n\
+         \x20   os.remove(f'big{i}')\n\
+         made = 0\n\
+         try:\n\
+         \x20   for i in range(70000):\n\
+         \x20       open(f'f{i}', 'w').close(); made += 1\n\
+         except OSError as e:\n\
+         \x20   print('inodes', made, errno.errorcode[e.errno])\n\
+         print(os.getcwd())",
+    );
+    assert_eq!(
+        r.status,
+        ExecutionStatus::Succeeded,
+        "{} {}",
+        r.error,
+        r.err
+    );
+    let mut lines = r.out.lines();
+    let space: Vec<&str> = lines.next().unwrap().split(' ').collect();
+    assert_eq!((space[0], space[2]), ("space", "ENOSPC"), "{}", r.out);
+    let mib: u64 = space[1].parse().unwrap();
+    assert!((1000..=1024).contains(&mib), "{mib} MiB written");
+    let inodes: Vec<&str> = lines.next().unwrap().split(' ').collect();
+    assert_eq!((inodes[0], inodes[2]), ("inodes", "ENOSPC"), "{}", r.out);
+    let made: u64 = inodes[1].parse().unwrap();
+    assert!((65000..65536).contains(&made), "{made} files made");
+    // Nothing of it on the host's disk: the workspace there is empty.
+    let workspace = lines.next().unwrap();
+    let left = std::fs::read_dir(workspace).map_or(0, |d| d.count());
+    assert_eq!(left, 0, "files left in {workspace} on the host");
+    stack.stop();
+}

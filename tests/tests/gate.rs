@@ -393,7 +393,11 @@ fn a_principal_follows_and_kills_its_own_runs_and_no_one_elses() {
 /// reached, page by page.
 #[test]
 fn request_fields_are_bounded_and_pages_end_by_bytes() {
-    let stack = StackBuilder::new().start();
+    // Past one page's bytes takes more pending requests than one user may hold by
+    // default: no quota here.
+    let stack = StackBuilder::new()
+        .env("ARGOS_QUOTA__PENDING_APPROVALS", "0")
+        .start();
     let (mut admin, mut bob) = stack.admin_and_user();
     let r = bob.post(
         "/api/agent/run",
@@ -734,5 +738,116 @@ fn a_trail_cut_short_or_recomputed_fails_verify_naming_the_row() {
         gateway["broken_reason"].as_str().unwrap().contains("MAC"),
         "{v}"
     );
+    stack.stop();
+}
+
+/// One user could hold any number of launches, terminals, event streams and approvals at
+/// once. Each is bounded per user now (`[quota]`), refused with 429 and a message naming
+/// the limit, without touching anyone else's share; what ends gives its place back.
+#[test]
+fn each_user_is_held_to_their_quota_and_no_one_elses() {
+    let stack = StackBuilder::new()
+        .env("ARGOS_QUOTA__LAUNCHES", "2")
+        .env("ARGOS_QUOTA__TERMINALS", "1")
+        .env("ARGOS_QUOTA__PENDING_APPROVALS", "2")
+        .env("ARGOS_QUOTA__EVENT_STREAMS", "2")
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let token = |w: &mut Web| {
+        let r = w.post("/api/tokens", json!({"name": "agent", "scopes": ["agent"]}));
+        assert_eq!(r.status, 201, "{r:?}");
+        Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap())
+    };
+    let mut agent = token(&mut bob);
+    let mut admins_agent = token(&mut admin);
+    let long = json!({"command": "tail -f /dev/null", "timeout_ms": 60000});
+    // Launches: two run; the third waits for one to end.
+    let mut running = Vec::new();
+    for _ in 0..2 {
+        let r = agent.post("/api/agent/run", long.clone());
+        assert_eq!(r.status, 200, "{r:?}");
+        running.push(r.json()["execution"]["id"].as_str().unwrap().to_string());
+    }
+    let r = agent.post("/api/agent/run", long.clone());
+    assert_eq!(
+        (r.status, r.code().as_str()),
+        (429, "resource_exhausted"),
+        "{r:?}"
+    );
+    assert!(
+        r.message().contains("user bob has 2 launches running")
+            && r.message().contains("quota.launches = 2"),
+        "{r:?}"
+    );
+    // Someone else's share is untouched.
+    let r = admins_agent.post("/api/agent/run", json!({"command": "true"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = admin.post(&format!("/api/executions/{}/kill", running[0]), json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = agent.post("/api/agent/run", json!({"command": "true"}));
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 429, "{r:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the place never came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    // Requests waiting for an approval: two; asking again for one of them is the same
+    // approval, not a third.
+    for n in 0..2 {
+        let r = agent.post(
+            "/api/agent/run",
+            json!({"command": format!("mkdir /tmp/q{n}")}),
+        );
+        assert_eq!(r.json()["approval"]["state"], "pending", "{r:?}");
+    }
+    let r = agent.post("/api/agent/run", json!({"command": "mkdir /tmp/q0"}));
+    assert_eq!(r.json()["deduplicated"], true, "{r:?}");
+    let r = agent.post("/api/agent/run", json!({"command": "mkdir /tmp/q2"}));
+    assert_eq!(r.status, 429, "{r:?}");
+    assert!(r.message().contains("quota.pending_approvals = 2"), "{r:?}");
+
+    // Event streams: two open; a third is refused until one closes.
+    let mut streams: Vec<_> = (0..2)
+        .map(|_| {
+            let mut s = bob.sse_get("/api/events", &[]);
+            assert_eq!(s.next_event().unwrap().event, "ready");
+            s
+        })
+        .collect();
+    let refused = bob.sse_get("/api/events", &[]);
+    assert_eq!(refused.status, 429, "{}", refused.error_text);
+    assert!(
+        refused.error_text.contains("quota.event_streams = 2"),
+        "{}",
+        refused.error_text
+    );
+    drop(streams.pop());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut s = bob.sse_get("/api/events", &[]);
+        if s.status == 200 {
+            assert_eq!(s.next_event().unwrap().event, "ready");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream never came back"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
+    // Terminals: one open at a time.
+    let r = admin.post("/api/terminals", json!({"rows": 24, "cols": 80}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let r = admin.post("/api/terminals", json!({"rows": 24, "cols": 80}));
+    assert_eq!(r.status, 429, "{r:?}");
+    assert!(r.message().contains("quota.terminals = 1"), "{r:?}");
     stack.stop();
 }

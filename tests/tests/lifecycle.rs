@@ -359,13 +359,16 @@ fn finished_launches_lose_their_files_after_the_retention_period_but_keep_their_
     let s = Standalone::start_with("execd", "retention_s = 2\n");
     rt().block_on(async {
         let c = client(&s);
-        let e = start(&c, "echo kept-for-a-while > ./file; echo out", 30_000).await;
+        let e = start(&c, "echo gone-with-the-launch > ./file; echo out", 30_000).await;
         let (out, _, end) = follow(&c, &e.id, 0, |_| false).await;
         assert_eq!(out, b"out\n");
         assert_eq!(end.unwrap().status, ExecutionStatus::Succeeded as i32);
         let dir = s.root.path().join("state/execd/launches").join(&e.id);
         let ws = std::path::PathBuf::from(&e.cwd);
-        assert!(dir.exists() && ws.join("file").exists());
+        // The launch dir stays for the retention period; the workspace's files lived in
+        // the launch's own tmpfs and went with it (its directory stays, empty).
+        assert!(dir.exists());
+        assert!(ws.exists() && !ws.join("file").exists());
         let deadline = std::time::Instant::now() + Duration::from_secs(15);
         while (dir.exists() || ws.exists()) && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(100)).await;

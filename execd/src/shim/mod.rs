@@ -360,10 +360,13 @@ impl Tree {
                 Err(e) => notes.push(format!("process_tree: {e}")),
             }
         }
-        let (cgroups, cgroup_notes) = if plan.wants(Dimension::Resources)
-            && (plan.cgroup_memory_bytes.is_some() || plan.cgroup_pids.is_some())
-        {
-            Cgroups::create(&cgroup_name(), plan.cgroup_memory_bytes, plan.cgroup_pids)
+        let limits = crate::cgroup::Limits {
+            memory_bytes: plan.cgroup_memory_bytes,
+            pids: plan.cgroup_pids,
+            cpu_percent: plan.cgroup_cpu_percent,
+        };
+        let (cgroups, cgroup_notes) = if plan.wants(Dimension::Resources) && limits.any() {
+            Cgroups::create(&cgroup_name(), limits)
         } else {
             (Cgroups::default(), Vec::new())
         };

@@ -165,6 +165,25 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     };
     drop(launches);
+    // The workspace, bounded: a tmpfs of the plan's size and inode count over it, in this
+    // mount namespace only (never on the host's mounts: without one of its own, nothing
+    // is mounted and the readback says the bound is missing).
+    if let Some(w) = spec
+        .plan
+        .workspace_limit
+        .as_ref()
+        .filter(|_| spec.plan.wants(Dimension::Resources))
+    {
+        let owner = spec.plan.run_as.unwrap_or((0, 0));
+        let mounted = if mnt_ok {
+            ns::mount_workspace(&w.path, w.bytes, w.inodes, owner).map_err(|e| e.to_string())
+        } else {
+            Err("no mount namespace of its own".to_string())
+        };
+        if let Err(e) = mounted {
+            notes.push(format!("resources: bounding the workspace: {e}"));
+        }
+    }
     send(&p.setup_w, &SetupMsg::Init { notes });
     let readable = if masked_all {
         vec![PathBuf::from("/")]
@@ -461,6 +480,7 @@ fn workload(
         landlock_ok,
         rlimits_set.then_some(&plan.rlimits),
         work.cgroup_marker.as_deref(),
+        plan.workspace_limit.as_ref(),
     );
     let mut dims = Vec::new();
     let mut missing = Vec::new();

@@ -63,17 +63,35 @@ pub fn mount_proc() -> SysResult<()> {
         .map_err(|e| SysError::on("mount proc", "/proc", e))
 }
 
-/// A private, world-writable (sticky) tmpfs of `size_bytes` at `target`.
-pub fn mount_private_tmp(target: &Path, size_bytes: u64) -> SysResult<()> {
-    let options = format!("mode=1777,size={size_bytes}");
+/// A tmpfs at `target` (no setuid, no devices) with these mount options.
+fn tmpfs(target: &Path, options: &str, what: &'static str) -> SysResult<()> {
     mount(
         Some("tmpfs"),
         target,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some(options.as_str()),
+        Some(options),
     )
-    .map_err(|e| SysError::on("mount tmpfs", target.display(), e))
+    .map_err(|e| SysError::on(what, target.display(), e))
+}
+
+/// A private, world-writable (sticky) tmpfs of `size_bytes` at `target`.
+pub fn mount_private_tmp(target: &Path, size_bytes: u64) -> SysResult<()> {
+    tmpfs(
+        target,
+        &format!("mode=1777,size={size_bytes}"),
+        "mount tmpfs",
+    )
+}
+
+/// The launch's workspace as a tmpfs bounded in size and inode count, owned by the
+/// workload (`uid`, `gid`), mode 0700, at `target` (in the launch's own mount namespace).
+pub fn mount_workspace(target: &Path, bytes: u64, inodes: u64, owner: (u32, u32)) -> SysResult<()> {
+    let options = format!(
+        "mode=0700,size={bytes},nr_inodes={inodes},uid={},gid={}",
+        owner.0, owner.1
+    );
+    tmpfs(target, &options, "mount workspace tmpfs")
 }
 
 /// Binds `source` over `target`.

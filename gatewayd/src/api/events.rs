@@ -45,13 +45,21 @@ pub async fn watch_execd(api: Shared) {
 /// decided; admins only) and `missed` (some were dropped: re-list).
 #[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own), approval changes (admins), and `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
+    // Held for as long as the stream is open (`quota.event_streams` per user).
+    let held = api.event_streams.take(&caller.user.name)?;
     let mut changes = api.changes.subscribe();
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
         use crate::sse::event;
+        let _held = held;
         let _ = tx.send(event("ready", &json!({}))).await;
         loop {
-            let event = match changes.recv().await {
+            // A client that went away frees its stream at once, not at the next change.
+            let change = tokio::select! {
+                () = tx.closed() => return,
+                c = changes.recv() => c,
+            };
+            let event = match change {
                 Ok(Change::Execution(e)) => {
                     if !caller.is_admin() && e.principal != caller.user.name {
                         continue;
@@ -80,4 +88,59 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
         }
     });
     Ok(crate::sse::Stream(rx))
+}
+
+/// Streams each user holds open, against a limit (0: unlimited).
+#[derive(Debug, Default)]
+pub struct PerUser {
+    limit: u64,
+    held: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+}
+
+/// One stream held; given back when dropped.
+pub struct Held {
+    user: String,
+    held: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
+}
+
+impl PerUser {
+    pub fn new(limit: u64) -> PerUser {
+        PerUser {
+            limit,
+            held: Arc::default(),
+        }
+    }
+
+    /// One more stream for `user`, or 429 when it holds the most allowed.
+    pub fn take(&self, user: &str) -> Result<Held, ApiError> {
+        let mut m = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let n = m.entry(user.to_string()).or_insert(0);
+        if self.limit > 0 && *n >= self.limit {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "quota",
+                format!(
+                    "quota: {user} has {n} event streams open, the most allowed (quota.event_streams = {}); close one first",
+                    self.limit
+                ),
+            ));
+        }
+        *n += 1;
+        Ok(Held {
+            user: user.to_string(),
+            held: self.held.clone(),
+        })
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut m = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = m.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.user);
+            }
+        }
+    }
 }

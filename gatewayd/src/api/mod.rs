@@ -81,6 +81,8 @@ pub struct Api {
     pub ticket_ttl: Duration,
     /// The gateway's secret key (`gateway.key` in its state dir): device cookies.
     pub key: Arc<argos_store::key::Key>,
+    /// Event streams open per user (`quota.event_streams`).
+    pub event_streams: events::PerUser,
 }
 
 pub type Shared = Arc<Api>;
