@@ -46,6 +46,8 @@ pub struct QuotaConfig {
     pub launches: u64,
     pub terminals: u64,
     pub pending_approvals: u64,
+    pub daemon_launches: u64,
+    pub daemon_pending_approvals: u64,
     pub event_streams: u64,
 }
 
@@ -401,7 +403,7 @@ impl Config {
                 launches: r.get(
                     "quota.launches",
                     16u64,
-                    "Launches one user may have running at once (terminals included); a caller without a user (mcpd, jobd) is counted by its peer role. More are refused (RESOURCE_EXHAUSTED; 429 at the gateway) until one ends. 0: unlimited. Operators are not counted.",
+                    "Launches one user may have running at once (terminals included), counted per peer role acting for them (the gateway, jobd); a caller without a user is counted by its role. More are refused (RESOURCE_EXHAUSTED; 429 at the gateway) until one ends. 0: unlimited. Operators are not counted.",
                 ),
                 terminals: r.get(
                     "quota.terminals",
@@ -412,6 +414,16 @@ impl Config {
                     "quota.pending_approvals",
                     32u64,
                     "Requests one user (or peer role) may have waiting for an approval at once; asking again for an identical pending request is not counted. 0: unlimited.",
+                ),
+                daemon_launches: r.get(
+                    "quota.daemon_launches",
+                    64u64,
+                    "Launches mcpd or jobd may have running at once over all the users they act for (each user is also held to quota.launches). 0: unlimited.",
+                ),
+                daemon_pending_approvals: r.get(
+                    "quota.daemon_pending_approvals",
+                    128u64,
+                    "Requests mcpd or jobd may have waiting for an approval at once over all the users they act for. 0: unlimited.",
                 ),
                 event_streams: r.get(
                     "quota.event_streams",

@@ -158,6 +158,17 @@ fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
         chown(&run, Some(0), Some(0)).with_context(|| format!("chown {}", run.display()))?;
         for d in DAEMONS {
             let dir = run.join(d);
+            // Never follow what someone left here (the runtime dir was group-writable
+            // once): a symlink is removed, anything but a directory refused; the parent
+            // is root's alone by now, so nothing can be put back in between.
+            match std::fs::symlink_metadata(&dir) {
+                Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(&dir)
+                    .with_context(|| format!("removing the symlink {}", dir.display()))?,
+                Ok(m) if !m.is_dir() => {
+                    bail!("{} exists and is not a directory; remove it", dir.display())
+                }
+                _ => {}
+            }
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
             chown(&dir, Some(ids.uid_of(d)), Some(group))
                 .with_context(|| format!("chown {}", dir.display()))?;

@@ -107,7 +107,14 @@ pub struct Approval {
     pub decided_at_ms: Option<i64>,
     pub note: String,
     pub execution_id: String,
+    /// The standard input the request runs with: its first `STDIN_HEAD` bytes as text
+    /// (what the approver reads), and its length.
+    pub stdin_head: String,
+    pub stdin_bytes: u64,
 }
+
+/// How much of a request's standard input an approval shows.
+pub const STDIN_HEAD: usize = 4096;
 
 impl Approval {
     /// What a destructive approval's confirmation must type: the id's last 8 hex digits.
@@ -296,6 +303,11 @@ fn row(r: &sqlx::sqlite::SqliteRow) -> Approval {
         decided_at_ms: r.get("decided_at_ms"),
         note: r.get("note"),
         execution_id: r.get("execution_id"),
+        stdin_head: {
+            let stdin: Vec<u8> = r.get("stdin");
+            String::from_utf8_lossy(&stdin[..stdin.len().min(STDIN_HEAD)]).into_owned()
+        },
+        stdin_bytes: r.get::<Vec<u8>, _>("stdin").len() as u64,
     }
 }
 
@@ -578,6 +590,8 @@ mod tests {
             decided_at_ms: None,
             note: String::new(),
             execution_id: String::new(),
+            stdin_head: String::new(),
+            stdin_bytes: 0,
         }
     }
 

@@ -90,6 +90,15 @@ impl Cgroups {
                         &root.join("argos").join("cgroup.subtree_control"),
                         &format!("+{c}"),
                     );
+                }
+            }
+            // Only what the kernel says is enabled for our groups counts (enabling can
+            // fail: a controller another process holds in the root group, say).
+            let enabled =
+                std::fs::read_to_string(root.join("argos").join("cgroup.subtree_control"))
+                    .unwrap_or_default();
+            for c in ["memory", "pids", "cpu"] {
+                if enabled.split_whitespace().any(|x| x == c) {
                     v2_has.push(c);
                 }
             }

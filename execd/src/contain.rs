@@ -367,7 +367,9 @@ fn existing<P: AsRef<Path>>(paths: &[P]) -> Vec<&Path> {
         .collect()
 }
 
-/// Sets every rlimit (soft = hard).
+/// Sets every rlimit (soft = hard). No core dumps at all: the host's core handler
+/// (systemd-coredump, apport) runs as root outside the launch's cgroup and writes to the
+/// host's disk, beyond every bound the launch has.
 pub fn set_rlimits(l: &Rlimits) -> Result<(), String> {
     use nix::sys::resource::{Resource, setrlimit};
     for (res, v, name) in [
@@ -376,6 +378,7 @@ pub fn set_rlimits(l: &Rlimits) -> Result<(), String> {
         (Resource::RLIMIT_AS, l.address_space_bytes, "AS"),
         (Resource::RLIMIT_FSIZE, l.file_size_bytes, "FSIZE"),
         (Resource::RLIMIT_CPU, l.cpu_seconds, "CPU"),
+        (Resource::RLIMIT_CORE, 0, "CORE"),
     ] {
         setrlimit(res, v, v).map_err(|e| format!("setrlimit {name}: {e}"))?;
     }
@@ -537,7 +540,7 @@ impl Readback {
                 };
                 (
                     self.rlimits_ok && self.in_cgroup != Some(false) && self.workspace_holds(plan),
-                    format!("rlimits NOFILE NPROC AS FSIZE CPU; {cgroup}{workspace}"),
+                    format!("rlimits NOFILE NPROC AS FSIZE CPU CORE=0; {cgroup}{workspace}"),
                 )
             }
             // The shim itself keeps the deadline (when the launch has one).
@@ -554,6 +557,7 @@ fn rlimits_hold(l: &Rlimits) -> bool {
         (Resource::RLIMIT_AS, l.address_space_bytes),
         (Resource::RLIMIT_FSIZE, l.file_size_bytes),
         (Resource::RLIMIT_CPU, l.cpu_seconds),
+        (Resource::RLIMIT_CORE, 0),
     ]
     .into_iter()
     .all(|(r, v)| getrlimit(r).is_ok_and(|(soft, hard)| soft == v && hard == v))

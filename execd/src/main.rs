@@ -109,6 +109,8 @@ fn main() -> ExitCode {
             launches: q.launches,
             terminals: q.terminals,
             pending_approvals: q.pending_approvals,
+            daemon_launches: q.daemon_launches,
+            daemon_pending_approvals: q.daemon_pending_approvals,
         };
         let manager = Manager::new(
             launcher,

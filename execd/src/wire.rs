@@ -266,6 +266,8 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
         execution_id: a.execution_id.clone(),
         needs_confirmation: a.needs_confirmation(),
         target: c.as_ref().map(|c| c.target.clone()).unwrap_or_default(),
+        stdin_head: a.stdin_head.clone(),
+        stdin_bytes: a.stdin_bytes,
     }
 }
 

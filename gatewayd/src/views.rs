@@ -122,6 +122,7 @@ pub fn approval(a: &pb::Approval) -> Value {
         "cwd": a.cwd,
         "profile": a.profile,
         "env": a.env,
+        "stdin": {"head": a.stdin_head, "bytes": a.stdin_bytes},
         "timeout_ms": a.timeout_ms,
         "digest": a.digest,
         "requester_role": a.requester_role,

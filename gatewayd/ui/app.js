@@ -320,6 +320,10 @@ function approvalCard(a) {
   deny.addEventListener("click", () => decide("deny"));
   return el("div", { class: "approval", "data-id": a.id, "data-class": a.risk_class },
     el("p", {}, el("code", { class: "cmd" }, commandText(a))),
+    a.stdin && a.stdin.bytes > 0 ? el("details", { class: "stdin", open: "" },
+      el("summary", {}, `with ${a.stdin.bytes} bytes of standard input` +
+        (a.stdin.bytes > 4096 ? " (the first 4 KiB shown)" : "")),
+      el("pre", {}, a.stdin.head)) : null,
     el("p", {}, el("strong", { class: "class-" + a.risk_class }, a.risk_class), " — ", a.purpose || "(no purpose given)"),
     el("ul", { class: "reasons" }, a.reasons.map((r) => el("li", {}, `${r.risk_class}: ${r.why}`))),
     el("p", { class: "meta" },

@@ -515,6 +515,23 @@ fn a_request_is_judged_with_its_environment_and_input() {
     let v = pending(&mut agent, json!({"command": "sh", "stdin": "rm -rf /\n"}));
     assert_eq!(v["approval"]["risk_class"], "destructive", "{v}");
     assert!(why(&v).contains("in its standard input: "), "{v}");
+    // The approver reads the input itself, not only its hash.
+    assert_eq!(
+        v["approval"]["stdin"],
+        json!({"head": "rm -rf /\n", "bytes": 9}),
+        "{v}"
+    );
+    // However the shell is told to read its input.
+    let v = pending(
+        &mut agent,
+        json!({"argv": ["bash", "-o", "pipefail"], "stdin": "rm -rf --no-preserve-root /\n"}),
+    );
+    assert_eq!(v["approval"]["risk_class"], "destructive", "{v}");
+    // A reader whose options run a program on its input is no reader.
+    pending(
+        &mut agent,
+        json!({"command": "sort -S 16K --compress-program=sh", "stdin": "id\n"}),
+    );
     // A reader's input is data; locale variables choose nothing: these run at once.
     let r = agent.post(
         "/api/agent/run",

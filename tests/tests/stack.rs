@@ -635,5 +635,27 @@ while True:
         !conns.is_empty() && conns.iter().all(|l| l == "conn 0"),
         "the impostor was never connected to, or got bytes: {conns:?}"
     );
+
+    // A symlink left where a daemon's socket dir goes (a runtime dir from when it was
+    // group-writable) is removed at the next start, never followed: its target keeps
+    // its owner and mode.
+    let mut stack = stack;
+    let target = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    std::fs::set_permissions(target.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let planted = target.path().to_path_buf();
+    stack.restart_with(|root| {
+        let dir = root.join("run/mcpd");
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(&planted, &dir).unwrap();
+    });
+    let meta = std::fs::metadata(target.path()).unwrap();
+    assert_eq!(
+        (meta.uid(), meta.mode() & 0o777),
+        (0, 0o700),
+        "the target was touched"
+    );
+    let dir = std::fs::symlink_metadata(run.join("mcpd")).unwrap();
+    assert!(dir.is_dir() && dir.uid() == MCP_UID, "{dir:?}");
     stack.stop();
 }

@@ -272,6 +272,26 @@ mod tests {
             None,
         );
         assert_eq!(v.class, Class::Destructive, "{v:?}");
+        // However the shell is told to read it.
+        for argv in [
+            &["bash", "-o", "pipefail"][..],
+            &["bash", "-s", "x"],
+            &["sh", "/dev/stdin"],
+            &["bash", "-O", "extglob"],
+            &["bash", "-e", "-"],
+            &["bash", "--", "-"],
+        ] {
+            let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+            let v = judge(
+                Request {
+                    command: Command::Argv(&argv),
+                    env: &BTreeMap::new(),
+                    stdin: b"rm -rf --no-preserve-root /\n",
+                },
+                None,
+            );
+            assert_eq!(v.class, Class::Destructive, "{argv:?}: {v:?}");
+        }
         // A harmless script is still run by a shell: never a read.
         let v = verdict("bash", &[], "ls\n");
         assert!(v.class > Class::ReadOnly, "{v:?}");
@@ -300,6 +320,25 @@ mod tests {
             v.reasons.iter().any(|r| r.why.contains("not inspected")),
             "{v:?}"
         );
+    }
+
+    /// Readers whose options run a program on their data: never a read, whatever the input.
+    #[test]
+    fn readers_that_run_programs_from_their_options_are_not_reads() {
+        for cmd in [
+            "sort -S 16K -T /tmp --compress-program=sh",
+            "sort --compress-prog=sh",
+            "sort --outp=/etc/x",
+            "tar -t --checkpoint=1 --checkpoint-action=exec=id -f /dev/null",
+            "tar -tf x.tar --to-command=sh",
+            "tar -t -I sh -f x.tar",
+            "tar -t --use-compress-program=sh -f x.tar",
+        ] {
+            let v = verdict(cmd, &[], "id\n");
+            assert!(v.class > Class::ReadOnly, "{cmd}: {v:?}");
+        }
+        assert_eq!(verdict("sort -r", &[], "b\na\n").class, Class::ReadOnly);
+        assert_eq!(verdict("tar -tvf x.tar", &[], "").class, Class::ReadOnly);
     }
 
     #[test]

@@ -217,8 +217,9 @@ impl Txn<'_> {
 
 impl Audit {
     /// The audit trail of daemon `name` in `pool`'s database (its table and triggers made
-    /// if missing), its rows tagged under `key`. A trail from before rows had MACs is tagged once, here,
-    /// and says so in a row of its own (`audit.keyed`) and in the log.
+    /// if missing), its rows tagged under `key`. A trail from before rows had MACs is
+    /// tagged once, here, when its key is new too, and says so in a row of its own
+    /// (`audit.keyed`) and in the log.
     pub async fn open(pool: SqlitePool, key: Arc<Key>, name: &str) -> sqlx::Result<Audit> {
         sqlx::raw_sql(SCHEMA).execute(&pool).await?;
         let keyed: Option<i64> =
@@ -232,6 +233,15 @@ impl Audit {
             lock: tokio::sync::Mutex::new(None),
         };
         if keyed.is_none() {
+            // Only a trail from before keys existed is tagged: one whose key is older
+            // than its missing column had that column taken away (to have forged rows
+            // tagged here), and is refused.
+            if !audit.key.is_new() {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the audit trail has no MAC column, but {}'s key is older than this start: the column was removed (rows may have been rewritten); refusing the trail — move the database aside to start a new one",
+                    audit.name
+                )));
+            }
             audit.tag_unkeyed_rows().await?;
         }
         sqlx::raw_sql(TRIGGERS).execute(&audit.pool).await?;
@@ -815,9 +825,21 @@ mod tests {
                 .await
                 .unwrap();
         }
+        // The key is older than this start: the column was taken away, not never there.
+        static NONE: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+        let pool = crate::open(&dir.path().join("t.db"), &NONE).await.unwrap();
+        let old_key = Arc::new(Key::load_or_create(&dir.path().join("t.key")).unwrap());
+        let e = Audit::open(pool, old_key, "t")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("the column was removed"), "{e}");
+        // A trail from before keys existed: its key is made now.
+        std::fs::remove_file(dir.path().join("t.key")).unwrap();
         let (audit, _pool) = trail(dir.path()).await;
         let v = audit.verify(None).await.unwrap();
-        assert_eq!((v.rows, v.broken), (4, None));
+        assert_eq!(v.rows, 4);
+        assert_eq!(v.broken, None);
         let keyed = audit
             .list(&Filter {
                 kind_prefix: Some("audit.keyed".into()),

@@ -15,7 +15,11 @@ use sha2::Sha256;
 const LEN: usize = 32;
 
 /// A daemon's secret key.
-pub struct Key([u8; LEN]);
+pub struct Key {
+    bytes: [u8; LEN],
+    /// Made by this process (the file did not exist): nothing can have been tagged with it.
+    new: bool,
+}
 
 impl std::fmt::Debug for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -62,7 +66,10 @@ impl Key {
                 getrandom::fill(&mut k).map_err(|e| unusable(format!("random source: {e}")))?;
                 f.write_all(&k).map_err(io)?;
                 f.sync_all().map_err(io)?;
-                return Ok(Key(k));
+                return Ok(Key {
+                    bytes: k,
+                    new: true,
+                });
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io(e)),
@@ -88,16 +95,24 @@ impl Key {
         let k: [u8; LEN] = bytes
             .try_into()
             .map_err(|b: Vec<u8>| unusable(format!("{} bytes, want {LEN}", b.len())))?;
-        Ok(Key(k))
+        Ok(Key {
+            bytes: k,
+            new: false,
+        })
     }
 
     /// A key from its bytes (as a tool that read the file would have it).
     pub fn from_bytes(bytes: [u8; LEN]) -> Key {
-        Key(bytes)
+        Key { bytes, new: false }
+    }
+
+    /// Whether this process made the key (its file did not exist before).
+    pub fn is_new(&self) -> bool {
+        self.new
     }
 
     fn hmac(&self, domain: &str, data: &[u8]) -> Hmac<Sha256> {
-        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes any key length");
+        let mut m = Hmac::<Sha256>::new_from_slice(&self.bytes).expect("HMAC takes any key length");
         m.update(domain.as_bytes());
         m.update(&[0]);
         m.update(data);

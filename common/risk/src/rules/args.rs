@@ -12,7 +12,8 @@ pub(super) fn lits(args: &[Word]) -> Vec<&str> {
 }
 
 /// Whether an option is given: `-x` alone or in a cluster (`-rf`), or a long form
-/// (`--force`, `--force=…`).
+/// (`--force`, `--force=…`, or any abbreviation of it, as GNU's getopt takes one:
+/// `--outp=/x` is `--output=/x`).
 pub(super) fn flag(args: &[Word], short: &[char], long: &[&str]) -> bool {
     args.iter()
         .map(|a| a.lit.as_str())
@@ -20,7 +21,7 @@ pub(super) fn flag(args: &[Word], short: &[char], long: &[&str]) -> bool {
         .any(|a| {
             if let Some(l) = a.strip_prefix("--") {
                 let l = l.split('=').next().unwrap_or(l);
-                long.contains(&l)
+                !l.is_empty() && long.iter().any(|name| name.starts_with(l))
             } else if let Some(s) = a.strip_prefix('-') {
                 !s.is_empty() && s.chars().any(|c| short.contains(&c))
             } else {

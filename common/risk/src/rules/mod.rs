@@ -235,12 +235,20 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
         ),
         "find" => find(args, acc),
         "sed" => sed(args, acc),
-        "sort" => reader_unless(
-            name,
-            flag(args, &['o'], &["output"]),
-            "writes its output to a file",
-            acc,
-        ),
+        "sort" => {
+            if flag(args, &[], &["compress-program"]) {
+                acc.raise(
+                    Config,
+                    "`sort --compress-program` runs a program on its temporary files",
+                );
+            }
+            reader_unless(
+                name,
+                flag(args, &['o'], &["output"]),
+                "writes its output to a file",
+                acc,
+            )
+        }
         "uniq" => reader_unless(
             name,
             operands(args).len() > 1,
@@ -269,6 +277,21 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Config, format!("`{name}` can run commands and write files"))
         }
         "tar" => {
+            if flag(
+                args,
+                &['I', 'F'],
+                &[
+                    "checkpoint-action",
+                    "use-compress-program",
+                    "to-command",
+                    "rmt-command",
+                    "rsh-command",
+                    "info-script",
+                    "new-volume-script",
+                ],
+            ) {
+                acc.raise(Config, "`tar` runs a program given in its options");
+            }
             let list = flag(args, &['t'], &["list"])
                 || a.first().is_some_and(|f| {
                     !f.starts_with('-') && f.contains('t') && !f.contains(['c', 'x', 'r', 'u'])

@@ -216,6 +216,37 @@ fn inner_script(w: &Word, acc: &mut Acc) {
     shell::script(&w.lit, acc);
 }
 
+/// Whether an interpreter without `-c` takes its program from its standard input: no
+/// script operand (the values of a shell's `-o`/`-O` not counted), `-s`, or a script
+/// named `-`, `/dev/stdin` or fd 0's path.
+fn reads_script_from_input(args: &[Word], shell: bool) -> bool {
+    let mut rest = args.iter().map(|a| a.lit.as_str());
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            return rest.next().is_none_or(is_stdin);
+        }
+        if shell && matches!(a, "-o" | "+o" | "-O" | "+O") {
+            rest.next();
+            continue;
+        }
+        if shell && a.starts_with('-') && !a.starts_with("--") && a.contains('s') {
+            return true;
+        }
+        if a.starts_with('-') || a.starts_with('+') {
+            if a == "-" {
+                return true;
+            }
+            continue;
+        }
+        return is_stdin(a);
+    }
+    true
+}
+
+fn is_stdin(path: &str) -> bool {
+    matches!(path, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
+}
+
 /// `sh -c '…'` and the like; a script file or standard input is not inspected.
 fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
     acc.compound = true;
@@ -253,7 +284,7 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
                 inner_script(script, acc);
             }
         }
-        _ if operands(args).iter().all(|o| *o == "-") => {
+        _ if reads_script_from_input(args, shells) => {
             acc.interprets = true;
             acc.shell_input |= shells;
             acc.raise(Config, format!("`{name}` runs code from its input"));
