@@ -735,6 +735,7 @@ fn a_launch_is_held_to_one_cpu_and_a_bounded_workspace() {
         r.err
     );
     let cpu: f64 = r.out.trim().parse().unwrap();
+    eprintln!("two busy processes for 2 s of wall time used {cpu} s of CPU");
     assert!(
         cpu < 2.6,
         "two busy processes used {cpu} s of CPU in 2 s: more than one CPU"
