@@ -148,7 +148,7 @@ pub const DENIED_SYSCALLS: &[(i64, &str, &str)] = &[
 /// Compiles the syscall filters: the deny list (EPERM), argument rules (new user
 /// namespaces, TIOCSTI/TIOCLINUX, a persona other than the default, vsock sockets), and clone3 → ENOSYS so libc falls back to clone, whose
 /// flags a filter can see. Built before fork; loaded last, just before exec.
-pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
+pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| e.to_string();
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (nr, _, _) in DENIED_SYSCALLS {
@@ -200,12 +200,24 @@ pub fn seccomp_filters() -> Result<Vec<BpfProgram>, String> {
     );
     // Reason: vsock is not namespaced: on a virtual machine it reaches the hypervisor and
     // its other guests, whatever the network namespace says.
+    // With `no_inet` (the host's network namespace, to look at only): no socket that could
+    // talk over it — IP of either version, or raw packets.
+    let families: &[i32] = if no_inet {
+        &[
+            libc::AF_VSOCK,
+            libc::AF_INET,
+            libc::AF_INET6,
+            libc::AF_PACKET,
+        ]
+    } else {
+        &[libc::AF_VSOCK]
+    };
     deny.insert(
         libc::SYS_socket,
-        vec![
-            SeccompRule::new(vec![arg0_dword(SeccompCmpOp::Eq, libc::AF_VSOCK as u64)?])
-                .map_err(err)?,
-        ],
+        families
+            .iter()
+            .map(|f| SeccompRule::new(vec![arg0_dword(SeccompCmpOp::Eq, *f as u64)?]).map_err(err))
+            .collect::<Result<_, _>>()?,
     );
     let eperm = SeccompFilter::new(
         deny,
@@ -387,13 +399,14 @@ pub fn set_rlimits(l: &Rlimits) -> Result<(), String> {
 
 /// Drops every capability (bounding, ambient, then effective/permitted/inheritable) and
 /// switches to `run_as` if given. Bounding first: it needs CAP_SETPCAP, which goes last.
-pub fn drop_privileges(run_as: Option<(u32, u32)>) -> Result<(), String> {
+pub fn drop_privileges(run_as: Option<(u32, u32)>, groups: &[u32]) -> Result<(), String> {
     use caps::CapSet;
     caps::clear(None, CapSet::Ambient).map_err(|e| format!("clearing ambient caps: {e}"))?;
     caps::clear(None, CapSet::Bounding).map_err(|e| format!("clearing bounding caps: {e}"))?;
     if let Some((uid, gid)) = run_as {
         use nix::unistd::{Gid, Uid, setgroups, setresgid, setresuid};
-        setgroups(&[]).map_err(|e| format!("setgroups: {e}"))?;
+        let groups: Vec<Gid> = groups.iter().map(|g| Gid::from_raw(*g)).collect();
+        setgroups(&groups).map_err(|e| format!("setgroups: {e}"))?;
         let g = Gid::from_raw(gid);
         setresgid(g, g, g).map_err(|e| format!("setresgid {gid}: {e}"))?;
         let u = Uid::from_raw(uid);
@@ -441,6 +454,9 @@ pub struct Readback {
     /// inode count, when the plan bounds it (None: not bounded by the plan).
     #[serde(default)]
     pub workspace: Option<(u64, u64)>,
+    /// Whether opening an IP or packet socket fails with EPERM (tried after seccomp).
+    #[serde(default)]
+    pub no_inet: bool,
 }
 
 impl Readback {
@@ -459,6 +475,9 @@ impl Readback {
                 std::fs::read_to_string("/proc/self/cgroup")
                     .is_ok_and(|s| s.lines().any(|l| l.ends_with(m)))
             }),
+            no_inet: [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]
+                .into_iter()
+                .all(socket_refused),
             workspace: workspace.map(|w| {
                 nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
                     (v.blocks().saturating_mul(v.fragment_size()), v.files())
@@ -495,12 +514,23 @@ impl Readback {
                 !self.namespaces.pid.is_empty() && self.namespaces.pid != host.pid,
                 "own PID namespace with a reaping init".into(),
             ),
+            Dimension::Network if plan.network_mode == NetworkMode::HostLocal => (
+                self.no_inet,
+                format!(
+                    "host network namespace, to look at only: sockets of AF_INET, AF_INET6 and AF_PACKET {}",
+                    if self.no_inet {
+                        "refused"
+                    } else {
+                        "NOT refused"
+                    }
+                ),
+            ),
             Dimension::Network => {
                 let own = !self.namespaces.net.is_empty() && self.namespaces.net != host.net;
                 let mode = match plan.network_mode {
                     NetworkMode::None => "no interfaces",
                     NetworkMode::Loopback => "loopback only",
-                    NetworkMode::Host => "host network",
+                    NetworkMode::Host | NetworkMode::HostLocal => "host network",
                 };
                 (own, format!("own network namespace, {mode}"))
             }
@@ -549,6 +579,24 @@ impl Readback {
     }
 }
 
+/// Whether `socket(family, SOCK_DGRAM)` is refused with EPERM (the seccomp rule), not
+/// merely unsupported.
+fn socket_refused(family: i32) -> bool {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    let Some(af) = AddressFamily::from_i32(family) else {
+        return false;
+    };
+    let kind = if family == libc::AF_PACKET {
+        SockType::Raw
+    } else {
+        SockType::Datagram
+    };
+    matches!(
+        socket(af, kind, SockFlag::SOCK_CLOEXEC, None),
+        Err(nix::errno::Errno::EPERM)
+    )
+}
+
 fn rlimits_hold(l: &Rlimits) -> bool {
     use nix::sys::resource::{Resource, getrlimit};
     [
@@ -570,7 +618,7 @@ mod tests {
     #[test]
     fn filters_compile() {
         assert_eq!(
-            seccomp_filters().unwrap().len(),
+            seccomp_filters(false).unwrap().len(),
             if cfg!(target_arch = "x86_64") { 3 } else { 2 }
         );
     }

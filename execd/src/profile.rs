@@ -25,7 +25,23 @@ pub struct Rule {
 pub struct FsRule {
     pub need: Need,
     pub reason: String,
+    /// Paths hidden from the launch; `*` in a name matches within one directory level
+    /// (`/home/*/.ssh`), expanded where the shim sets up.
     pub denied: Vec<String>,
+    /// Remount every host mount read-only in the launch's mount namespace.
+    #[serde(default)]
+    pub read_only_mounts: bool,
+}
+
+/// The process tree: its own PID namespace, or the host's view.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeRule {
+    pub need: Need,
+    pub reason: String,
+    /// Keep the host's IPC and UTS namespaces too (its host name).
+    #[serde(default)]
+    pub host_ipc_uts: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +70,9 @@ pub struct PrivRule {
     /// `"launch"` (a uid of its own per launch, from execd's reserved range), `"uid:gid"`,
     /// or absent (root; capabilities still dropped when the dimension is on).
     pub run_as: Option<String>,
+    /// Supplementary groups by name, kept where they exist on the host (log readers).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -95,7 +114,7 @@ pub struct Profile {
     pub reason: String,
     pub launchers: Launchers,
     pub filesystem: FsRule,
-    pub process_tree: Rule,
+    pub process_tree: TreeRule,
     pub wall_clock: ClockRule,
     pub network: NetRule,
     pub syscalls: Rule,
@@ -124,7 +143,7 @@ impl Profile {
             ),
             (
                 Dimension::Network,
-                if self.network.mode == NetworkMode::Host {
+                if matches!(self.network.mode, NetworkMode::Host) {
                     Need::Off
                 } else {
                     self.network.need
@@ -311,6 +330,15 @@ pub fn plan(
                 inodes: p.resources.workspace_inodes,
             },
         ),
+        read_only_mounts: p.filesystem.read_only_mounts,
+        host_ipc_uts: p.process_tree.host_ipc_uts,
+        groups: p
+            .privileges
+            .groups
+            .iter()
+            .filter_map(|g| nix::unistd::Group::from_name(g).ok().flatten())
+            .map(|g| g.gid.as_raw())
+            .collect(),
         disabled: disabled.to_vec(),
     }
 }

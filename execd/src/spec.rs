@@ -97,6 +97,10 @@ pub enum NetworkMode {
     Loopback,
     /// The host's network.
     Host,
+    /// The host's network namespace, to look at (interfaces, routes, sockets through
+    /// netlink and UNIX sockets), with no way to talk over it: seccomp refuses `socket()`
+    /// of `AF_INET`, `AF_INET6` and `AF_PACKET`.
+    HostLocal,
 }
 
 /// Resource limits (rlimits), each a hard and soft limit.
@@ -137,6 +141,17 @@ pub struct Plan {
     /// The workspace as a bounded tmpfs in the launch's own mounts.
     #[serde(default)]
     pub workspace_limit: Option<WorkspaceLimit>,
+    /// Every mount of the host remounted read-only in the launch's mount namespace (the
+    /// private /tmp and the workspace are mounted after, writable).
+    #[serde(default)]
+    pub read_only_mounts: bool,
+    /// Keep the host's IPC and UTS namespaces (its host name, its System V IPC view).
+    #[serde(default)]
+    pub host_ipc_uts: bool,
+    /// Supplementary groups of the run-as identity (log readers: `adm`,
+    /// `systemd-journal`), resolved to gids where they exist on this host.
+    #[serde(default)]
+    pub groups: Vec<u32>,
     /// Dimensions to treat as unavailable on this host (operator config or test hook):
     /// the shim skips the mechanism and reports what that leaves.
     pub disabled: Vec<Dimension>,
@@ -149,6 +164,13 @@ pub struct WorkspaceLimit {
     pub path: PathBuf,
     pub bytes: u64,
     pub inodes: u64,
+}
+
+impl NetworkMode {
+    /// Whether the launch gets a network namespace of its own.
+    pub fn own_namespace(self) -> bool {
+        matches!(self, NetworkMode::None | NetworkMode::Loopback)
+    }
 }
 
 impl Plan {

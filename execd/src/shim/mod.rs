@@ -37,8 +37,8 @@ use crate::cgroup::Cgroups;
 use crate::contain::{self, Namespaces};
 use crate::protocol::{ACCEPTED, ShimReady, ShimSetup};
 use crate::spec::{
-    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, StreamTotals,
-    Teardown, files, now_ms, write_atomic, write_json_atomic,
+    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, NetworkMode,
+    StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
 use crate::sys::ns::{self, Namespace};
 use crate::sys::{proc, raw};
@@ -341,7 +341,10 @@ impl Tree {
     fn start(setup: &ShimSetup) -> Result<Tree, String> {
         let plan = &setup.plan;
         let filters = if plan.wants(Dimension::Syscalls) {
-            Some(contain::seccomp_filters().map_err(|e| format!("seccomp: {e}"))?)
+            Some(
+                contain::seccomp_filters(plan.network_mode == NetworkMode::HostLocal)
+                    .map_err(|e| format!("seccomp: {e}"))?,
+            )
         } else {
             None
         };
@@ -521,9 +524,35 @@ fn send(fd: &OwnedFd, msg: &SetupMsg) {
 
 /// Resolves denied paths through symlinks (`/var/run` → `/run`; a distribution's `/home`
 /// → `/var/home`), drops missing ones and those inside another denied path.
+/// The paths a denied entry names: itself, or, with `*` in a component, every existing
+/// match of that component (`/home/*/.ssh`, `/etc/ssh/ssh_host_*_key`).
+fn expand(pattern: &Path) -> Vec<PathBuf> {
+    let mut found = vec![PathBuf::from("/")];
+    for part in pattern.components().skip(1) {
+        let part = part.as_os_str().to_string_lossy().into_owned();
+        found = if let Some((head, tail)) = part.split_once('*') {
+            found
+                .iter()
+                .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.len() >= head.len() + tail.len()
+                        && name.starts_with(head)
+                        && name.ends_with(tail)
+                })
+                .map(|e| e.path())
+                .collect()
+        } else {
+            found.into_iter().map(|d| d.join(&part)).collect()
+        };
+    }
+    found
+}
+
 fn resolve_denied(denied: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = denied
         .iter()
+        .flat_map(|p| expand(p))
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
     out.sort();

@@ -53,11 +53,14 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     };
     // Namespaces for everything below us: mounts, IPC, hostname, and network.
-    let mut spaces = vec![Namespace::Ipc, Namespace::Uts];
+    let mut spaces = Vec::new();
+    if !plan.host_ipc_uts {
+        spaces.extend([Namespace::Ipc, Namespace::Uts]);
+    }
     if plan.wants(Dimension::Filesystem) {
         spaces.push(Namespace::Mount);
     }
-    if plan.wants(Dimension::Network) {
+    if plan.wants(Dimension::Network) && plan.network_mode.own_namespace() {
         spaces.push(Namespace::Network);
     }
     let mut mnt_ok = false;
@@ -88,6 +91,14 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             && let Err(e) = ns::mount_proc()
         {
             notes.push(format!("mounting /proc for the PID namespace: {e}"));
+        }
+        // The host's files, read-only: every mount in this namespace remounted so
+        // (landlock denies writing as well; the private /tmp and the workspace are
+        // mounted after, writable).
+        if plan.read_only_mounts {
+            for (mount, e) in ns::remount_all_read_only() {
+                notes.push(format!("filesystem: remounting {mount} read-only: {e}"));
+            }
         }
         // A private /tmp. Workspaces that live under the host's /tmp stay reachable: hold
         // their root by fd, mount over /tmp, and bind it back at the same path.
@@ -135,7 +146,9 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     {
         notes.push(format!("bringing up lo: {e}"));
     }
-    let _ = ns::set_hostname("argos");
+    if !plan.host_ipc_uts {
+        let _ = ns::set_hostname("argos");
+    }
     // Standing: wait for the launch (and the workload's side of its input: a terminal's
     // slave, or an open stdin's read end). EOF means the shim ended the tree unused.
     let (go, handed) = match raw::recv_with_fd(&p.go_r, 64 * 1024) {
@@ -458,7 +471,7 @@ fn workload(
     }
     // 3. Privileges: capabilities, run-as, no_new_privs (seccomp needs the latter too).
     if plan.wants(Dimension::Privileges)
-        && let Err(e) = contain::drop_privileges(plan.run_as)
+        && let Err(e) = contain::drop_privileges(plan.run_as, &plan.groups)
         && plan.need(Dimension::Privileges) == Need::Required
     {
         fail(e);

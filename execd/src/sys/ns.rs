@@ -94,6 +94,58 @@ pub fn mount_workspace(target: &Path, bytes: u64, inodes: u64, owner: (u32, u32)
     tmpfs(target, &options, "mount workspace tmpfs")
 }
 
+/// Remounts every mount of this (private) mount namespace read-only, as a bind remount
+/// that keeps its other flags; returns the mounts that would not, with why. Mount points
+/// come from /proc/self/mountinfo (its escapes undone), parents before children.
+pub fn remount_all_read_only() -> Vec<(String, String)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut failed = Vec::new();
+    for line in info.lines() {
+        let Some(point) = line.split(' ').nth(4) else {
+            continue;
+        };
+        let point = unescape_mount_path(point);
+        let flags_now = nix::sys::statvfs::statvfs(point.as_str())
+            .map(|v| v.flags())
+            .unwrap_or(nix::sys::statvfs::FsFlags::empty());
+        let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        for (have, keep) in [
+            (nix::sys::statvfs::FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+            (nix::sys::statvfs::FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+            (nix::sys::statvfs::FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        ] {
+            if flags_now.contains(have) {
+                flags |= keep;
+            }
+        }
+        if let Err(e) = mount(NONE, point.as_str(), NONE, flags, NONE) {
+            failed.push((point, e.to_string()));
+        }
+    }
+    failed
+}
+
+/// A mount point as /proc/self/mountinfo writes it: space, tab, newline and backslash
+/// as octal escapes.
+fn unescape_mount_path(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 4], 8)
+        {
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Binds `source` over `target`.
 pub fn bind(source: &Path, target: &Path) -> SysResult<()> {
     mount(Some(source), target, NONE, MsFlags::MS_BIND, NONE)
