@@ -123,11 +123,22 @@ pub fn list(gw: &Gateway, state: &str) -> anyhow::Result<i32> {
             expires,
             command_of(&a)
         );
+        println!("{:<38}{}", "", runs_where(&a));
         if let Some(p) = a["purpose"].as_str().filter(|p| !p.is_empty()) {
             println!("{:<38}purpose: {p}", "");
         }
     }
     Ok(0)
+}
+
+/// Where an approved request runs and as whom, said so it cannot be missed.
+fn runs_where(a: &serde_json::Value) -> String {
+    let target = a["target"].as_str().unwrap_or("this host");
+    match (a["place"].as_str().unwrap_or(""), a["run_as"].as_str()) {
+        ("host", _) | (_, Some("root")) => format!("RUNS AS ROOT on {target}"),
+        ("inspect", _) => format!("runs on {target}, read-only, as a uid of its own"),
+        _ => format!("runs in the sandbox on {target}, as a uid of its own"),
+    }
 }
 
 /// Approves or denies one approval; approving prints how its run ended.

@@ -64,6 +64,10 @@ impl State {
 pub struct Canonical {
     /// The host it runs on.
     pub target: String,
+    /// Where on it (`inspect`, `host`; empty: the sandbox, as before places existed, so
+    /// older approvals keep their digests).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub place: String,
     /// A shell command, or empty when `argv` is given.
     pub command: String,
     pub argv: Vec<String>,
@@ -595,6 +599,40 @@ mod tests {
         }
     }
 
+    /// The place is part of what an approval is bound to; a request from before places
+    /// existed keeps its digest.
+    #[test]
+    fn the_place_is_part_of_the_digest() {
+        let c = Canonical {
+            target: "h".into(),
+            place: String::new(),
+            command: "id".into(),
+            argv: Vec::new(),
+            cwd: String::new(),
+            profile: "agent".into(),
+            env: BTreeMap::new(),
+            timeout_ms: None,
+            run_as: "launch".into(),
+            stdin_sha256: String::new(),
+        };
+        let (text, sandbox) = c.text_and_digest();
+        assert!(!text.contains("place"), "{text}");
+        let host = Canonical {
+            place: "host".into(),
+            profile: "operator".into(),
+            run_as: "root".into(),
+            ..c.clone()
+        };
+        let (text, on_host) = host.text_and_digest();
+        assert!(text.contains(r#""place":"host""#), "{text}");
+        assert_ne!(sandbox, on_host);
+        let inspect = Canonical {
+            place: "inspect".into(),
+            ..c
+        };
+        assert_ne!(inspect.text_and_digest().1, sandbox);
+    }
+
     fn approve(by: &str, confirm: &str) -> Action {
         Action::Approve {
             by: by.into(),
@@ -729,6 +767,7 @@ mod tests {
         );
         let canonical = |command: &str| Canonical {
             target: "host".into(),
+            place: String::new(),
             command: command.into(),
             argv: Vec::new(),
             cwd: String::new(),

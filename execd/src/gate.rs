@@ -1,7 +1,16 @@
-//! The risk gate: agents' and tasks' commands run at once only when the classifier finds
-//! them read-only; anything else waits for an operator's approval of that exact request.
+//! The risk gate: where an agent's or a task's command runs, and whether it waits for an
+//! operator's approval of that exact request. Three places ([`Place`]):
 //!
-//! `request_run` classifies and either starts the launch or records a pending approval
+//! - `sandbox` (the `agent` profile): runs at once whatever its class — containment is the
+//!   guard; the class is recorded.
+//! - `inspect` (the `inspect` profile: the host, read-only): runs at once only what the
+//!   classifier finds `read_only`; anything else is refused, naming `host`.
+//! - `host` (the `operator` profile: root on the host): always an approval of the exact
+//!   request, even a read (root reads secrets); destructive needs the typed short id.
+//! - `auto` (the default): `read_only` → `inspect` at once; anything else → `host` after
+//!   an approval.
+//!
+//! `request_run` judges and either starts the launch or records a pending approval
 //! (and its execution, `pending_approval`). `decide` applies an operator's decision; an
 //! approval starts its execution at once: the request is rebuilt from the approval's
 //! canonical text, its digest recomputed from what is about to run, and the approval
@@ -19,8 +28,52 @@ use crate::ledger::{self, NewExecution, Record};
 use crate::manager::{Intent, Manager, Requester, StartError};
 use crate::spec::{Identity, LaunchStatus, now_ms};
 
-/// The only profile the gate runs commands in.
-pub const PROFILE: &str = "agent";
+/// Where a command runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// `inspect` when read-only, else `host` after an approval.
+    Auto,
+    Sandbox,
+    Inspect,
+    Host,
+}
+
+impl Place {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Place::Auto => "auto",
+            Place::Sandbox => "sandbox",
+            Place::Inspect => "inspect",
+            Place::Host => "host",
+        }
+    }
+
+    /// The profile a place runs in (`auto` is decided before this is asked).
+    pub fn profile(self) -> &'static str {
+        match self {
+            Place::Sandbox => "agent",
+            Place::Inspect | Place::Auto => "inspect",
+            Place::Host => "operator",
+        }
+    }
+
+    /// The place a profile name stands for, for a request that names a profile.
+    pub fn of_profile(profile: &str) -> Option<Place> {
+        [Place::Sandbox, Place::Inspect, Place::Host]
+            .into_iter()
+            .find(|p| p.profile() == profile)
+    }
+
+    /// A stored approval's place (before places existed: the sandbox).
+    pub fn parse(s: &str) -> Option<Place> {
+        match s {
+            "" | "sandbox" => Some(Place::Sandbox),
+            "inspect" => Some(Place::Inspect),
+            "host" => Some(Place::Host),
+            _ => None,
+        }
+    }
+}
 
 /// Why the gate refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -37,13 +90,13 @@ pub enum GateError {
     Db(#[from] sqlx::Error),
 }
 
-/// What a request to run became.
+/// What a request to run became, and where it runs.
 #[derive(Debug)]
 pub enum Requested {
-    /// Read-only: started.
-    Started(Record),
+    /// Started at once.
+    Started(Record, Place),
     /// Waits for an approval (`true`: an identical one was already pending).
-    Pending(Box<Approval>, Record, bool),
+    Pending(Box<Approval>, Record, bool, Place),
 }
 
 /// The host commands run on, as approvals name it.
@@ -53,20 +106,25 @@ fn target() -> String {
         .unwrap_or_else(|_| "localhost".into())
 }
 
-/// The canonical form of a request: what an approval is bound to.
-pub fn canonical(m: &Manager, req: &LaunchRequest) -> Canonical {
+/// The canonical form of a request run in `place`: what an approval is bound to (the
+/// place and whom its profile runs as are part of it).
+pub fn canonical(m: &Manager, req: &LaunchRequest, place: Place) -> Canonical {
     let run_as = m
         .launcher
         .profiles
-        .get(PROFILE)
+        .get(place.profile())
         .and_then(|p| p.privileges.run_as.clone())
         .unwrap_or_else(|| "root".into());
     Canonical {
         target: target(),
+        place: match place {
+            Place::Sandbox => String::new(),
+            other => other.as_str().into(),
+        },
         command: req.command.clone(),
         argv: req.argv.clone(),
         cwd: req.cwd.clone(),
-        profile: PROFILE.into(),
+        profile: place.profile().into(),
         env: req.env.clone(),
         timeout_ms: req.timeout_ms,
         run_as,
@@ -103,21 +161,16 @@ async fn execution_changed(m: &Manager, id: &str) -> Result<Record, GateError> {
     Ok(r)
 }
 
-/// Classifies a command and starts it (read-only) or records its approval.
+/// Judges a command and, by its place and class, starts it, records its approval, or
+/// refuses it.
 pub async fn request_run(
     m: &Arc<Manager>,
     mut req: LaunchRequest,
     purpose: String,
     declared: Option<Class>,
     who: &Requester,
+    place: Place,
 ) -> Result<Requested, GateError> {
-    if !req.profile.is_empty() && req.profile != PROFILE {
-        return Err(GateError::Field(
-            "profile",
-            format!("the gate runs commands in the {PROFILE} profile only"),
-        ));
-    }
-    req.profile = PROFILE.into();
     if req.tty.is_some() {
         return Err(GateError::Field(
             "tty",
@@ -130,12 +183,31 @@ pub async fn request_run(
             "the gate runs a command with the input it was approved with".into(),
         ));
     }
+    // A request that names a profile names its place (as before places: `agent`).
+    let place = match (place, req.profile.as_str()) {
+        (p, "") => p,
+        (Place::Auto, profile) => Place::of_profile(profile).ok_or_else(|| {
+            GateError::Field(
+                "profile",
+                format!("{profile} is no place of the gate's (agent, inspect or operator)"),
+            )
+        })?,
+        (p, profile) if p.profile() == profile => p,
+        (p, profile) => {
+            return Err(GateError::Field(
+                "profile",
+                format!(
+                    "{profile} is not where {} runs ({}): give the place only",
+                    p.as_str(),
+                    p.profile()
+                ),
+            ));
+        }
+    };
     if purpose.len() > 4096 {
         return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
     }
     let id = uuid::Uuid::now_v7().to_string();
-    // Refused here, not after an operator approved it.
-    let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
     // The whole request is judged: its environment and input can choose what runs.
     let verdict = {
         let (command, argv) = (req.command.clone(), req.argv.clone());
@@ -158,11 +230,34 @@ pub async fn request_run(
         .await
         .map_err(|e| GateError::Field("command", format!("the classifier failed: {e}")))?
     };
-    let c = canonical(m, &req);
+    let read_only = verdict.class == Class::ReadOnly;
+    let place = match place {
+        Place::Auto if read_only => Place::Inspect,
+        Place::Auto => Place::Host,
+        Place::Inspect if !read_only => {
+            return Err(GateError::Field(
+                "place",
+                format!(
+                    "inspect runs only what is read-only, and this is {}: {}. Ask for place host and wait for an operator's approval",
+                    verdict.class,
+                    verdict.reasons.first().map_or("", |r| r.why.as_str())
+                ),
+            ));
+        }
+        p => p,
+    };
+    req.profile = place.profile().into();
+    // Refused here, not after an operator approved it.
+    let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
+    let c = canonical(m, &req, place);
     let (_, digest) = c.text_and_digest();
-    if verdict.class == Class::ReadOnly {
+    // The sandbox runs anything at once (its containment is the guard); the host's
+    // read-only view runs reads at once; the host itself, never without an approval.
+    if place == Place::Sandbox || place == Place::Inspect {
         let detail = serde_json::json!({
             "risk_class": verdict.class.as_str(),
+            "reasons": verdict.reasons,
+            "place": place.as_str(),
             "digest": digest,
             "purpose": purpose,
         });
@@ -171,7 +266,7 @@ pub async fn request_run(
                 id,
                 &req,
                 who,
-                Some(&[PROFILE.to_string()]),
+                Some(&[place.profile().to_string()]),
                 Intent::Record(detail),
             )
             .await?;
@@ -180,7 +275,7 @@ pub async fn request_run(
             .get(&id)
             .await?
             .ok_or_else(|| GateError::Field("execution", format!("{id} vanished")))?;
-        return Ok(Requested::Started(r));
+        return Ok(Requested::Started(r, place));
     }
     let unstarted = Identity {
         pid: 0,
@@ -193,7 +288,7 @@ pub async fn request_run(
         principal: who.principal.clone(),
         argv: spec.argv.clone(),
         cwd: req.cwd.clone(),
-        profile: PROFILE.into(),
+        profile: place.profile().into(),
         created_at_ms: now_ms(),
         shim: unstarted.clone(),
         init: unstarted,
@@ -228,7 +323,7 @@ pub async fn request_run(
     };
     tracing::info!(approval = %a.id, class = %a.class, role = %who.role,
         principal = %who.principal, deduplicated = !created, "approval requested");
-    Ok(Requested::Pending(Box::new(a), record, !created))
+    Ok(Requested::Pending(Box::new(a), record, !created, place))
 }
 
 /// Applies an operator's decision (`approve`, `deny`, `revoke`) to approval `id`.
@@ -282,9 +377,10 @@ pub async fn decide(
 /// what is about to run, the approval consumed, then the launch started.
 async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateError> {
     let c = a.canonical().ok_or(StoreError::Damaged)?;
+    let place = Place::parse(&c.place).ok_or(StoreError::Damaged)?;
     let stdin = m.approvals.stdin(&a.id).await?;
     let req = request(&c, stdin);
-    let (_, digest) = canonical(m, &req).text_and_digest();
+    let (_, digest) = canonical(m, &req, place).text_and_digest();
     let consumed = m
         .approvals
         .apply(&a.id, &Action::Consume { digest }, "execd", "", now_ms())
@@ -299,7 +395,7 @@ async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateErr
             consumed.execution_id.clone(),
             &req,
             &who,
-            Some(&[PROFILE.to_string()]),
+            Some(&[place.profile().to_string()]),
             Intent::Recorded,
         )
         .await;

@@ -165,25 +165,29 @@ impl Exec for ExecService {
             .run
             .ok_or_else(|| edge::invalid("run: the command to run is missing"))?;
         let declared = wire::declared_risk(r.declared_risk)?;
+        let place = wire::place_from(r.place)?;
         let requested = gate::request_run(
             &self.manager,
             wire::launch_request(run),
             r.purpose,
             declared,
             &a.who,
+            place,
         )
         .await
         .map_err(edge::gate)?;
         Ok(Response::new(match requested {
-            Requested::Started(rec) => pb::RequestRunResponse {
+            Requested::Started(rec, place) => pb::RequestRunResponse {
                 execution: Some(wire::execution(&rec)),
                 approval: None,
                 deduplicated: false,
+                place: wire::place(place) as i32,
             },
-            Requested::Pending(ap, rec, deduplicated) => pb::RequestRunResponse {
+            Requested::Pending(ap, rec, deduplicated, place) => pb::RequestRunResponse {
                 execution: Some(wire::execution(&rec)),
                 approval: Some(wire::approval(&ap)),
                 deduplicated,
+                place: wire::place(place) as i32,
             },
         }))
     }

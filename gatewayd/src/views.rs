@@ -63,6 +63,17 @@ pub fn parse_approval_state(w: &str) -> Option<pb::ApprovalState> {
         .filter(|c| *c != pb::ApprovalState::Unspecified)
 }
 
+pub fn place(v: i32) -> String {
+    word(
+        pb::Place::try_from(v).ok().map(|c| c.as_str_name()),
+        "PLACE_",
+    )
+}
+
+pub fn parse_place(w: &str) -> Option<pb::Place> {
+    pb::Place::from_str_name(&proto_name("PLACE_", w)?).filter(|c| *c != pb::Place::Unspecified)
+}
+
 pub fn parse_decision(w: &str) -> Option<pb::Decision> {
     pb::Decision::from_str_name(&proto_name("DECISION_", w)?)
         .filter(|c| *c != pb::Decision::Unspecified)
@@ -117,6 +128,8 @@ pub fn approval(a: &pb::Approval) -> Value {
         "needs_confirmation": a.needs_confirmation,
         "purpose": a.purpose,
         "target": a.target,
+        "place": place(a.place),
+        "run_as": a.run_as,
         "command": a.command,
         "argv": a.argv,
         "cwd": a.cwd,

@@ -326,8 +326,13 @@ function approvalCard(a) {
       el("pre", {}, a.stdin.head)) : null,
     el("p", {}, el("strong", { class: "class-" + a.risk_class }, a.risk_class), " — ", a.purpose || "(no purpose given)"),
     el("ul", { class: "reasons" }, a.reasons.map((r) => el("li", {}, `${r.risk_class}: ${r.why}`))),
+    a.place === "host" || a.run_as === "root"
+      ? el("p", { class: "runs-as root" }, `Runs as root on ${a.target}`)
+      : el("p", { class: "runs-as" }, a.place === "inspect"
+        ? `Runs on ${a.target}, read-only, as a uid of its own`
+        : `Runs in the sandbox on ${a.target}, as a uid of its own`),
     el("p", { class: "meta" },
-      `asked by ${a.requester_principal || a.requester_role} (${a.requester_role}) for ${a.target}, `,
+      `asked by ${a.requester_principal || a.requester_role} (${a.requester_role}), `,
       `in ${a.cwd || "its own workspace"}, profile ${a.profile}; expires in `,
       el("span", { class: "countdown", "data-expires": a.expires_at_ms }, countdown(a.expires_at_ms))),
     el("div", { class: "row" },

@@ -868,3 +868,129 @@ fn each_user_is_held_to_their_quota_and_no_one_elses() {
     assert!(r.message().contains("quota.terminals = 1"), "{r:?}");
     stack.stop();
 }
+
+/// Where an agent's command runs is the gate's call, by place: `inspect` looks at the real
+/// host and refuses changes; `host` always waits for an approval and then really changes
+/// the host, as root; `sandbox` runs anything at once inside its containment; `auto`
+/// sends reads to `inspect` and changes to `host`.
+#[test]
+fn the_gate_decides_by_place_and_an_approved_change_reaches_the_host() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let r = bob.post("/api/tokens", json!({"name": "agent", "scopes": ["agent"]}));
+    let mut agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let mut outside = std::process::Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("argos-place-")
+        .tempdir_in("/etc")
+        .unwrap();
+    let file = dir.path().join("changed");
+    let done = |w: &mut Web, id: &str| -> serde_json::Value {
+        (0..400)
+            .map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                w.get(&format!("/api/executions/{id}")).json()
+            })
+            .find(|v| v["execution"]["status"] != "running")
+            .unwrap()
+    };
+
+    // auto, read-only: the host's own view, at once.
+    let r = agent.post("/api/agent/run", json!({"command": "ps -e -o pid="}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(
+        (v["place"].as_str(), v["approval"].is_null()),
+        (Some("inspect"), true),
+        "{v}"
+    );
+    let out = done(&mut bob, v["execution"]["id"].as_str().unwrap());
+    let pids = out["stdout"]["text"].as_str().unwrap().to_string();
+    assert!(
+        pids.split_whitespace()
+            .any(|p| p == outside.id().to_string()),
+        "a host process outside Argos is seen: {out}"
+    );
+    // inspect refuses a change, and says what to ask for instead.
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": format!("touch {}", file.display()), "place": "inspect"}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.message()
+            .starts_with("place: inspect runs only what is read-only"),
+        "{r:?}"
+    );
+    assert!(r.message().contains("place host"), "{r:?}");
+    // sandbox runs a change at once, inside its containment (the host's /etc untouched).
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "touch x && echo made", "place": "sandbox"}),
+    );
+    let v = r.json();
+    assert_eq!(
+        (v["place"].as_str(), v["approval"].is_null()),
+        (Some("sandbox"), true),
+        "{v}"
+    );
+    let out = done(&mut bob, v["execution"]["id"].as_str().unwrap());
+    assert_eq!(out["stdout"]["text"], "made\n", "{out}");
+    // host waits for an approval even for a read; it says it runs as root.
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "id -u", "place": "host"}),
+    );
+    let v = r.json();
+    assert_eq!(v["place"], "host", "{v}");
+    let a = &v["approval"];
+    assert_eq!(
+        (
+            a["state"].as_str(),
+            a["place"].as_str(),
+            a["run_as"].as_str()
+        ),
+        (Some("pending"), Some("host"), Some("root")),
+        "{v}"
+    );
+    // auto, a change: the host, after an approval; approved, it really changes the host.
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": format!("echo approved > {}", file.display()), "purpose": "write it"}),
+    );
+    let v = r.json();
+    assert_eq!(
+        (v["place"].as_str(), v["approval"]["state"].as_str()),
+        (Some("host"), Some("pending")),
+        "{v}"
+    );
+    let id = v["approval"]["id"].as_str().unwrap();
+    let r = admin.post(
+        &format!("/api/approvals/{id}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    done(&mut admin, r.json()["execution"]["id"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "approved\n");
+    // …and stops a process the test started outside Argos.
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": format!("kill {}", outside.id()), "purpose": "stop it"}),
+    );
+    let id = r.json()["approval"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        &format!("/api/approvals/{id}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let status = outside.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15),
+        "stopped by the approved kill"
+    );
+    stack.stop();
+}

@@ -266,7 +266,7 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
         panic!("execution {id} did not end");
     };
 
-    // Read-only: runs at once, in the agent profile.
+    // Read-only: runs at once, on the host's read-only view.
     let (ok, out) = as_mcp(
         "RequestRun",
         r#"{"run": {"command": "echo gate-ok"}, "purpose": "look"}"#,
@@ -274,13 +274,14 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     assert!(ok, "{out}");
     let v = json(&out);
     assert!(v["approval"].is_null(), "{v}");
+    assert_eq!(v["place"], "PLACE_INSPECT", "{v}");
     let id = v["execution"]["id"].as_str().unwrap().to_string();
     let done = wait_final(&id);
     assert_eq!(
         done["execution"]["status"], "EXECUTION_STATUS_SUCCEEDED",
         "{done}"
     );
-    assert_eq!(done["execution"]["profile"], "agent");
+    assert_eq!(done["execution"]["profile"], "inspect");
 
     // Destructive: waits for an approval, asked twice, recorded once.
     let body = r#"{"run": {"command": "rm -rf /tmp/argos-gate-test"}, "purpose": "clean up"}"#;
@@ -290,6 +291,12 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     let approval = first["approval"].clone();
     assert_eq!(approval["state"], "APPROVAL_STATE_PENDING", "{first}");
     assert_eq!(approval["riskClass"], "RISK_CLASS_DESTRUCTIVE");
+    // It would run on the host as root: the approval says so.
+    assert_eq!(
+        (approval["place"].as_str(), approval["runAs"].as_str()),
+        (Some("PLACE_HOST"), Some("root")),
+        "{first}"
+    );
     assert_eq!(approval["needsConfirmation"], true);
     assert_eq!(approval["digest"].as_str().unwrap().len(), 64);
     assert_eq!(

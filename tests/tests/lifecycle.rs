@@ -520,7 +520,7 @@ fn approvals_survive_kill_9_of_execd_and_a_tampered_audit_row_is_named() {
             ..Default::default()
         }),
         purpose: "restart test".into(),
-        declared_risk: 0,
+        ..Default::default()
     };
     let (kept, lapsing) = runtime.block_on(async {
         let c = client(&s);

@@ -448,7 +448,7 @@ fn open_stdin_takes_one_writer_through_attach_until_its_input_is_closed() {
             .request_run(argos_proto::exec::v1::RequestRunRequest {
                 run: Some(start(&["/bin/cat"])),
                 purpose: "test".into(),
-                declared_risk: 0,
+                ..Default::default()
             })
             .await
             .unwrap_err();

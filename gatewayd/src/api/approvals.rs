@@ -26,9 +26,12 @@ pub struct AgentRunBody {
     purpose: String,
     /// The caller's own estimate: raises the class, never lowers it.
     risk: Option<String>,
+    /// Where it runs: `auto` (default: read-only → inspect at once, else host after an
+    /// approval), `sandbox`, `inspect` or `host`.
+    place: Option<String>,
 }
 
-#[utoipa::path(post, path = "/api/agent/run", tag = "approvals", description = "Asks to run a command in the agent profile through execd's risk gate: a read-only command starts at once; anything else waits for an admin's approval of that exact request (an identical pending request returns the same approval). Follow the execution with `GET /api/executions/{id}`.", request_body = AgentRunBody, responses((status = 200, description = "`{\"execution\", \"approval\" (null when it runs at once), \"deduplicated\"}`"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+#[utoipa::path(post, path = "/api/agent/run", tag = "approvals", description = "Asks execd's risk gate to run a command, by place: `auto` (default) runs what is read-only at once in `inspect` (the host, read-only) and anything else in `host` (root on the host) after an admin's approval of that exact request; `sandbox` runs at once in the agent sandbox whatever it does; `inspect` refuses what is not read-only; `host` always waits for an approval. An identical pending request returns the same approval. The answer says where it runs. Follow the execution with `GET /api/executions/{id}`.", request_body = AgentRunBody, responses((status = 200, description = "`{\"place\", \"execution\", \"approval\" (null when it runs at once), \"deduplicated\"}`"), (status = 400, description = "bad field (named)", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
 pub async fn agent_run(
     State(api): State<Shared>,
     caller: Caller,
@@ -49,10 +52,19 @@ pub async fn agent_run(
             }),
             purpose: b.purpose,
             declared_risk: declared_risk(b.risk.as_deref())?,
+            place: match b.place.as_deref() {
+                None => pb::Place::Auto,
+                Some(w) => crate::views::parse_place(w).ok_or_else(|| {
+                    invalid(format!(
+                        "place: {w:?} is not a place (auto, sandbox, inspect or host)"
+                    ))
+                })?,
+            } as i32,
         })
         .await
         .map_err(from_exec)?;
     Ok(Json(json!({
+        "place": crate::views::place(r.place),
         "execution": r.execution.as_ref().map(crate::views::execution),
         "approval": r.approval.as_ref().map(crate::views::approval),
         "deduplicated": r.deduplicated,
