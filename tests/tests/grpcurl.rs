@@ -211,7 +211,18 @@ fn call_as(
     if let Some(uid) = uid {
         cmd.uid(uid).gid(argos_tests::SOCKET_GID);
     }
-    let out = cmd.output().expect("running grpcurl");
+    // A copy of grpcurl just written can be briefly "busy" while another test's fork still
+    // holds the writer's descriptor (until that child execs): try again.
+    let out = (0..50)
+        .find_map(|_| match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            }
+            other => Some(other),
+        })
+        .expect("grpcurl stayed busy")
+        .expect("running grpcurl");
     let text = if out.status.success() {
         String::from_utf8_lossy(&out.stdout).to_string()
     } else {

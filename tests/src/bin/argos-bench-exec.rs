@@ -1,8 +1,9 @@
 //! argos-bench-exec: execd's figures beside their anchors, in one run.
 //!
 //! - P1: a contained `/bin/true` through execd's gRPC `Run` (agent profile, every
-//!   dimension enforced) vs bubblewrap (`bwrap --unshare-all --die-with-parent --ro-bind /
-//!   / --proc /proc --dev /dev /bin/true`) vs a bare fork/exec. Goal: ≤ 0.4× bwrap.
+//!   dimension enforced; and the inspect profile, the host's read-only view) vs bubblewrap
+//!   (`bwrap --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /dev
+//!   /bin/true`) vs a bare fork/exec. Goal: ≤ 0.4× bwrap.
 //! - Streaming: 1 GiB of output through `Follow` vs the same bytes read from a raw pipe.
 //!   Goal: ≥ 0.5× the pipe.
 //!
@@ -78,9 +79,10 @@ impl Execd {
     /// Medians of `runs` contained /bin/true launches: paced (each finds the warm pool
     /// refilled, as an interactive caller would) and back to back (the refill competes
     /// with the next launch).
-    async fn p1(&mut self, runs: usize) -> (f64, f64) {
+    async fn p1(&mut self, runs: usize, profile: &str) -> (f64, f64) {
         let req = || RunRequest {
             argv: vec!["/bin/true".into()],
+            profile: profile.into(),
             timeout_ms: Some(10_000),
             ..Default::default()
         };
@@ -97,8 +99,9 @@ impl Execd {
             first
                 .containment
                 .iter()
-                .all(|d| d.state == DimensionState::Enforced as i32),
-            "every dimension must be enforced for the figure to mean anything: {first:?}"
+                .all(|d| d.state == DimensionState::Enforced as i32
+                    || (profile == "inspect" && d.name == "process_tree")),
+            "every dimension the profile asks for must be enforced for the figure to mean anything: {first:?}"
         );
         let mut paced = Vec::new();
         let mut b2b = Vec::new();
@@ -196,7 +199,7 @@ async fn main() {
     let (t_paced, t_b2b) = match &shm {
         Some(dir) => {
             let mut e = Execd::start(&bin_dir, dir.path()).await;
-            let r = e.p1(runs).await;
+            let r = e.p1(runs, "agent").await;
             e.stop();
             (Some(r.0), Some(r.1))
         }
@@ -205,7 +208,8 @@ async fn main() {
     drop(shm);
     let root = argos_tests::open_tempdir();
     let mut execd = Execd::start(&bin_dir, root.path()).await;
-    let (a, a2) = execd.p1(runs).await;
+    let (a, a2) = execd.p1(runs, "agent").await;
+    let (inspect, _) = execd.p1(runs, "inspect").await;
     let mut bwrap = time_n(runs, || {
         let s = Command::new("bwrap")
             .args([
@@ -262,7 +266,17 @@ async fn main() {
         "bwrap --unshare-all ... /bin/true", b
     );
     println!("  {:<44} {:>9.2} ms", "bare fork/exec", f);
+    println!(
+        "  {:<44} {:>9.2} ms",
+        "Argos execd Run, inspect profile (warm pool)", inspect
+    );
     println!("  {:<44} {:>9.2}x   (goal <= 0.4x)", "Argos / bwrap", a / b);
+    println!("  {:<44} {:>9.2}x", "Argos inspect / bwrap", inspect / b);
+    println!(
+        "  {:<44} {:>9.2}x",
+        "Argos inspect / Argos agent",
+        inspect / a
+    );
     println!("  {:<44} {:>9.2}x", "Argos back to back / bwrap", a2 / b);
     if let Some(tp) = t_paced {
         println!("  {:<44} {:>9.2}x", "Argos, files on tmpfs / bwrap", tp / b);
