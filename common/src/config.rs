@@ -37,6 +37,14 @@ pub struct Config {
     pub gateway: GatewayConfig,
     pub exec: ExecConfig,
     pub quota: QuotaConfig,
+    pub approvals: ApprovalsConfig,
+}
+
+/// Who may decide an approval.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalsConfig {
+    /// Another admin must decide: the owner of the requesting agent's token may not.
+    pub require_other_admin: bool,
 }
 
 /// How much one user (or, for a caller without a principal, one peer role) may hold at
@@ -397,6 +405,13 @@ impl Config {
                     "exec.terminal_detach_ttl_s",
                     900u64,
                     "Seconds a web terminal may stay with no client attached (its tab closed, its browser gone) before its shell and everything it started are killed. 0 keeps detached terminals until they end.",
+                ),
+            },
+            approvals: ApprovalsConfig {
+                require_other_admin: r.get(
+                    "approvals.require_other_admin",
+                    false,
+                    "Require another admin to decide a request (four eyes). Off: the user who owns the requesting agent's token may approve or deny it — from a session or an approve-scoped token, never with an agent-scoped one — so a one-admin host works with one account. The audit trail records which rule applied.",
                 ),
             },
             quota: QuotaConfig {

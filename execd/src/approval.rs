@@ -209,8 +209,43 @@ fn past(state: State, action: &Action) -> Refusal {
     Refusal::Final(state.as_str(), verb)
 }
 
-/// The state `action` leads `a` to at `now_ms`, or why it may not happen.
+/// Who may decide a request, beyond the state machine's own rules.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// The user a request was made for (the owner of the agent's token) may approve or
+    /// deny it — from a session or an approve-scoped token, which the gateway enforces —
+    /// unless `approvals.require_other_admin` says another admin must.
+    pub owner_may_decide: bool,
+}
+
+impl Rules {
+    /// Which rule let `by` decide `a`, for the audit trail.
+    pub fn applied(&self, a: &Approval, by: &str) -> &'static str {
+        if by == a.requester_principal {
+            "the owner decided their agent's request (approvals.require_other_admin is off)"
+        } else if self.owner_may_decide {
+            "another admin decided (the owner could have)"
+        } else {
+            "another admin decided (approvals.require_other_admin)"
+        }
+    }
+}
+
+/// The state `action` leads `a` to at `now_ms`, or why it may not happen (strict: no
+/// one decides their own request).
 pub fn next(a: &Approval, action: &Action, now_ms: i64) -> Result<State, Refusal> {
+    next_with(a, action, now_ms, Rules::default())
+}
+
+/// [`next`] under `rules`.
+pub fn next_with(
+    a: &Approval,
+    action: &Action,
+    now_ms: i64,
+    rules: Rules,
+) -> Result<State, Refusal> {
+    let own =
+        |by: &str| (by == a.requester() || by == a.requester_principal) && !rules.owner_may_decide;
     let expired = now_ms >= a.expires_at_ms;
     match (a.state, action) {
         (s, _) if s.is_final() => Err(past(s, action)),
@@ -218,7 +253,7 @@ pub fn next(a: &Approval, action: &Action, now_ms: i64) -> Result<State, Refusal
         (_, Action::Expire) => Err(Refusal::NotExpired),
         (_, _) if expired => Err(Refusal::Expired),
         (State::Pending, Action::Approve { by, confirm }) => {
-            if by == a.requester() || by == &a.requester_principal {
+            if own(by) {
                 Err(Refusal::SelfDecision)
             } else if a.needs_confirmation() && confirm.is_empty() {
                 Err(Refusal::ConfirmationRequired)
@@ -229,7 +264,7 @@ pub fn next(a: &Approval, action: &Action, now_ms: i64) -> Result<State, Refusal
             }
         }
         (State::Pending, Action::Deny { by }) => {
-            if by == a.requester() {
+            if own(by) {
                 Err(Refusal::SelfDecision)
             } else {
                 Ok(State::Denied)
@@ -284,6 +319,8 @@ pub struct Store {
     audit: std::sync::Arc<argos_store::audit::Audit>,
     /// How many requests one user (or peer role) may have waiting.
     quota: crate::quota::Quota,
+    /// Who may decide a request.
+    rules: Rules,
 }
 
 fn row(r: &sqlx::sqlite::SqliteRow) -> Approval {
@@ -329,8 +366,14 @@ impl Store {
         pool: sqlx::SqlitePool,
         audit: std::sync::Arc<argos_store::audit::Audit>,
         quota: crate::quota::Quota,
+        rules: Rules,
     ) -> Store {
-        Store { pool, audit, quota }
+        Store {
+            pool,
+            audit,
+            quota,
+            rules,
+        }
     }
 
     pub async fn get(&self, id: &str) -> sqlx::Result<Option<Approval>> {
@@ -477,7 +520,7 @@ impl Store {
                 return Err(StoreError::Damaged);
             }
         }
-        let to = match next(&a, action, now_ms) {
+        let to = match next_with(&a, action, now_ms, self.rules) {
             Ok(s) => s,
             Err(refusal) => {
                 let mut detail = summary(&a);
@@ -534,6 +577,9 @@ impl Store {
         detail["from"] = a.state.as_str().into();
         detail["state"] = to.as_str().into();
         detail["action"] = action.name().into();
+        if let Action::Approve { by, .. } | Action::Deny { by } = action {
+            detail["rule"] = self.rules.applied(&a, by).into();
+        }
         if !note.is_empty() {
             detail["note"] = note.into();
         }
@@ -764,6 +810,7 @@ mod tests {
             ledger.pool().clone(),
             audit.clone(),
             crate::quota::Quota::default(),
+            Rules::default(),
         );
         let canonical = |command: &str| Canonical {
             target: "host".into(),

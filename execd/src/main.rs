@@ -119,6 +119,9 @@ fn main() -> ExitCode {
             warm_shims as usize,
             approval_ttl_s,
             quota,
+            argos_execd::approval::Rules {
+                owner_may_decide: !ctx.config.approvals.require_other_admin,
+            },
         );
         manager
             .reconcile()

@@ -89,12 +89,13 @@ impl Manager {
         warm_shims: usize,
         approval_ttl_s: u64,
         quota: crate::quota::Quota,
+        rules: approval::Rules,
     ) -> Arc<Manager> {
         let pool = Pool::new(&launcher, warm_shims);
         let uids = crate::uids::UidPool::new(launcher.launch_uids.0, launcher.launch_uids.1);
         Arc::new(Manager {
             quota,
-            approvals: approval::Store::new(ledger.pool().clone(), audit.clone(), quota),
+            approvals: approval::Store::new(ledger.pool().clone(), audit.clone(), quota, rules),
             approval_changes: tokio::sync::broadcast::channel(256).0,
             approval_ttl_s,
             audit,

@@ -160,15 +160,9 @@ fn approvals_over_http_with_events_rules_and_the_merged_audit_trail() {
         (409, "conflict"),
         "used once: {r:?}"
     );
-    // Nobody decides their own request, admin or not.
+    // One left waiting: the listing's state filter finds it.
     let r = admin.post("/api/agent/run", json!({"command": "mkdir /tmp/argos-own"}));
     let own_id = r.json()["approval"]["id"].as_str().unwrap().to_string();
-    let r = admin.post(
-        &format!("/api/approvals/{own_id}/decision"),
-        json!({"decision": "approve"}),
-    );
-    assert_eq!(r.status, 403, "{r:?}");
-    assert!(r.text.contains("own request"), "{r:?}");
     let r = admin.get("/api/approvals?state=pending");
     let listed = r.json();
     assert_eq!(listed["approvals"].as_array().unwrap().len(), 1, "{listed}");
@@ -993,4 +987,88 @@ fn the_gate_decides_by_place_and_an_approved_change_reaches_the_host() {
         "stopped by the approved kill"
     );
     stack.stop();
+}
+
+/// The requester is the agent, not the human who owns its token: the owner may approve
+/// their own agent's request from a session (a one-admin host works with one account),
+/// never with an agent-scoped token — the requesting one or any other; with
+/// `approvals.require_other_admin` only another admin may. The audit trail says which
+/// rule applied.
+#[test]
+fn the_owner_approves_their_agents_request_and_the_agent_never_does() {
+    for four_eyes in [false, true] {
+        let mut builder = StackBuilder::new();
+        if four_eyes {
+            builder = builder.env("ARGOS_APPROVALS__REQUIRE_OTHER_ADMIN", "true");
+        }
+        let stack = builder.start();
+        let mut admin = stack.admin();
+        let token = |w: &mut Web, scopes: &[&str]| {
+            let r = w.post("/api/tokens", json!({"name": "t", "scopes": scopes}));
+            assert_eq!(r.status, 201, "{r:?}");
+            Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap())
+        };
+        let mut agent = token(&mut admin, &["agent"]);
+        let mut both = token(&mut admin, &["agent", "approve"]);
+        let r = agent.post(
+            "/api/agent/run",
+            json!({"command": "echo owner-approved; true", "purpose": "mine"}),
+        );
+        let id = r.json()["approval"]["id"].as_str().unwrap().to_string();
+        let decide = |w: &mut Web| {
+            w.post(
+                &format!("/api/approvals/{id}/decision"),
+                json!({"decision": "approve"}),
+            )
+        };
+        // The requesting token lacks the approve scope; one that has it next to agent is
+        // still an agent's.
+        let r = decide(&mut agent);
+        assert_eq!(r.status, 403, "{r:?}");
+        let r = decide(&mut both);
+        assert_eq!(r.status, 403, "{r:?}");
+        assert!(r.message().contains("agent scope"), "{r:?}");
+        let r = decide(&mut admin);
+        let rule = |admin: &mut Web| {
+            admin
+                .get(&format!("/api/audit?subject={id}&kind=approval.decided"))
+                .json()["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["source"] == "execd")
+                .map(|r| r["detail"]["rule"].as_str().unwrap_or("").to_string())
+                .unwrap_or_default()
+        };
+        if !four_eyes {
+            assert_eq!(r.status, 200, "the owner approves from a session: {r:?}");
+            assert!(
+                rule(&mut admin).starts_with("the owner decided"),
+                "{}",
+                rule(&mut admin)
+            );
+        } else {
+            assert_eq!(r.status, 403, "{r:?}");
+            assert!(r.message().contains("own request"), "{r:?}");
+            let r = admin.post(
+                "/api/users",
+                json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD, "role": "admin"}),
+            );
+            assert_eq!(r.status, 201, "{r:?}");
+            let mut carol = Web::new(stack.listen);
+            let r = carol.post(
+                "/api/login",
+                json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD}),
+            );
+            assert_eq!(r.status, 200, "{r:?}");
+            let r = decide(&mut carol);
+            assert_eq!(r.status, 200, "another admin approves: {r:?}");
+            assert!(
+                rule(&mut admin).contains("approvals.require_other_admin"),
+                "{}",
+                rule(&mut admin)
+            );
+        }
+        stack.stop();
+    }
 }

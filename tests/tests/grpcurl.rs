@@ -152,8 +152,15 @@ fn grpcurl_classifies_commands_on_execd() {
 /// A stack (as root, `what` needing it) with execd's socket and a grpcurl the daemons'
 /// uids can run.
 fn stack_for_other_uids(what: &str) -> (argos_tests::Stack, PathBuf, tempfile::TempDir, PathBuf) {
+    stack_for_other_uids_with(what, StackBuilder::new())
+}
+
+fn stack_for_other_uids_with(
+    what: &str,
+    builder: StackBuilder,
+) -> (argos_tests::Stack, PathBuf, tempfile::TempDir, PathBuf) {
     argos_tests::require_root(what);
-    let stack = StackBuilder::new().start();
+    let stack = builder.start();
     let socket = stack.socket("execd");
     let (dir, grpcurl) = reachable_grpcurl();
     (stack, socket, dir, grpcurl)
@@ -234,8 +241,11 @@ fn call_as(
 #[test]
 fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     use argos_tests::{GATEWAY_UID, MCP_UID};
-    let (stack, socket, _dir, grpcurl) =
-        stack_for_other_uids("the risk gate test (grpcurl as the mcp and gateway uids)");
+    // Four eyes: no one decides what was asked for them.
+    let (stack, socket, _dir, grpcurl) = stack_for_other_uids_with(
+        "the risk gate test (grpcurl as the mcp and gateway uids)",
+        StackBuilder::new().env("ARGOS_APPROVALS__REQUIRE_OTHER_ADMIN", "true"),
+    );
     let json = |s: &str| -> serde_json::Value {
         serde_json::from_str(s).unwrap_or_else(|e| panic!("{e}: {s}"))
     };
@@ -383,7 +393,8 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
     assert_eq!(denied["approval"]["state"], "APPROVAL_STATE_DENIED");
     assert_eq!(denied["execution"]["status"], "EXECUTION_STATUS_REJECTED");
 
-    // A user cannot approve what their own agent asked for.
+    // With approvals.require_other_admin, a user cannot approve what their own agent
+    // asked for.
     let (_, out) = as_admin(
         "bob",
         "RequestRun",

@@ -625,12 +625,29 @@ while True:
             "{e:?}"
         );
     }
+    // Each refused connection reaches the impostor as one that sent nothing: wait for
+    // both to be counted (it may trail the client), then stop it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in lines.map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    let mut conns = Vec::new();
+    while conns.len() < 2 {
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(l) => conns.push(l),
+            Err(_) => break,
+        }
+    }
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(impostor.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
     );
-    let conns: Vec<String> = lines.map_while(Result::ok).collect();
     let _ = impostor.wait();
+    conns.extend(rx.try_iter());
     assert!(
         !conns.is_empty() && conns.iter().all(|l| l == "conn 0"),
         "the impostor was never connected to, or got bytes: {conns:?}"

@@ -139,6 +139,14 @@ pub async fn decide(
     Path(id): Path<String>,
     Body(b): Body<DecisionBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    // An agent's token asks; it never decides — not its own request, not another's.
+    if let Via::Bearer(scopes) = &caller.via
+        && scopes.iter().any(|s| s == "agent")
+    {
+        return Err(ApiError::forbidden(
+            "a token with the agent scope cannot decide approvals: decide from a session or with an approve-scoped token",
+        ));
+    }
     let decision = crate::views::parse_decision(&b.decision)
         .ok_or_else(|| invalid("decision: approve, deny or revoke"))?;
     let detail = json!({"decision": b.decision, "note": b.note});
