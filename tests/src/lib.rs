@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod measure;
+pub mod runs;
 pub mod web;
 
 /// The password [`Stack::admin`] gives the first admin.

@@ -53,13 +53,17 @@ impl Reply {
 
 impl Web {
     pub fn new(addr: SocketAddr) -> Web {
+        Web::new_at(format!("http://{addr}"))
+    }
+
+    fn new_at(base: String) -> Web {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .build()
             .into();
         Web {
-            base: format!("http://{addr}"),
+            base,
             agent,
             cookie: None,
             device: None,
@@ -71,6 +75,53 @@ impl Web {
         let mut w = Web::new(addr);
         w.bearer = Some(token.to_string());
         w
+    }
+
+    /// A client of a new API token of this caller's, with `scopes`.
+    pub fn token(&mut self, scopes: &[&str]) -> Web {
+        let r = self.post(
+            "/api/tokens",
+            serde_json::json!({"name": "t", "scopes": scopes}),
+        );
+        assert_eq!(r.status, 201, "{r:?}");
+        let mut w = Web::new_at(self.base.clone());
+        w.bearer = Some(r.json()["token"].as_str().unwrap().to_string());
+        w
+    }
+
+    /// `GET /api/executions/{id}` once it no longer answers `running` (within 20 s).
+    pub fn ended(&mut self, id: &str) -> Reply {
+        let path = format!("/api/executions/{id}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let r = self.get(&path);
+            if r.status != 200 || r.json()["execution"]["status"] != "running" {
+                return r;
+            }
+            assert!(std::time::Instant::now() < deadline, "{id} never ended");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Adds the cookies this client holds for `path` and its bearer token.
+    fn credentials(
+        &self,
+        mut b: ureq::http::request::Builder,
+        path: &str,
+    ) -> ureq::http::request::Builder {
+        let cookies: Vec<&str> = self
+            .cookie
+            .iter()
+            .chain(self.device.iter().filter(|_| path == "/api/login"))
+            .map(String::as_str)
+            .collect();
+        if !cookies.is_empty() {
+            b = b.header("cookie", cookies.join("; "));
+        }
+        if let Some(t) = &self.bearer {
+            b = b.header("authorization", format!("Bearer {t}"));
+        }
+        b
     }
 
     /// Sends a request; `body` as JSON when given. Keeps a session cookie it is handed.
@@ -99,18 +150,7 @@ impl Web {
         if json {
             b = b.header("content-type", "application/json");
         }
-        let cookies: Vec<&str> = self
-            .cookie
-            .iter()
-            .chain(self.device.iter().filter(|_| path == "/api/login"))
-            .map(String::as_str)
-            .collect();
-        if !cookies.is_empty() {
-            b = b.header("cookie", cookies.join("; "));
-        }
-        if let Some(t) = &self.bearer {
-            b = b.header("authorization", format!("Bearer {t}"));
-        }
+        b = self.credentials(b, path);
         for (k, v) in extra {
             b = b.header(*k, *v);
         }
@@ -250,18 +290,7 @@ impl Web {
             .uri(format!("{}{path}", self.base))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
-        let cookies: Vec<&str> = self
-            .cookie
-            .iter()
-            .chain(self.device.iter().filter(|_| path == "/api/login"))
-            .map(String::as_str)
-            .collect();
-        if !cookies.is_empty() {
-            b = b.header("cookie", cookies.join("; "));
-        }
-        if let Some(t) = &self.bearer {
-            b = b.header("authorization", format!("Bearer {t}"));
-        }
+        b = self.credentials(b, path);
         for (k, v) in extra {
             b = b.header(*k, *v);
         }

@@ -1,0 +1,192 @@
+//! The audit trails under attack: execd's and the gateway's rows edited, cut short or
+//! recomputed on disk while the daemons are down, and `audit verify` naming the row.
+
+use argos_tests::StackBuilder;
+use argos_tests::web::Web;
+use serde_json::json;
+
+/// Opens a stopped daemon's database as someone with the disk would, runs `edit`, and
+/// gives the files back to the daemon's owner.
+fn edit_db(db: &std::path::Path, edit: impl AsyncFnOnce(&mut sqlx::SqliteConnection)) {
+    use sqlx::ConnectOptions;
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(db).unwrap();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(db)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::raw_sql(
+            "DROP TRIGGER IF EXISTS audit_no_update; DROP TRIGGER IF EXISTS audit_no_delete;",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        edit(&mut conn).await;
+        use sqlx::Connection;
+        conn.close().await.unwrap();
+    });
+    for suffix in ["", "-wal", "-shm"] {
+        let p = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
+        if p.exists() {
+            std::os::unix::fs::chown(&p, Some(owner.uid()), Some(owner.gid())).unwrap();
+        }
+    }
+}
+
+/// Rewrites rows from `from` on with their chain recomputed (SHA-256), tagged with `key`
+/// when the intruder has it (else their MACs left as they were); `change` edits the
+/// first.
+async fn recompute(
+    conn: &mut sqlx::SqliteConnection,
+    from: i64,
+    key: Option<&argos_store::key::Key>,
+    change: impl Fn(&mut argos_store::audit::Record),
+) {
+    use argos_store::audit::{ROW_DOMAIN, Record, hash};
+    let rows: Vec<Record> = sqlx::query("SELECT * FROM audit WHERE seq >= ? - 1 ORDER BY seq")
+        .bind(from)
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(argos_store::audit::record)
+        .collect();
+    let mut prev = rows[0].hash.clone();
+    for mut r in rows.into_iter().skip(1) {
+        if r.seq == from {
+            change(&mut r);
+        }
+        r.prev_hash = prev;
+        r.hash = hash(&r).unwrap();
+        if let Some(k) = key {
+            r.mac = k.tag(ROW_DOMAIN, r.hash.as_bytes());
+        }
+        sqlx::query("UPDATE audit SET actor = ?, prev_hash = ?, hash = ?, mac = ? WHERE seq = ?")
+            .bind(&r.actor)
+            .bind(&r.prev_hash)
+            .bind(&r.hash)
+            .bind(&r.mac)
+            .bind(r.seq)
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        prev = r.hash;
+    }
+}
+
+/// Deleting the last rows of a trail, or rewriting a row and recomputing the chain, used
+/// to verify. Rows are tagged with their daemon's key now, and each daemon's head is kept
+/// in the other's trail: execd's trail cut short, the gateway's rewritten and recomputed
+/// without its key, then again with its key, each fail `audit verify` naming the row.
+#[test]
+fn a_trail_cut_short_or_recomputed_fails_verify_naming_the_row() {
+    let mut stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__AUDIT_ANCHOR_S", "1")
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    // History in both trails: approvals asked for (execd), a token and a failed login
+    // (the gateway).
+    let mut agent = bob.token(&["agent"]);
+    for n in 0..3 {
+        let r = agent.post(
+            "/api/agent/run",
+            json!({"command": format!("mkdir /tmp/argos-anchor-{n}")}),
+        );
+        assert_eq!(r.json()["approval"]["state"], "pending", "{r:?}");
+    }
+    let r = Web::new(stack.listen).post("/api/login", json!({"name": "bob", "password": "not it"}));
+    assert_eq!(r.status, 401);
+    // Each trail's newest row (not itself an anchor) is anchored in the other's.
+    let newest = |admin: &mut Web, trail: &str| -> i64 {
+        admin.get("/api/audit?limit=200").json()["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["source"] == trail && r["kind"] != "audit.anchor")
+            .map(|r| r["seq"].as_i64().unwrap())
+            .max()
+            .unwrap()
+    };
+    let (execd_head, gateway_head) = (newest(&mut admin, "execd"), newest(&mut admin, "gateway"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let v = loop {
+        let v = admin.get("/api/audit/verify").json();
+        if v["execd"]["anchor"]["seq"] == execd_head
+            && v["gateway"]["anchor"]["seq"] == gateway_head
+        {
+            break v;
+        }
+        assert!(std::time::Instant::now() < deadline, "never anchored: {v}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(
+        (v["execd"]["ok"].as_bool(), v["gateway"]["ok"].as_bool()),
+        (Some(true), Some(true)),
+        "{v}"
+    );
+    let failed_login = admin.get("/api/audit?kind=login.failed").json()["records"][0]["seq"]
+        .as_i64()
+        .unwrap();
+    assert!(failed_login <= gateway_head);
+
+    // Someone with the disk and the gateway's key: the failed login given to another
+    // name, the chain recomputed and every MAC made again. Chain and MACs verify; the
+    // anchor execd holds of the gateway's trail names the row.
+    let gateway_db = stack.root().join("state/gatewayd/gateway.db");
+    stack.restart_with(|root| {
+        let bytes = std::fs::read(root.join("state/gatewayd/gateway.key")).unwrap();
+        let key = argos_store::key::Key::from_bytes(bytes.try_into().unwrap());
+        edit_db(&gateway_db, async |c| {
+            recompute(c, failed_login, Some(&key), |r| r.actor = "carol".into()).await;
+        });
+    });
+    let v = admin.get("/api/audit/verify").json();
+    let gateway = &v["gateway"];
+    assert_eq!(
+        (gateway["ok"].as_bool(), gateway["broken_seq"].as_i64()),
+        (Some(false), Some(gateway_head)),
+        "{v}"
+    );
+    let why = gateway["broken_reason"].as_str().unwrap();
+    assert!(
+        why.contains("rewritten") && why.contains("execd recorded"),
+        "{why}"
+    );
+    assert_eq!(v["execd"]["ok"], true, "{v}");
+    // The exchange stops rather than anchor the rewritten trail.
+    stack.wait_log("audit anchoring with execd stopped", 1);
+
+    // Without the key: execd's last two rows deleted; the gateway's row changed again
+    // and the chain recomputed with SHA-256 alone.
+    stack.restart_with(|root| {
+        edit_db(&root.join("state/execd/execd.db"), async |c| {
+            sqlx::query("DELETE FROM audit WHERE seq >= ?")
+                .bind(execd_head - 1)
+                .execute(&mut *c)
+                .await
+                .unwrap();
+        });
+        edit_db(&gateway_db, async |c| {
+            recompute(c, failed_login, None, |r| r.actor = "dave".into()).await;
+        });
+    });
+    let v = admin.get("/api/audit/verify").json();
+    let execd = &v["execd"];
+    assert_eq!(execd["ok"], false, "{v}");
+    assert_eq!(execd["broken_seq"], execd_head - 1, "{v}");
+    let why = execd["broken_reason"].as_str().unwrap();
+    assert!(why.contains("missing") && why.contains("cut off"), "{why}");
+    let gateway = &v["gateway"];
+    assert_eq!(
+        (gateway["ok"].as_bool(), gateway["broken_seq"].as_i64()),
+        (Some(false), Some(failed_login)),
+        "{v}"
+    );
+    assert!(
+        gateway["broken_reason"].as_str().unwrap().contains("MAC"),
+        "{v}"
+    );
+    stack.stop();
+}
