@@ -412,6 +412,21 @@ fn grpcurl_drives_the_risk_gate_as_mcp_and_gateway() {
         "{out}"
     );
 
+    // Only the gateway exchanges audit heads with execd: a compromised mcpd or jobd that
+    // could record a head of its choosing would make the gateway's trail look rewritten.
+    let forged = r#"{"head": {"seq": 999, "hash": "00"}, "record": true}"#;
+    for uid in [MCP_UID, argos_tests::JOB_UID] {
+        let (ok, out) = call_as(
+            &grpcurl,
+            &socket,
+            Some(uid),
+            Some("alice"),
+            "argos.exec.v1.Exec/AnchorAudit",
+            forged,
+        );
+        assert!(!ok && out.contains("PermissionDenied"), "uid {uid}: {out}");
+    }
+
     // mcp lists only its own; the operator sees the chain verify.
     let (ok, out) = as_mcp("ListApprovals", r#"{}"#);
     assert!(ok, "{out}");
