@@ -332,7 +332,7 @@ mod tests {
         assert!(!text.contains("place"), "{text}");
         let host = Canonical {
             place: "host".into(),
-            profile: "operator".into(),
+            profile: "host".into(),
             run_as: "root".into(),
             ..c.clone()
         };

@@ -179,6 +179,11 @@ impl Cgroups {
         !self.limited.is_empty()
     }
 
+    /// Whether the launch has a group of its own (to know its whole tree by).
+    pub fn tracks(&self) -> bool {
+        !self.dirs.is_empty()
+    }
+
     /// Kills everything in the v2 group (kernel ≥ 5.14), whatever its process tree.
     pub fn kill(&self) -> bool {
         self.v2.as_ref().is_some_and(|d| {

@@ -5,7 +5,7 @@
 //!   guard; the class is recorded.
 //! - `inspect` (the `inspect` profile: the host, read-only): runs at once only what the
 //!   classifier finds `read_only`; anything else is refused, naming `host`.
-//! - `host` (the `operator` profile: root on the host): always an approval of the exact
+//! - `host` (the `host` profile: root on the host): always an approval of the exact
 //!   request, even a read (root reads secrets); destructive needs the typed short id.
 //! - `auto` (the default): `read_only` → `inspect` at once; anything else → `host` after
 //!   an approval.
@@ -53,12 +53,18 @@ impl Place {
         match self {
             Place::Sandbox => "agent",
             Place::Inspect | Place::Auto => "inspect",
-            Place::Host => "operator",
+            Place::Host => "host",
         }
     }
 
     /// The place a profile name stands for, for a request that names a profile.
     pub fn of_profile(profile: &str) -> Option<Place> {
+        // `operator`: the host profile's old name.
+        let profile = if profile == "operator" {
+            "host"
+        } else {
+            profile
+        };
         [Place::Sandbox, Place::Inspect, Place::Host]
             .into_iter()
             .find(|p| p.profile() == profile)
@@ -189,10 +195,10 @@ pub async fn request_run(
         (Place::Auto, profile) => Place::of_profile(profile).ok_or_else(|| {
             GateError::Field(
                 "profile",
-                format!("{profile} is no place of the gate's (agent, inspect or operator)"),
+                format!("{profile} is no place of the gate's (agent, inspect or host)"),
             )
         })?,
-        (p, profile) if p.profile() == profile => p,
+        (p, profile) if Place::of_profile(profile) == Some(p) => p,
         (p, profile) => {
             return Err(GateError::Field(
                 "profile",

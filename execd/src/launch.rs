@@ -176,16 +176,16 @@ impl Launcher {
         req: &LaunchRequest,
         launch_uid: u32,
     ) -> Result<LaunchSpec, InvalidRequest> {
-        let profile_name = if req.profile.is_empty() {
+        let asked = if req.profile.is_empty() {
             "agent"
         } else {
             req.profile.as_str()
         };
-        let profile = self.profiles.get(profile_name).ok_or_else(|| {
+        let (profile_name, profile) = self.profiles.named(asked).ok_or_else(|| {
             invalid(
                 "profile",
                 format!(
-                    "unknown profile {profile_name:?} (known: {})",
+                    "unknown profile {asked:?} (known: {})",
                     self.profile_names()
                 ),
             )

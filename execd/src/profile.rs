@@ -112,6 +112,10 @@ const UNPRIVILEGED_ROLES: [PeerRole; 2] = [PeerRole::Job, PeerRole::Mcp];
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     pub reason: String,
+    /// Other names a launch may give for this profile (an old name kept working); the
+    /// ledger records the profile's own name.
+    #[serde(default)]
+    pub aliases: Vec<String>,
     pub launchers: Launchers,
     pub filesystem: FsRule,
     pub process_tree: TreeRule,
@@ -217,6 +221,17 @@ impl Profiles {
             if let Err(e) = p.run_as() {
                 return Err(format!("profile {name}: {e}"));
             }
+            for alias in &p.aliases {
+                if map.contains_key(alias)
+                    || map
+                        .iter()
+                        .any(|(n, o)| n != name && o.aliases.contains(alias))
+                {
+                    return Err(format!(
+                        "profile {name}: alias {alias:?} names another profile too"
+                    ));
+                }
+            }
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
             }
@@ -240,8 +255,21 @@ impl Profiles {
         Ok(Profiles(map))
     }
 
+    /// A profile by its name or one of its aliases.
     pub fn get(&self, name: &str) -> Option<&Profile> {
-        self.0.get(name)
+        self.named(name).map(|(_, p)| p)
+    }
+
+    /// A profile and its own name, by its name or one of its aliases.
+    pub fn named(&self, name: &str) -> Option<(&str, &Profile)> {
+        self.0
+            .get_key_value(name)
+            .or_else(|| {
+                self.0
+                    .iter()
+                    .find(|(_, p)| p.aliases.iter().any(|a| a == name))
+            })
+            .map(|(n, p)| (n.as_str(), p))
     }
 
     /// The profiles a caller with `roles` may launch in, when it is no admin.
@@ -350,9 +378,12 @@ mod tests {
     #[test]
     fn builtin_profiles_parse_with_a_reason_for_every_rule() {
         let p = Profiles::builtin().unwrap();
-        for name in ["agent", "operator", "mcp-server"] {
+        for name in ["agent", "inspect", "host", "operator", "mcp-server"] {
             assert!(p.get(name).is_some(), "{name}");
         }
+        // The old name of the host profile is an alias: the profile keeps its own name.
+        assert_eq!(p.named("operator").map(|(n, _)| n), Some("host"));
+        assert!(p.named("root").is_none());
         let agent = p.get("agent").unwrap();
         assert!(
             agent
@@ -387,8 +418,8 @@ mod tests {
             }
         }
         let rooted = PROFILES_TOML.replacen(
-            "[operator.launchers]\nroles = []",
-            "[operator.launchers]\nroles = [\"job\"]",
+            "[host.launchers]\nroles = []",
+            "[host.launchers]\nroles = [\"job\"]",
             1,
         );
         assert_ne!(rooted, PROFILES_TOML);
@@ -396,6 +427,13 @@ mod tests {
             Profiles::parse(&rooted)
                 .unwrap_err()
                 .contains("runs as root")
+        );
+        let twice = PROFILES_TOML.replacen("aliases = [\"operator\"]", "aliases = [\"agent\"]", 1);
+        assert_ne!(twice, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&twice)
+                .unwrap_err()
+                .contains("names another profile")
         );
         let admin = PROFILES_TOML.replacen(
             "[mcp-server.launchers]\nroles = []",
@@ -432,14 +470,14 @@ mod tests {
         assert_eq!(plan.rlimits.address_space_bytes, 4096 * 1024 * 1024);
         assert!(!plan.wants(Dimension::Network));
         let op = super::plan(
-            "operator",
-            p.get("operator").unwrap(),
+            "host",
+            p.get("host").unwrap(),
             Path::new("/w/2"),
             &host,
             &[],
             5,
         );
-        assert_eq!(op.run_as, None, "the operator profile runs as root");
+        assert_eq!(op.run_as, None, "the host profile runs as root");
         assert_eq!(op.rlimits.nofile, u64::MAX);
         assert_eq!(op.need(Dimension::Network), Need::Off);
     }
@@ -471,7 +509,7 @@ mod tests {
         };
         assert!(setup.fits(&mk("agent", "/w/7", 100_007, &[])));
         assert!(!setup.fits(&mk("mcp-server", "/w/7", 100_007, &[])));
-        assert!(!setup.fits(&mk("operator", "/w/7", 0, &[])));
+        assert!(!setup.fits(&mk("host", "/w/7", 0, &[])));
         assert!(
             !setup.fits(&mk("agent", "/w/7", 100_007, &[Dimension::Network])),
             "a shim with a network namespace must not run a launch planned without one"

@@ -160,7 +160,7 @@ function shellView() {
   const f = el("form", { class: "row", id: "shell" },
     el("label", {}, "Command", el("input", { name: "command", required: true, autocomplete: "off", spellcheck: "false" })),
     el("label", {}, "Profile", el("select", { name: "profile" },
-      ["operator", "agent"].map((p) => el("option", { value: p }, p)))),
+      ["host", "agent"].map((p) => el("option", { value: p }, p)))),
     el("label", {}, "Timeout (s)", el("input", { name: "timeout", type: "number", min: "1", value: "60", class: "short" })),
     run, kill);
   kill.addEventListener("click", async () => {

@@ -359,7 +359,7 @@ fn bombs_floods_and_timeouts_are_bounded() {
         &stack,
         RunRequest {
             command: "trap '' TERM; exec >/dev/null 2>&1; sleep 98.5".into(),
-            profile: "operator".into(),
+            profile: "host".into(),
             timeout_ms: Some(1000),
             ..Default::default()
         },
@@ -371,6 +371,25 @@ fn bombs_floods_and_timeouts_are_bounded() {
         "the operator's sleeper survived"
     );
     assert!(argos_tests::processes_mentioning(std::path::Path::new("sleep 97.5")).is_empty());
+    // The host profile, by its old name too, runs in a cgroup of its own (no limits: for
+    // tracking the tree and verifying its end).
+    let r = ran(run(
+        &stack,
+        RunRequest {
+            command: "cat /proc/self/cgroup".into(),
+            profile: "operator".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+    assert!(
+        r.out.contains("/argos/"),
+        "not in a launch cgroup: {}",
+        r.out
+    );
+    let tree = &r.containment["process_tree"].1;
+    assert!(tree.contains("cgroup"), "{tree}");
 
     // Sleep past the timeout, with a setsid-detached grandchild: exit 124, all dead.
     let tag = format!("{}.{}", 100 + std::process::id() % 100, std::process::id());
@@ -551,15 +570,16 @@ fn profiles_report_what_this_host_enforces() {
         .block_on(async { stack.exec().profiles().await })
         .unwrap();
     let names: Vec<&str> = resp.profiles.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["agent", "inspect", "mcp-server", "operator"]);
-    let agent = &resp.profiles[0];
+    assert_eq!(names, ["agent", "host", "inspect", "mcp-server"]);
+    let by_name = |n: &str| resp.profiles.iter().find(|p| p.name == n).unwrap();
+    let agent = by_name("agent");
     for d in &agent.dimensions {
         assert_eq!(d.need, "required");
         assert!(!d.reason.is_empty());
         assert_eq!(d.would_be, DimensionState::Enforced as i32, "{}", d.name);
     }
     // inspect: the host's process view on purpose, everything else required.
-    let inspect = &resp.profiles[1];
+    let inspect = by_name("inspect");
     for d in &inspect.dimensions {
         let want = if d.name == "process_tree" {
             DimensionState::NotRequested
@@ -568,8 +588,8 @@ fn profiles_report_what_this_host_enforces() {
         };
         assert_eq!(d.would_be, want as i32, "inspect {}", d.name);
     }
-    let op = &resp.profiles[3];
-    let fs = op
+    let host = by_name("host");
+    let fs = host
         .dimensions
         .iter()
         .find(|d| d.name == "filesystem")
@@ -638,12 +658,12 @@ fn each_peer_role_gets_exactly_its_launch_rights() {
         "touch /tmp/unapproved",
     );
     assert_eq!(r["code"], "PermissionDenied", "job started directly: {r}");
-    let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "operator", "id -u");
+    let r = launch_as(&stack, JOB_UID, Some("bob"), "--start", "host", "id -u");
     assert_eq!(
         r["code"], "PermissionDenied",
         "job may not start a root profile: {r}"
     );
-    let r = launch_as(&stack, MCP_UID, None, "--start", "operator", "id -u");
+    let r = launch_as(&stack, MCP_UID, None, "--start", "host", "id -u");
     assert_eq!(
         r["code"], "PermissionDenied",
         "mcp may not start a root profile: {r}"

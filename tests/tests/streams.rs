@@ -192,12 +192,12 @@ fn events_stream_execution_changes_to_those_who_may_see_them() {
 }
 
 /// `timeout_ms: 0` means no limit of the caller's own, and works: where the profile
-/// requires a wall clock (agent, operator), the profile's maximum is the limit.
+/// requires a wall clock (agent, host), the profile's maximum is the limit.
 #[test]
 fn timeout_zero_means_no_limit_of_the_callers_own() {
     let stack = StackBuilder::new().start();
     let (mut admin, _) = stack.admin_and_user();
-    for (profile, max_s) in [("agent", 86_400u64), ("operator", 604_800)] {
+    for (profile, max_s) in [("agent", 86_400u64), ("host", 604_800)] {
         let r = admin.post(
             "/api/shell/exec",
             json!({"command": "sleep 0.2; echo done", "timeout_ms": 0, "profile": profile}),

@@ -363,16 +363,22 @@ impl Tree {
                 Err(e) => notes.push(format!("process_tree: {e}")),
             }
         }
-        let limits = crate::cgroup::Limits {
-            memory_bytes: plan.cgroup_memory_bytes,
-            pids: plan.cgroup_pids,
-            cpu_percent: plan.cgroup_cpu_percent,
-        };
-        let (cgroups, cgroup_notes) = if plan.wants(Dimension::Resources) && limits.any() {
-            Cgroups::create(&cgroup_name(), limits)
+        let limits = if plan.wants(Dimension::Resources) {
+            crate::cgroup::Limits {
+                memory_bytes: plan.cgroup_memory_bytes,
+                pids: plan.cgroup_pids,
+                cpu_percent: plan.cgroup_cpu_percent,
+            }
         } else {
-            (Cgroups::default(), Vec::new())
+            crate::cgroup::Limits::default()
         };
+        // Every launch has a cgroup of its own where the host delegates one, limits or not:
+        // the whole tree is known by it (a process that daemonized included), and the end
+        // is verified against it. Without limits, a missing cgroup is no containment fault.
+        let (cgroups, mut cgroup_notes) = Cgroups::create(&cgroup_name(), limits);
+        if !limits.any() {
+            cgroup_notes.clear();
+        }
         // SAFETY: the shim is single-threaded: no async runtime, no thread ever spawned.
         match unsafe { raw::fork_single_threaded() } {
             Ok(ForkResult::Child) => {
@@ -487,6 +493,14 @@ impl Tree {
             {
                 r.detail = format!("{}; cgroup: {}", r.detail, cgroups.limited.join(", "));
             }
+        }
+        if cgroups.tracks()
+            && let Some(r) = result
+                .report
+                .iter_mut()
+                .find(|r| r.dimension == Dimension::ProcessTree)
+        {
+            r.detail = format!("{}; the tree is tracked by its own cgroup", r.detail);
         }
         (result, cgroups, init)
     }
