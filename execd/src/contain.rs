@@ -323,18 +323,25 @@ const DEVICES: &[&str] = &[
 ];
 
 /// Applies the filesystem policy: read (and execute) the host minus denied paths, write
-/// only the writable paths. Returns true when the kernel enforces all of it.
+/// only the writable paths. With `executable`, only those files may be executed (the
+/// readable and writable trees are then not executable). Returns what the kernel enforces.
 pub fn apply_landlock(
     readable: &[PathBuf],
     writable: &[PathBuf],
+    executable: Option<&[PathBuf]>,
 ) -> Result<LandlockStatus, String> {
     let e = |e: landlock::RulesetError| e.to_string();
-    let read = AccessFs::from_read(LANDLOCK_ABI);
-    let all = AccessFs::from_all(LANDLOCK_ABI);
+    let mut read = AccessFs::from_read(LANDLOCK_ABI);
+    let mut all = AccessFs::from_all(LANDLOCK_ABI);
+    if executable.is_some() {
+        read &= !AccessFs::Execute;
+        all &= !AccessFs::Execute;
+    }
     let dev = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev;
+    let run = AccessFs::Execute | AccessFs::ReadFile;
     let status = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(all)
+        .handle_access(AccessFs::from_all(LANDLOCK_ABI))
         .map_err(e)?
         .create()
         .map_err(e)?
@@ -343,6 +350,11 @@ pub fn apply_landlock(
         .add_rules(path_beneath_rules(existing(writable), all))
         .map_err(e)?
         .add_rules(path_beneath_rules(existing(DEVICES), dev))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(
+            existing(executable.unwrap_or_default()),
+            run,
+        ))
         .map_err(e)?
         .restrict_self()
         .map_err(e)?;
@@ -359,7 +371,86 @@ pub fn apply_landlock(
     Ok(LandlockStatus {
         fs_enforced,
         scoped,
+        executables: executable.map(|x| x.len() as u32),
     })
+}
+
+/// Programs with what the kernel opens to run each: an ELF program's interpreter (the
+/// dynamic loader), a script's `#!` interpreter (and that one's loader). Symlinks are
+/// followed (landlock's rules hold for the file itself).
+pub fn with_interpreters(programs: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    let mut todo: Vec<PathBuf> = programs.into_iter().collect();
+    // Interpreters of interpreters end quickly (the kernel allows few levels).
+    let mut steps = 0;
+    while let Some(p) = todo.pop() {
+        steps += 1;
+        let Ok(real) = std::fs::canonicalize(&p) else {
+            continue;
+        };
+        if out.contains(&real) || steps > 64 {
+            continue;
+        }
+        if let Some(interp) = interpreter_of(&real) {
+            todo.push(interp);
+        }
+        out.push(real);
+    }
+    out
+}
+
+/// The interpreter the kernel runs a file with: ELF `PT_INTERP` or a `#!` line.
+fn interpreter_of(path: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .ok()?
+        .take(64 * 1024)
+        .read_to_end(&mut head)
+        .ok()?;
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|b| *b == b'\n').next()?;
+        let line = std::str::from_utf8(line).ok()?.trim_start();
+        let interp = line.split([' ', '\t']).next()?;
+        return (!interp.is_empty()).then(|| PathBuf::from(interp));
+    }
+    elf_interp(&head)
+}
+
+/// `PT_INTERP` of a 64- or 32-bit little-endian ELF file, from its first bytes.
+fn elf_interp(b: &[u8]) -> Option<PathBuf> {
+    if b.get(..4)? != b"\x7fELF" || *b.get(5)? != 1 {
+        return None;
+    }
+    let wide = match *b.get(4)? {
+        2 => true,
+        1 => false,
+        _ => return None,
+    };
+    let u16_at = |o: usize| Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?) as usize);
+    let u32_at = |o: usize| Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?) as usize);
+    let u64_at =
+        |o: usize| usize::try_from(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?)).ok();
+    let (phoff, phentsize, phnum) = if wide {
+        (u64_at(0x20)?, u16_at(0x36)?, u16_at(0x38)?)
+    } else {
+        (u32_at(0x1c)?, u16_at(0x2a)?, u16_at(0x2c)?)
+    };
+    for i in 0..phnum.min(256) {
+        let h = phoff.checked_add(i.checked_mul(phentsize)?)?;
+        if u32_at(h)? != 3 {
+            continue; // not PT_INTERP
+        }
+        let (off, size) = if wide {
+            (u64_at(h + 8)?, u64_at(h + 32)?)
+        } else {
+            (u32_at(h + 4)?, u32_at(h + 16)?)
+        };
+        let name = b.get(off..off.checked_add(size)?)?;
+        let name = name.split(|c| *c == 0).next()?;
+        return Some(PathBuf::from(std::str::from_utf8(name).ok()?));
+    }
+    None
 }
 
 /// What landlock enforces for a workload.
@@ -369,6 +460,9 @@ pub struct LandlockStatus {
     pub fs_enforced: bool,
     /// Abstract UNIX sockets and signals scoped to the sandbox (landlock ABI 6).
     pub scoped: bool,
+    /// Where only listed files may be executed: how many are.
+    #[serde(default)]
+    pub executables: Option<u32>,
 }
 
 fn existing<P: AsRef<Path>>(paths: &[P]) -> Vec<&Path> {
@@ -504,10 +598,14 @@ impl Readback {
             Dimension::Filesystem => (
                 self.landlock.fs_enforced && self.namespaces.mnt != host.mnt,
                 format!(
-                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}",
+                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}{}",
                     self.landlock.fs_enforced,
                     self.namespaces.mnt != host.mnt,
-                    self.landlock.scoped
+                    self.landlock.scoped,
+                    match self.landlock.executables {
+                        Some(n) => format!("; executable: only {n} listed files"),
+                        None => String::new(),
+                    }
                 ),
             ),
             Dimension::ProcessTree => (
@@ -614,6 +712,26 @@ fn rlimits_hold(l: &Rlimits) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interpreters_are_found_for_elf_programs_and_scripts() {
+        // A dynamically linked program brings its loader; a script its `#!` program
+        // (and that one's loader).
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let loader = interpreter_of(&sh).expect("/bin/sh is dynamically linked");
+        assert!(loader.to_string_lossy().contains("ld-"), "{loader:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("s");
+        std::fs::write(&script, "#!/bin/sh -e\necho hi\n").unwrap();
+        assert_eq!(interpreter_of(&script), Some(PathBuf::from("/bin/sh")));
+        let all = with_interpreters([script.clone()]);
+        assert!(all.contains(&std::fs::canonicalize(&script).unwrap()));
+        assert!(all.contains(&sh), "{all:?}");
+        assert!(all.contains(&std::fs::canonicalize(&loader).unwrap()), "{all:?}");
+        // Not a program: nothing to add; absent: nothing at all.
+        assert_eq!(elf_interp(b"\x7fELF"), None);
+        assert!(with_interpreters([PathBuf::from("/nonexistent/x")]).is_empty());
+    }
 
     #[test]
     fn filters_compile() {

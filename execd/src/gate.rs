@@ -150,6 +150,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         stdin,
         tty: None,
         open_stdin: false,
+        executables: Vec::new(),
     }
 }
 
@@ -253,6 +254,16 @@ pub async fn request_run(
         p => p,
     };
     req.profile = place.profile().into();
+    if place == Place::Inspect {
+        // The kernel holds the verdict: the launch may execute only the programs it was
+        // judged on, and a plain command runs without a shell (which then need not be
+        // executable at all).
+        req.executables = verdict.programs.clone();
+        if let Some(argv) = &verdict.argv {
+            req.argv = argv.clone();
+            req.command.clear();
+        }
+    }
     // Refused here, not after an operator approved it.
     let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
     let c = canonical(m, &req, place);

@@ -12,6 +12,8 @@ use crate::spec::{Dimension, LaunchResult, LaunchSpec, Need, files};
 /// Limits on what a request may carry.
 pub const MAX_STDIN_BYTES: usize = 1024 * 1024;
 pub const MAX_ARGS: usize = 4096;
+/// Most programs a launch may list as executable besides its own.
+pub const MAX_EXECUTABLES: usize = 64;
 pub const MAX_ARG_BYTES: usize = 128 * 1024;
 /// Most bytes a request's environment may hold, keys and values together.
 pub const MAX_ENV_BYTES: usize = 64 * 1024;
@@ -39,6 +41,9 @@ pub struct LaunchRequest {
     pub tty: Option<(u32, u32, String)>,
     /// Keep stdin open as a pipe the shim holds; its input comes through `Attach`.
     pub open_stdin: bool,
+    /// Programs the workload may start besides its own, in a profile that limits what
+    /// may be executed (`inspect`): names looked up on its PATH, or absolute paths.
+    pub executables: Vec<String>,
 }
 
 /// Recent terminal output a shim keeps for a client that attaches again.
@@ -331,6 +336,44 @@ impl Launcher {
                 ),
             ));
         }
+        if !req.executables.is_empty() && !profile.filesystem.execute_listed_only {
+            return Err(invalid(
+                "executables",
+                format!("profile {profile_name} does not limit what may be executed: give no list"),
+            ));
+        }
+        if req.executables.len() > MAX_EXECUTABLES {
+            return Err(invalid(
+                "executables",
+                format!("more than {MAX_EXECUTABLES} programs"),
+            ));
+        }
+        for e in &req.executables {
+            let name_ok = (1..=4096).contains(&e.len())
+                && !e.contains('\0')
+                && (e.starts_with('/') || !e.contains('/'));
+            if !name_ok {
+                return Err(invalid(
+                    "executables",
+                    format!("{e:?}: a program's name, or its absolute path"),
+                ));
+            }
+        }
+        // Where only listed programs may run and the caller listed none: the programs the
+        // command itself runs, as the classifier finds them (the gate lists the same).
+        let executables = if profile.filesystem.execute_listed_only && req.executables.is_empty() {
+            let command = if req.argv.is_empty() {
+                argos_risk::Command::Shell(&req.command)
+            } else {
+                argos_risk::Command::Argv(&req.argv)
+            };
+            let mut found = argos_risk::classify(command, None).programs;
+            found.retain(|p| p.starts_with('/') || !p.contains('/'));
+            found.truncate(MAX_EXECUTABLES);
+            found
+        } else {
+            req.executables.clone()
+        };
         let plan = profile::plan(
             profile_name,
             profile,
@@ -342,6 +385,7 @@ impl Launcher {
         Ok(LaunchSpec {
             id: id.to_string(),
             argv,
+            executables,
             env: env.into_iter().collect(),
             cwd,
             workspace,

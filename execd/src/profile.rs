@@ -31,6 +31,10 @@ pub struct FsRule {
     /// Remount every host mount read-only in the launch's mount namespace.
     #[serde(default)]
     pub read_only_mounts: bool,
+    /// Landlock's execute right only for the programs a launch names (its program and
+    /// the launch's `executables`, with their interpreters), not for every readable file.
+    #[serde(default)]
+    pub execute_listed_only: bool,
 }
 
 /// The process tree: its own PID namespace, or the host's view.
@@ -359,6 +363,7 @@ pub fn plan(
             },
         ),
         read_only_mounts: p.filesystem.read_only_mounts,
+        execute_listed_only: p.filesystem.execute_listed_only,
         host_ipc_uts: p.process_tree.host_ipc_uts,
         groups: p
             .privileges

@@ -145,6 +145,10 @@ pub struct Plan {
     /// private /tmp and the workspace are mounted after, writable).
     #[serde(default)]
     pub read_only_mounts: bool,
+    /// Only the launch's program and its `executables` (and their interpreters) may be
+    /// executed (landlock's execute right); every other file is read-only, not runnable.
+    #[serde(default)]
+    pub execute_listed_only: bool,
     /// Keep the host's IPC and UTS namespaces (its host name, its System V IPC view).
     #[serde(default)]
     pub host_ipc_uts: bool,
@@ -217,6 +221,10 @@ pub struct LaunchSpec {
     /// the follow socket (exclusive with `stdin` and `tty`).
     #[serde(default)]
     pub open_stdin: bool,
+    /// Programs the workload may start besides its own (names found on its PATH, or
+    /// paths), where the profile lists what may be executed.
+    #[serde(default)]
+    pub executables: Vec<String>,
     pub head_bytes: u64,
     pub tail_bytes: u64,
     /// Cap of each stream's full log in the launch dir.

@@ -25,6 +25,7 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         stdin: r.stdin,
         tty: r.tty.map(|t| (t.rows, t.cols, t.term)),
         open_stdin: r.open_stdin,
+        executables: r.executables,
     }
 }
 

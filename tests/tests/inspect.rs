@@ -3,7 +3,9 @@
 //! what it cannot do there (read secrets, change files, signal, mount, talk over IP).
 
 use argos_proto::exec::v1::{DimensionState, ExecutionStatus, RunRequest};
-use argos_tests::runs::{ran, run};
+use std::os::unix::fs::PermissionsExt;
+
+use argos_tests::runs::{ran, rt, run};
 use argos_tests::{StackBuilder, require_root};
 
 /// The `inspect` profile: the host as it is — its processes, listeners, interfaces, host
@@ -125,5 +127,194 @@ fn an_inspect_launch_sees_the_host_and_changes_nothing() {
     assert_eq!(r.out, sh_host("hostname"));
     let _ = outside.kill();
     let _ = outside.wait();
+    stack.stop();
+}
+
+/// The classifier's verdict held by the kernel: an `inspect` launch executes only the
+/// programs it was judged on. Each class of classifier miss the outside review found is run
+/// twice in `inspect`, as if the classifier had called it read-only: once with the program
+/// it starts listed too (the payload runs: the attack is real) and once with only the
+/// programs the classifier saw (the kernel refuses the second program: nothing runs).
+#[test]
+fn a_classifier_miss_costs_nothing_in_inspect() {
+    require_root("the inspect execute-limit test");
+    let stack = StackBuilder::new().start();
+    // A git repository and a tar archive every launch uid can read, outside /tmp (which
+    // is private in a launch).
+    let dir = tempfile::Builder::new()
+        .prefix("argos-miss-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d = dir.path().display().to_string();
+    let setup = format!(
+        "cd {d} && git init -q repo && echo needle > repo/hay && git -C repo add hay \
+         && git -C repo -c user.name=t -c user.email=t@t commit -qm one \
+         && tar -cf a.tar -C repo hay && chmod -R a+rX {d}"
+    );
+    let ok = std::process::Command::new("sh")
+        .args(["-c", &setup])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "setting up the repository and archive");
+    let run_in_inspect = |argv: &[&str], executables: &[&str]| {
+        ran(run(
+            &stack,
+            RunRequest {
+                argv: argv.iter().map(|s| s.to_string()).collect(),
+                profile: "inspect".into(),
+                executables: executables.iter().map(|s| s.to_string()).collect(),
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            },
+        )
+        .expect("Run"))
+    };
+    let repo = format!("{d}/repo");
+    let archive = format!("{d}/a.tar");
+    // (what, argv, the programs judged, the program it starts)
+    let cases: Vec<(&str, Vec<&str>, Vec<&str>, &str)> = vec![
+        (
+            "git grep -O runs a pager command",
+            vec![
+                "git",
+                "-c",
+                "safe.directory=*",
+                "-C",
+                &repo,
+                "grep",
+                "-Oecho PW''NED",
+                "needle",
+            ],
+            vec!["git"],
+            "sh",
+        ),
+        (
+            "git ls-remote --upload-pack runs a command",
+            vec![
+                "git",
+                "-c",
+                "safe.directory=*",
+                "ls-remote",
+                "--upload-pack=echo PW''NED >&2; false",
+                &repo,
+            ],
+            vec!["git"],
+            "sh",
+        ),
+        (
+            "tar --checkpoint-action=exec runs a command",
+            vec![
+                "tar",
+                "-t",
+                "-f",
+                &archive,
+                "--checkpoint=1",
+                "--checkpoint-action=exec=echo PW''NED",
+            ],
+            vec!["tar"],
+            "sh",
+        ),
+        (
+            "sed's e command runs a command",
+            vec!["sed", "-n", "1e echo PW''NED", "/etc/hostname"],
+            vec!["sed"],
+            "sh",
+        ),
+        (
+            "env picks the program",
+            vec!["env", "sh", "-c", "echo PW''NED"],
+            vec!["env"],
+            "sh",
+        ),
+        (
+            "find -exec runs a program",
+            vec![
+                "find",
+                "/etc/hostname",
+                "-exec",
+                "sh",
+                "-c",
+                "echo PW''NED",
+                ";",
+            ],
+            vec!["find"],
+            "sh",
+        ),
+        (
+            "a builtin wrapper's shell starts a program",
+            vec!["sh", "-c", "command sh -vc '/usr/bin/printf PW\"\"NED'"],
+            vec!["command"],
+            "printf",
+        ),
+    ];
+    for (what, argv, judged, starts) in cases {
+        let mut with = judged.clone();
+        with.push(starts);
+        let real = run_in_inspect(&argv, &with);
+        assert!(
+            real.out.contains("PWNED") || real.err.contains("PWNED"),
+            "{what}: the payload did not run even when allowed: {} {} {}",
+            real.error,
+            real.out,
+            real.err
+        );
+        let held = run_in_inspect(&argv, &judged);
+        assert!(
+            !held.out.contains("PWNED") && !held.err.contains("PWNED"),
+            "{what}: the kernel let {starts} run: {} {}",
+            held.out,
+            held.err
+        );
+        let (_, fs) = &held.containment["filesystem"];
+        assert!(fs.contains("executable: only"), "{what}: {fs}");
+    }
+    // A long option abbreviated past the classifier writes nothing on the host either.
+    let r = run_in_inspect(
+        &["sort", "--outp=/etc/argos-miss", "/etc/hostname"],
+        &["sort"],
+    );
+    assert_ne!(r.exit, Some(0));
+    assert!(!std::path::Path::new("/etc/argos-miss").exists());
+
+    // Through the gate: a read-only command runs in inspect without a shell, allowed to
+    // execute only what it was judged on.
+    rt().block_on(async {
+        let c = stack.exec();
+        let r = c
+            .request_run(argos_proto::exec::v1::RequestRunRequest {
+                run: Some(RunRequest {
+                    command: "ps -e -o pid=".into(),
+                    ..Default::default()
+                }),
+                purpose: "look".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let e = r.execution.unwrap();
+        assert_eq!(e.argv, ["ps", "-e", "-o", "pid="], "no shell in between");
+        assert_eq!(e.profile, "inspect");
+        let done = loop {
+            let g = c.get(&e.id, true).await.unwrap();
+            let x = g.execution.unwrap();
+            if x.status != ExecutionStatus::Running as i32 {
+                break x;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(
+            done.status,
+            ExecutionStatus::Succeeded as i32,
+            "{}",
+            done.error
+        );
+        let fs = done
+            .containment
+            .iter()
+            .find(|d| d.name == "filesystem")
+            .unwrap();
+        assert!(fs.detail.contains("executable: only"), "{}", fs.detail);
+    });
     stack.stop();
 }

@@ -94,6 +94,17 @@ pub struct Reason {
 pub struct Verdict {
     pub class: Class,
     pub reasons: Vec<Reason>,
+    /// Every program the command runs, as written (`ps`, `/usr/bin/git`), wrappers' inner
+    /// commands included: for a `read_only` verdict, the only programs it was judged on
+    /// (execd lets an `inspect` launch execute these and no other).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<String>,
+    /// For a `read_only` shell command that is one simple command of literal words with
+    /// nothing for the shell to expand (no variables, globs, tildes or braces) and no
+    /// shell builtin to run: its words, to run without a shell (which then need not be
+    /// executable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
 }
 
 /// A command as execd receives it.
@@ -149,6 +160,24 @@ fn judge_command(command: Command<'_>, acc: &mut Acc) {
     }
 }
 
+/// The words of a lone simple command when a shell adds nothing to running them.
+fn plain_argv(top: &[Vec<shell::Word>]) -> Option<Vec<String>> {
+    let [words] = top else { return None };
+    let first = words.first()?;
+    if rules::SHELL_ONLY.contains(&first.lit.as_str())
+        || rules::RESERVED.contains(&first.lit.as_str())
+    {
+        return None;
+    }
+    words
+        .iter()
+        .map(|w| {
+            let special = w.dynamic || w.lit.contains(['*', '?', '[', ']', '{', '}', '~']);
+            (!special).then(|| w.lit.clone())
+        })
+        .collect()
+}
+
 /// What classification has found so far.
 #[derive(Debug, Default)]
 pub(crate) struct Acc {
@@ -161,6 +190,10 @@ pub(crate) struct Acc {
     shell_input: bool,
     /// The command is compound or indirect (never `read_only`).
     compound: bool,
+    /// Every program run, as written.
+    programs: Vec<String>,
+    /// The simple commands at the top level of a shell command (or the argv given).
+    top: Vec<Vec<shell::Word>>,
     /// Somewhere, text that destroys data when a database client runs it (`DROP TABLE`)…
     sql: Option<String>,
     /// …and, somewhere, a database client.
@@ -223,9 +256,14 @@ impl Acc {
         }
         // Highest first; within a class, in the order found.
         self.reasons.sort_by_key(|r| std::cmp::Reverse(r.class));
+        let argv = (class == Class::ReadOnly)
+            .then(|| plain_argv(&self.top))
+            .flatten();
         Verdict {
             class,
             reasons: self.reasons,
+            programs: self.programs,
+            argv,
         }
     }
 }

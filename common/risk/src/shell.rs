@@ -230,5 +230,8 @@ fn flush(
         return None;
     }
     let ws = std::mem::take(words);
+    if acc.depth == 1 {
+        acc.top.push(ws.clone());
+    }
     rules::simple(&ws, &place, functions, acc)
 }

@@ -255,3 +255,28 @@ fn commands_inside_words_are_found() {
     }
     assert_eq!(class("echo $((1 + 2))"), Class::ReadOnly);
 }
+
+/// A read-only verdict names the programs it was judged on, and the words to run
+/// without a shell when the shell adds nothing.
+#[test]
+fn a_read_only_verdict_names_its_programs_and_plain_words() {
+    let v = classify(Command::Shell("ps -e -o 'pid comm'"), None);
+    assert_eq!(v.class, Class::ReadOnly);
+    assert_eq!(v.programs, ["ps"]);
+    assert_eq!(
+        v.argv,
+        Some(vec!["ps".into(), "-e".into(), "-o".into(), "pid comm".into()])
+    );
+    let v = classify(Command::Shell("timeout 5 /usr/bin/df -h"), None);
+    assert_eq!(v.class, Class::ReadOnly, "{v:?}");
+    assert_eq!(v.programs, ["timeout", "/usr/bin/df"]);
+    // The shell has work to do (expansions, globs, a builtin): it stays.
+    for cmd in ["ls *.log", "ls ~", "cat $HOME/x", "cd /etc", "ls {a,b}"] {
+        let v = classify(Command::Shell(cmd), None);
+        assert_eq!(v.argv, None, "{cmd}: {v:?}");
+    }
+    // Not read-only: no words to run directly, whatever the programs.
+    let v = classify(Command::Shell("rm x"), None);
+    assert_eq!(v.argv, None);
+    assert_eq!(v.programs, ["rm"]);
+}

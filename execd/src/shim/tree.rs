@@ -328,6 +328,8 @@ pub(super) struct Work {
     argv: Vec<std::ffi::CString>,
     env: Vec<std::ffi::CString>,
     writable: Vec<PathBuf>,
+    /// Where the profile lists what may be executed: the files that may be.
+    executable: Option<Vec<PathBuf>>,
     cgroup_marker: Option<String>,
 }
 
@@ -368,6 +370,16 @@ fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), St
         .map(|(_, v)| v.as_str())
         .unwrap_or("/usr/local/bin:/usr/bin:/bin");
     let program = resolve_program(&spec.argv[0], path)?;
+    // The program, the other programs the launch was judged on (those not found are shell
+    // builtins or absent: nothing to allow), and the interpreters the kernel opens to run
+    // them.
+    let executable = spec.plan.execute_listed_only.then(|| {
+        let listed = spec
+            .executables
+            .iter()
+            .filter_map(|e| resolve_program(e, path).ok());
+        contain::with_interpreters(std::iter::once(program.clone()).chain(listed))
+    });
     let cstr = |s: &str| std::ffi::CString::new(s).map_err(|_| format!("NUL byte in {s:?}"));
     let work = Work {
         program: cstr(&program.display().to_string())?,
@@ -382,6 +394,7 @@ fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), St
             .map(|(k, v)| cstr(&format!("{k}={v}")))
             .collect::<Result<_, _>>()?,
         writable,
+        executable,
         cgroup_marker: go.cgroup_marker.clone(),
     };
     Ok((spec, work, stdin))
@@ -461,7 +474,7 @@ fn workload(
     // 2. Filesystem (landlock).
     let mut landlock_ok = contain::LandlockStatus::default();
     if plan.wants(Dimension::Filesystem) {
-        match contain::apply_landlock(readable, &work.writable) {
+        match contain::apply_landlock(readable, &work.writable, work.executable.as_deref()) {
             Ok(full) => landlock_ok = full,
             Err(e) if plan.need(Dimension::Filesystem) == Need::Required => {
                 fail(format!("landlock: {e}"))

@@ -49,6 +49,7 @@ pub async fn agent_run(
                 stdin: b.stdin.into_bytes(),
                 tty: None,
                 open_stdin: false,
+                executables: Vec::new(),
             }),
             purpose: b.purpose,
             declared_risk: declared_risk(b.risk.as_deref())?,

@@ -43,6 +43,7 @@ impl ExecBody {
             stdin: self.stdin.into_bytes(),
             tty: None,
             open_stdin: false,
+            executables: Vec::new(),
         }
     }
 }

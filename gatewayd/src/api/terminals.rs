@@ -124,6 +124,7 @@ pub async fn open_terminal(
                 term: b.term,
             }),
             open_stdin: false,
+            executables: Vec::new(),
         })
         .await
         .map_err(from_exec)?;

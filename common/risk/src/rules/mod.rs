@@ -8,6 +8,7 @@ mod texts;
 mod tools;
 mod wrappers;
 
+pub use names::SHELL_ONLY;
 pub use texts::sql_text;
 
 use args::{after_options, dynamic, flag, lits, operands};
@@ -75,6 +76,7 @@ pub fn simple(
         acc.raise(Config, "the program to run comes from an expansion");
         return None;
     }
+    acc.programs.push(first.lit.clone());
     let name = program(&first.lit, acc);
     if functions.contains(&name) {
         acc.raise(Low, format!("calls shell function `{name}`"));

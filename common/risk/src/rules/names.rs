@@ -155,6 +155,12 @@ pub(super) const READERS: &[&str] = &[
     "iotop",
 ];
 
+/// Shell builtins with no program of the same name: run only by a shell.
+pub const SHELL_ONLY: &[&str] = &[
+    "cd", "pushd", "popd", "history", "jobs", "wait", "exit", "return", "read", "type", ":", "[[",
+    "command", "builtin", "dirs", "hash", "help", "local", "shopt", "umask", "ulimit", "times",
+];
+
 /// Programs that fetch from the network.
 pub(super) const DOWNLOADERS: &[&str] = &[
     "curl", "wget", "fetch", "aria2c", "axel", "lftp", "http", "xh",
