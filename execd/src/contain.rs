@@ -727,7 +727,10 @@ mod tests {
         let all = with_interpreters([script.clone()]);
         assert!(all.contains(&std::fs::canonicalize(&script).unwrap()));
         assert!(all.contains(&sh), "{all:?}");
-        assert!(all.contains(&std::fs::canonicalize(&loader).unwrap()), "{all:?}");
+        assert!(
+            all.contains(&std::fs::canonicalize(&loader).unwrap()),
+            "{all:?}"
+        );
         // Not a program: nothing to add; absent: nothing at all.
         assert_eq!(elf_interp(b"\x7fELF"), None);
         assert!(with_interpreters([PathBuf::from("/nonexistent/x")]).is_empty());

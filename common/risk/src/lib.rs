@@ -192,6 +192,8 @@ pub(crate) struct Acc {
     compound: bool,
     /// Every program run, as written.
     programs: Vec<String>,
+    /// How many findings were raised (repeats included).
+    raised: u64,
     /// The simple commands at the top level of a shell command (or the argv given).
     top: Vec<Vec<shell::Word>>,
     /// Somewhere, text that destroys data when a database client runs it (`DROP TABLE`)…
@@ -203,6 +205,7 @@ pub(crate) struct Acc {
 
 impl Acc {
     pub(crate) fn raise(&mut self, class: Class, why: impl Into<String>) {
+        self.raised += 1;
         let why = why.into();
         if !self
             .reasons

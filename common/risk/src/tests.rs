@@ -265,7 +265,12 @@ fn a_read_only_verdict_names_its_programs_and_plain_words() {
     assert_eq!(v.programs, ["ps"]);
     assert_eq!(
         v.argv,
-        Some(vec!["ps".into(), "-e".into(), "-o".into(), "pid comm".into()])
+        Some(vec![
+            "ps".into(),
+            "-e".into(),
+            "-o".into(),
+            "pid comm".into()
+        ])
     );
     let v = classify(Command::Shell("timeout 5 /usr/bin/df -h"), None);
     assert_eq!(v.class, Class::ReadOnly, "{v:?}");

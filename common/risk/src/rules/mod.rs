@@ -3,6 +3,7 @@
 //! whose inner command is classified in turn, are in `wrappers.rs`.
 
 mod args;
+pub mod models;
 mod names;
 mod texts;
 mod tools;
@@ -12,7 +13,7 @@ pub use names::SHELL_ONLY;
 pub use texts::sql_text;
 
 use args::{after_options, dynamic, flag, lits, operands};
-use names::{BIN_DIRS, DATABASES, DOWNLOADERS, INTERPRETERS, READERS, SYSTEM_ROOTS};
+use names::{BIN_DIRS, DATABASES, DOWNLOADERS, INTERPRETERS, SYSTEM_ROOTS};
 use texts::{sed, sql_words};
 use tools::{containers, firewall, git, ip, kubectl, packages, systemctl};
 use wrappers::inner_command;
@@ -124,8 +125,50 @@ fn program(word: &str, acc: &mut Acc) -> String {
     }
 }
 
-/// Judges a program by name and arguments.
+/// Judges a program by name and arguments. A program only reads when its option model
+/// (`models.txt`) accepts its arguments — and, for a program with a rule of its own, the
+/// rule finds its operands harmless too; a `read_only` finding without an accepting model
+/// is raised to `config_mutation`, naming the option (or the missing model).
 fn command(name: &str, args: &[Word], acc: &mut Acc) {
+    let start = acc.reasons.len();
+    let raised = acc.raised;
+    let checked = models::get(name).map(|m| (m, models::check(name, m, args)));
+    let why_not = match &checked {
+        Some((m, Ok(found))) => {
+            acc.programs.extend(m.runs.iter().cloned());
+            if !m.rule {
+                acc.raise(ReadOnly, format!("`{}` only reads", found.path));
+                return;
+            }
+            None
+        }
+        Some((m, Err(why))) if !m.rule => {
+            acc.raise(Config, why.clone());
+            return;
+        }
+        Some((_, Err(why))) => Some(why.clone()),
+        None => Some(format!(
+            "`{name}` has no option model: not known to only read"
+        )),
+    };
+    by_rule(name, args, acc);
+    if let Some(why) = why_not {
+        let mut found_read = false;
+        for r in &mut acc.reasons[start..] {
+            if r.class == ReadOnly {
+                r.class = Config;
+                r.why = why.clone();
+                found_read = true;
+            }
+        }
+        if found_read || acc.raised == raised {
+            acc.raise(Config, why);
+        }
+    }
+}
+
+/// What a program's own rule finds (its subcommand, its operands, its options' meaning).
+fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     let a = lits(args);
     let sub = operands(args).first().copied().unwrap_or("");
     if DOWNLOADERS.contains(&name) {
@@ -139,10 +182,6 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
     if DATABASES.contains(&name) {
         acc.database = true;
         acc.raise(Config, format!("`{name}` runs database statements"));
-        return;
-    }
-    if READERS.contains(&name) {
-        acc.raise(ReadOnly, format!("`{name}` only reads"));
         return;
     }
     if name.starts_with("mkfs") {
@@ -400,7 +439,12 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             "clears or reconfigures the kernel log",
             acc,
         ),
-        "date" => reader_unless(name, flag(args, &['s'], &["set"]), "sets the clock", acc),
+        "date" => reader_unless(
+            name,
+            flag(args, &['s'], &["set"]) || operands(args).iter().any(|o| !o.starts_with('+')),
+            "sets the clock",
+            acc,
+        ),
         "hwclock" => reader_unless(
             name,
             !flag(args, &['r'], &["show", "get"]),

@@ -21,26 +21,24 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
     if dynamic(args, "sed", acc) {
         return;
     }
-    let mut scripts: Vec<&str> = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].lit.as_str();
-        if a == "-e" || a == "--expression" {
-            if let Some(s) = args.get(i + 1) {
-                scripts.push(&s.lit);
-            }
-            i += 2;
-            continue;
-        }
-        if let Some(s) = a.strip_prefix("--expression=") {
-            scripts.push(s);
-        }
-        i += 1;
-    }
-    if scripts.is_empty()
-        && let Some(first) = operands(args).first()
-    {
-        scripts.push(first);
+    // The scripts as sed reads its arguments (`-e…` attached, clustered `-ne …`,
+    // `--expr=…`), by its option model; when the model refuses an option, the command is
+    // not read-only anyway, and the first operand is judged as the script.
+    let parsed = super::models::get("sed").and_then(|m| super::models::check("sed", m, args).ok());
+    let mut scripts: Vec<String> = parsed
+        .as_ref()
+        .map(|p| {
+            p.values(&["-e", "--expression"])
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    if scripts.is_empty() {
+        let first = match &parsed {
+            Some(p) => p.operands.first().cloned(),
+            None => operands(args).first().map(|s| s.to_string()),
+        };
+        scripts.extend(first);
     }
     if scripts.iter().any(|s| sed_script_acts(s)) {
         acc.raise(

@@ -96,7 +96,11 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             inner_command(args, acc);
         }
         "command" | "builtin" => {
-            if flag(args, &['v', 'V'], &[]) {
+            // `-v` only where `command` reads it: before the command it runs.
+            let lookup = super::models::get("command")
+                .and_then(|m| super::models::check("command", m, args).ok())
+                .is_some_and(|p| p.has(&["-v", "-V"]));
+            if lookup {
                 acc.raise(ReadOnly, format!("`{name} -v` looks a command up"));
             } else {
                 inner_command(after_options(args, &[]), acc);
