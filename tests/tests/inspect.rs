@@ -277,6 +277,42 @@ fn a_classifier_miss_costs_nothing_in_inspect() {
     assert_ne!(r.exit, Some(0));
     assert!(!std::path::Path::new("/etc/argos-miss").exists());
 
+    // Through the gate: each class of miss is refused from the fast path (the classifier
+    // finds an option no model lists, or a wrapper's command), naming the place to ask.
+    rt().block_on(async {
+        let c = stack.exec();
+        for cmd in [
+            "git grep -O'echo PWNED' needle",
+            "git ls-remote --upload-pack='echo PWNED' /srv",
+            "tar -t -f a.tar --checkpoint=1 --checkpoint-action=exec='echo PWNED'",
+            "sort --compress-program=sh /etc/hostname",
+            "sort --outp=/etc/argos-miss /etc/hostname",
+            "sed -n -e1p -e'e id' /etc/hostname",
+            "env sh -c 'echo PWNED'",
+            "command sh -vc 'echo PWNED'",
+            "find /etc/hostname -exec sh -c 'echo PWNED' ';'",
+            "systemctl --message status poweroff",
+            "fuser -k 80/tcp",
+            "file -C -m /etc/magic",
+        ] {
+            let e = c
+                .request_run(argos_proto::exec::v1::RequestRunRequest {
+                    run: Some(RunRequest {
+                        command: cmd.into(),
+                        ..Default::default()
+                    }),
+                    purpose: "look".into(),
+                    place: argos_proto::exec::v1::Place::Inspect as i32,
+                    ..Default::default()
+                })
+                .await
+                .expect_err(cmd);
+            assert!(
+                e.message.contains("inspect runs only what is read-only"),
+                "{cmd}: {e:?}"
+            );
+        }
+    });
     // Through the gate: a read-only command runs in inspect without a shell, allowed to
     // execute only what it was judged on.
     rt().block_on(async {

@@ -60,6 +60,8 @@ pub struct Model {
     globals_first: bool,
     /// Long options only by their whole name (programs that take no abbreviations).
     exact: bool,
+    /// Not given --help and --version (a program that answers them on the console).
+    nohelp: bool,
     /// At least one of these options must be given (`tar -t`, `crontab -l`).
     need: Vec<String>,
     /// The program's rule in the classifier also judges what its operands say.
@@ -71,6 +73,28 @@ pub struct Model {
 /// The model of a program, by name.
 pub fn get(name: &str) -> Option<&'static Model> {
     MODELS.get(name)
+}
+
+/// The options a program's model lists at its top level, as written in the data (`-n=`
+/// takes a value, `--color[=]` an attached one); None without a model. For the outside
+/// judge, which runs each of them and watches what the program does.
+pub fn options_of(name: &str) -> Option<Vec<String>> {
+    let m = MODELS.get(name)?;
+    let spell = |n: String, a: &Arity| match a {
+        Arity::Flag => n,
+        Arity::Value => format!("{n}="),
+        Arity::Optional => format!("{n}[=]"),
+    };
+    let mut out: Vec<String> = Vec::new();
+    out.extend(m.opts.short.iter().map(|(c, a)| spell(format!("-{c}"), a)));
+    out.extend(m.opts.long.iter().map(|(n, a)| spell(format!("--{n}"), a)));
+    out.extend(m.opts.words.iter().map(|(n, a)| spell(n.clone(), a)));
+    Some(out)
+}
+
+/// The programs a program's model says it runs itself.
+pub fn runs_of(name: &str) -> Vec<String> {
+    MODELS.get(name).map(|m| m.runs.clone()).unwrap_or_default()
 }
 
 /// What the parser found in arguments the model accepts.
@@ -366,7 +390,11 @@ fn parse(text: &str) -> Result<BTreeMap<String, Model>, String> {
             token(node, t).map_err(|m| err(format!("{t}: {m}")))?;
         }
     }
-    for m in models.values_mut() {
+    // (A program with subcommands may answer --help with its manual, through man.)
+    for m in models
+        .values_mut()
+        .filter(|m| m.subs.is_empty() && !m.nohelp)
+    {
         for o in ["help", "version"] {
             m.opts.long.entry(o.to_string()).or_insert(Arity::Flag);
         }
@@ -390,6 +418,7 @@ fn token(m: &mut Model, t: &str) -> Result<(), String> {
             "bare" => m.bare = true,
             "globals-first" => m.globals_first = true,
             "exact" => m.exact = true,
+            "nohelp" => m.nohelp = true,
             "rule" => m.rule = true,
             "need" if !list.is_empty() => m.need = list,
             "runs" if !list.is_empty() => m.runs = list,
@@ -535,16 +564,31 @@ mod tests {
             }
             checked.push(name.as_str());
         }
-        assert!(hidden.is_empty(), "options the models would misread:\n{}", hidden.join("\n"));
-        assert!(checked.len() >= 40, "only {} programs checked: {checked:?}", checked.len());
+        assert!(
+            hidden.is_empty(),
+            "options the models would misread:\n{}",
+            hidden.join("\n")
+        );
+        assert!(
+            checked.len() >= 40,
+            "only {} programs checked: {checked:?}",
+            checked.len()
+        );
     }
 
     /// A program's `--help` text, when it is installed and answers within seconds.
     fn help_of(name: &str) -> Option<String> {
-        let path = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
-            .iter()
-            .map(|d| std::path::Path::new(d).join(name))
-            .find(|p| p.is_file())?;
+        let path = [
+            "/usr/local/sbin",
+            "/usr/local/bin",
+            "/usr/sbin",
+            "/usr/bin",
+            "/sbin",
+            "/bin",
+        ]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.is_file())?;
         let mut child = std::process::Command::new(path)
             .arg("--help")
             .env("LC_ALL", "C")
