@@ -354,3 +354,128 @@ fn a_classifier_miss_costs_nothing_in_inspect() {
     });
     stack.stop();
 }
+
+/// The escape suite's cases that apply to a view of the host: kernel-attack and escape
+/// syscalls (ptrace and process_vm_readv of a sibling, mounts, modules, user namespaces,
+/// terminal injection, io_uring, bpf, keyrings, setuid, vsock), the host's abstract UNIX
+/// sockets (its network namespace is the host's: landlock scopes them), a setuid binary,
+/// and signalling execd — each refused in `inspect` as in `agent`.
+#[test]
+fn the_escape_suite_holds_in_inspect() {
+    require_root("the inspect escape suite");
+    let stack = StackBuilder::new().start();
+    let inspect = |argv: &[&str], executables: &[&str]| {
+        ran(run(
+            &stack,
+            RunRequest {
+                argv: argv.iter().map(|s| s.to_string()).collect(),
+                profile: "inspect".into(),
+                executables: executables.iter().map(|s| s.to_string()).collect(),
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            },
+        )
+        .expect("Run"))
+    };
+    let code = r#"
+import ctypes, os, subprocess, json
+libc = ctypes.CDLL(None, use_errno=True)
+def sc(nr, *args):
+    r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+    return ctypes.get_errno() if r == -1 else 0
+sib = subprocess.Popen(["sleep", "5"])
+buf = ctypes.create_string_buffer(8)
+iov = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+out = {
+  "ptrace": sc(101, 16, sib.pid, 0, 0),
+  "process_vm_readv": sc(310, sib.pid, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0),
+  "process_vm_writev": sc(311, sib.pid, ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0),
+  "mount": sc(165, 0, 0, 0, 0, 0),
+  "init_module": sc(175, 0, 0, 0),
+  "finit_module": sc(313, 0, 0, 0),
+  "unshare_user": sc(272, 0x10000000),
+  "unshare_mount": sc(272, 0x00020000),
+  "setns": sc(308, 0, 0),
+  "tiocsti": sc(16, 0, 0x5412, 0),
+  "io_uring_setup": sc(425, 1, 0),
+  "bpf": sc(321, 0, 0, 0),
+  "keyctl": sc(250, 0, 0, 0, 0),
+  "setuid0": sc(105, 0),
+  "vsock": sc(41, 40, 1, 0),
+  "inet": sc(41, 2, 1, 0),
+  "inet6": sc(41, 10, 2, 0),
+  "packet": sc(41, 17, 3, 0),
+  "netlink": sc(41, 16, 3, 0) == 0 or sc(41, 16, 3, 0),
+}
+sib.kill()
+print(json.dumps(out))
+"#;
+    let r = inspect(&["/usr/bin/python3", "-c", code], &["sleep"]);
+    let v: serde_json::Value =
+        serde_json::from_str(r.out.trim()).unwrap_or_else(|e| panic!("{e}: {} {}", r.out, r.err));
+    for call in [
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "mount",
+        "init_module",
+        "finit_module",
+        "unshare_user",
+        "unshare_mount",
+        "setns",
+        "tiocsti",
+        "io_uring_setup",
+        "bpf",
+        "keyctl",
+        "setuid0",
+        "vsock",
+        "inet",
+        "inet6",
+        "packet",
+    ] {
+        assert_eq!(
+            v[call], 1,
+            "{call} was not refused with EPERM in inspect: {v}"
+        );
+    }
+    // Netlink stays: `ip` and `ss` need it.
+    assert_eq!(v["netlink"], true, "{v}");
+
+    // The host's abstract UNIX sockets (D-Bus and X11 listen on them).
+    let name = format!("argos-inspect-escape-{}", std::process::id());
+    let host = std::os::unix::net::UnixListener::bind_addr(
+        &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let r = inspect(
+        &[
+            "/usr/bin/python3",
+            "-c",
+            &format!(
+                "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0{name}'); print('connected')\nexcept OSError as e: print('refused', e.errno)"
+            ),
+        ],
+        &[],
+    );
+    assert_eq!(r.out.trim(), "refused 1", "{} {}", r.out, r.err);
+    host.set_nonblocking(true).unwrap();
+    assert!(host.accept().is_err(), "a connection arrived");
+
+    // A setuid binary grants nothing (no_new_privs), and a user namespace is refused.
+    let r = inspect(&["su", "-c", "id -u", "root"], &["id"]);
+    assert!(
+        !r.out.lines().any(|l| l.trim() == "0"),
+        "became root: {}",
+        r.out
+    );
+    let r = inspect(&["unshare", "-U", "true"], &["true"]);
+    assert_ne!(r.exit, Some(0), "made a user namespace: {}", r.err);
+
+    // execd, a host process of another uid, cannot be signalled.
+    let execd_pid = argos_tests::probe(&stack.socket("execd"), None, None).json["pid"]
+        .as_u64()
+        .unwrap();
+    let r = inspect(&["kill", "-0", &execd_pid.to_string()], &[]);
+    assert_ne!(r.exit, Some(0), "signalled execd: {}", r.out);
+    stack.stop();
+}
