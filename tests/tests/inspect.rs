@@ -125,6 +125,107 @@ fn an_inspect_launch_sees_the_host_and_changes_nothing() {
     // The host name is the host's (its own UTS namespace would say "argos").
     let r = inspect("hostname");
     assert_eq!(r.out, sh_host("hostname"));
+    // Another launch's workspace: a private tmpfs in that launch's own mounts.
+    let other = rt()
+        .block_on(async {
+            stack
+                .exec()
+                .start(RunRequest {
+                    command: "echo secret-of-another > ./mine; sleep 30".into(),
+                    ..Default::default()
+                })
+                .await
+        })
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let theirs = stack.root().join("work").join(&other.id).join("mine");
+    let r = inspect(&format!("cat {}", theirs.display()));
+    assert!(
+        !r.out.contains("secret-of-another") && r.exit != Some(0),
+        "read another launch's workspace: {}",
+        r.out
+    );
+    let r = inspect("nsenter -t 1 -m true");
+    assert_ne!(r.exit, Some(0), "nsenter: {}", r.err);
+    rt().block_on(async { stack.exec().kill(&other.id).await })
+        .unwrap();
+
+    // Through an agent's token, place inspect: what it shows beside the host's own view.
+    let mut admin = stack.admin();
+    let mut agent = admin.token(&["agent"]);
+    let mut agent_run = |cmd: &str| -> String {
+        let r = agent.post(
+            "/api/agent/run",
+            serde_json::json!({"command": cmd, "place": "inspect", "purpose": "look"}),
+        );
+        assert_eq!(r.status, 200, "{cmd}: {r:?}");
+        assert_eq!(r.json()["place"], "inspect", "{cmd}: {r:?}");
+        let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+        agent.ended(&id);
+        let done = agent.get(&format!("/api/executions/{id}?output=true"));
+        assert_eq!(
+            done.json()["execution"]["status"],
+            "succeeded",
+            "{cmd}: {done:?}"
+        );
+        done.json()["stdout"]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut table = vec![
+        "| command (agent token, place inspect) | inspect shows | the host shows |".to_string(),
+        "|---|---|---|".to_string(),
+    ];
+    let out = agent_run("ps -e -o pid=");
+    let pids: Vec<u32> = out
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    assert!(pids.contains(&1) && pids.contains(&outside.id()), "{out}");
+    let host_count = sh_host("ps -e -o pid=").lines().count();
+    table.push(format!(
+        "| `ps -e -o pid=` | {} processes, PID 1 and the test's own `sleep` among them | {host_count} processes |",
+        pids.len()
+    ));
+    let out = agent_run("ss -tlnH");
+    assert!(out.contains(&format!("127.0.0.1:{port}")), "{out}");
+    table.push(format!(
+        "| `ss -tlnH` | {} listeners, the test's 127.0.0.1:{port} among them | {} listeners |",
+        out.lines().count(),
+        sh_host("ss -tlnH").lines().count()
+    ));
+    for cmd in ["ip -o link", "cat /etc/hostname", "df -P /"] {
+        let out = agent_run(cmd);
+        let host = sh_host(cmd);
+        // df: the same filesystem and size (its free space moves between two reads).
+        let key = |t: &str| -> Vec<String> {
+            t.lines()
+                .map(|l| {
+                    l.split_whitespace()
+                        .take(if cmd.starts_with("df") { 2 } else { 99 })
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect()
+        };
+        assert_eq!(key(&out), key(&host), "{cmd}");
+        let first = |t: &str| {
+            t.lines()
+                .last()
+                .unwrap_or("")
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        table.push(format!(
+            "| `{cmd}` | {} lines, `{}` … | the same |",
+            out.lines().count(),
+            first(&out)
+        ));
+    }
+    eprintln!("{}", table.join("\n"));
     let _ = outside.kill();
     let _ = outside.wait();
     stack.stop();
