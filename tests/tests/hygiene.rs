@@ -264,3 +264,55 @@ fn for_each_execd_source(mut f: impl FnMut(&str, &str)) {
         }
     }
 }
+
+/// Every binary Argos builds answers `--help` with its usage and exit 0 — no panic, no
+/// backtrace, nothing started — and `argosctl` also per subcommand.
+#[test]
+fn every_binary_answers_help() {
+    let bins = [
+        "argos-execd",
+        "argos-shim",
+        "argos-gatewayd",
+        "argos-mcpd",
+        "argos-jobd",
+        "argosctl",
+        "argos-bench",
+        "argos-bench-exec",
+        "argos-bench-gateway",
+        "argos-bench-risk",
+        "argos-bench-terminal",
+        "argos-probe",
+    ];
+    let mut runs: Vec<(String, Vec<&str>)> = bins
+        .iter()
+        .map(|b| (b.to_string(), vec!["--help"]))
+        .collect();
+    for sub in [
+        "up",
+        "status",
+        "run",
+        "approvals",
+        "audit",
+        "config-reference",
+    ] {
+        runs.push(("argosctl".into(), vec![sub, "--help"]));
+    }
+    for (bin, args) in runs {
+        let out = Command::new(argos_tests::bin(&bin))
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("{bin}: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{bin} {args:?}: {:?}\n{stdout}{stderr}",
+            out.status
+        );
+        assert!(
+            stdout.starts_with("usage:") && !stderr.contains("panicked"),
+            "{bin} {args:?}:\n{stdout}{stderr}"
+        );
+    }
+}

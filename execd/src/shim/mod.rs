@@ -77,9 +77,17 @@ pub fn main() -> i32 {
     raw::reset_signal_dispositions();
     raw::keep_large_buffers();
     let _ = SigSet::all().thread_unblock();
-    if std::env::args_os().nth(1).is_none_or(|a| a != "--pool") {
-        eprintln!("usage: argos-shim --pool  (setup and launch id on stdin; run by argos-execd)");
-        return 2;
+    let usage = "usage: argos-shim --pool  (setup and launch id on stdin; run by argos-execd)";
+    match std::env::args_os().nth(1) {
+        Some(a) if a == "--pool" => {}
+        Some(a) if a == "--help" || a == "-h" => {
+            println!("{usage}");
+            return 0;
+        }
+        _ => {
+            eprintln!("{usage}");
+            return 2;
+        }
     }
     // Own session: execd's process group and terminal signals no longer reach us.
     let _ = ns::new_session();

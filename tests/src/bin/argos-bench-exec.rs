@@ -165,6 +165,8 @@ async fn stream_follow(c: &mut ExecClient<tonic::transport::Channel>) -> f64 {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    const USAGE: &str = "usage: argos-bench-exec [--bin-dir DIR] [--runs N]\n  contained /bin/true (agent, inspect) beside bubblewrap and fork/exec; 1 GiB through Follow beside a pipe (as root)";
+    argos_tests::answer_help(USAGE);
     let mut args = std::env::args().skip(1);
     let mut bin_dir: Option<PathBuf> = None;
     let mut runs = 200usize;
@@ -172,9 +174,7 @@ async fn main() {
         match a.as_str() {
             "--bin-dir" => bin_dir = args.next().map(PathBuf::from),
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
-            other => panic!(
-                "unknown argument {other}; usage: argos-bench-exec [--bin-dir DIR] [--runs N]"
-            ),
+            other => argos_tests::bad_argument(USAGE, other),
         }
     }
     assert!(

@@ -71,6 +71,9 @@ fn sse_request(
 }
 
 fn main() {
+    argos_tests::answer_help(
+        "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2|p3|load]\n  the gateway's request latency and load figures beside their anchors",
+    );
     let mut runs = 200usize;
     let mut load_s = 60u64;
     let mut only: Option<String> = None;
@@ -88,8 +91,9 @@ fn main() {
             "--bin-dir" => {
                 let _ = args.next(); // the harness finds the binaries beside this one
             }
-            other => panic!(
-                "unknown argument {other}; usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2|p3|load]"
+            other => argos_tests::bad_argument(
+                "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2|p3|load]",
+                other,
             ),
         }
     }

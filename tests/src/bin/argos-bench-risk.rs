@@ -40,6 +40,11 @@ fn rate(cmds: &[String], mut f: impl FnMut(&str)) -> f64 {
 }
 
 fn main() {
+    const USAGE: &str = "usage: argos-bench-risk\n  the classifier's rate beside a shell parser's, and its slowest input";
+    argos_tests::answer_help(USAGE);
+    if let Some(a) = std::env::args().nth(1) {
+        argos_tests::bad_argument(USAGE, &a);
+    }
     let cmds = commands();
     let parse_only = rate(&cmds, |c| {
         if let Ok(t) = brush_parser::uncached_tokenize_str(c, &Default::default()) {

@@ -140,6 +140,9 @@ fn tree(pid: i32) -> Vec<i32> {
 }
 
 fn main() {
+    argos_tests::answer_help(
+        "usage: argos-bench-terminal [--sessions N]\n  web terminal keystroke latency and memory per session beside their anchors",
+    );
     let mut sessions = 1000usize;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -150,7 +153,7 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--sessions N")
             }
-            other => panic!("unknown argument {other}"),
+            other => argos_tests::bad_argument("usage: argos-bench-terminal [--sessions N]", other),
         }
     }
     let stack = StackBuilder::new().start();

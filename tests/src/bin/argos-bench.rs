@@ -17,7 +17,10 @@ use std::time::{Duration, Instant};
 use argos_tests::measure::median;
 use argos_tests::{DAEMONS, processes_mentioning};
 
+const USAGE: &str = "usage: argos-bench [--bin-dir DIR] [--runs N]\n  the stack's start, memory and probe figures beside their anchors";
+
 fn main() {
+    argos_tests::answer_help(USAGE);
     let mut args = std::env::args().skip(1);
     let mut bin_dir: Option<PathBuf> = None;
     let mut runs = 10usize;
@@ -25,9 +28,7 @@ fn main() {
         match a.as_str() {
             "--bin-dir" => bin_dir = args.next().map(PathBuf::from),
             "--runs" => runs = args.next().and_then(|v| v.parse().ok()).expect("--runs N"),
-            other => {
-                panic!("unknown argument {other}; usage: argos-bench [--bin-dir DIR] [--runs N]")
-            }
+            other => argos_tests::bad_argument(USAGE, other),
         }
     }
     let bin_dir = bin_dir.unwrap_or_else(|| {

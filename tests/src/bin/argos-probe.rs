@@ -11,6 +11,9 @@ use serde_json::json;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
+    argos_tests::answer_help(
+        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND]\n  call Status (or a launch) on a daemon socket as this process, and print what it answered as JSON",
+    );
     let mut args = std::env::args().skip(1);
     let Some(socket) = args.next().map(PathBuf::from) else {
         eprintln!("usage: argos-probe SOCKET [--principal NAME]");

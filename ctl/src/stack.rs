@@ -1,0 +1,172 @@
+//! Which dev stack a command means. `argosctl up` records the stack it runs — its tree and
+//! gateway URL, with its own pid — in `<root>/stack.json`, and points the user's state
+//! directory at it (`$XDG_STATE_HOME/argos/current-stack`, else
+//! `~/.local/state/argos/current-stack`). A command without `--root` or `--url` uses, in
+//! order: the stack recorded in `./.argos` if it runs, the stack the pointer names if it
+//! runs, then the defaults (`./.argos`, `http://127.0.0.1:7000`). Every failure says which
+//! stack was meant and where that came from.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// The default tree, relative to the working directory.
+pub const DEFAULT_ROOT: &str = ".argos";
+/// The default gateway URL.
+pub const DEFAULT_URL: &str = "http://127.0.0.1:7000";
+
+/// A stack `argosctl up` runs.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    pub root: PathBuf,
+    pub url: String,
+    /// The `argosctl up` that runs it.
+    pub pid: u32,
+}
+
+/// The stack a command is about, and where that came from (for messages).
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub root: PathBuf,
+    pub url: String,
+    pub from: String,
+}
+
+impl Found {
+    pub fn runtime_dir(&self) -> PathBuf {
+        self.root.join("run")
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.root.join("argos.toml")
+    }
+}
+
+fn record_file(root: &Path) -> PathBuf {
+    root.join("stack.json")
+}
+
+/// The user's pointer to the stack `argosctl up` last started.
+pub fn pointer() -> Option<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
+    Some(state.join("argos").join("current-stack"))
+}
+
+/// Records a running stack (called by `argosctl up` once it is serving).
+pub fn record(root: &Path, url: &str) -> anyhow::Result<()> {
+    let r = Record {
+        root: root.to_path_buf(),
+        url: url.to_string(),
+        pid: std::process::id(),
+    };
+    let file = record_file(root);
+    write_atomic(&file, &serde_json::to_vec_pretty(&r)?)?;
+    if let Some(p) = pointer() {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
+        }
+        write_atomic(&p, root.display().to_string().as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Forgets a stack that stopped: its record, and the pointer if it points at it.
+pub fn forget(root: &Path) {
+    let _ = std::fs::remove_file(record_file(root));
+    if let Some(p) = pointer()
+        && std::fs::read_to_string(&p).is_ok_and(|t| Path::new(t.trim()) == root)
+    {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The stack recorded under `root`, if its `argosctl up` still runs.
+fn running(root: &Path) -> Option<Record> {
+    let text = std::fs::read(record_file(root)).ok()?;
+    let r: Record = serde_json::from_slice(&text).ok()?;
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", r.pid)).ok()?;
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    let is_up =
+        args.first().is_some_and(|a| a.ends_with(b"argosctl")) && args.get(1) == Some(&&b"up"[..]);
+    (is_up && r.root == root).then_some(r)
+}
+
+/// The stack meant by `--root` and `--url` (either may be absent).
+pub fn find(root: Option<PathBuf>, url: Option<String>) -> Found {
+    let (found_root, found_url, from) = match root {
+        Some(r) => {
+            let rec = running(&r);
+            let from = format!("--root {}", r.display());
+            (r, rec.map(|x| x.url), from)
+        }
+        None => {
+            let local = std::env::current_dir()
+                .map(|d| d.join(DEFAULT_ROOT))
+                .unwrap_or_else(|_| PathBuf::from(DEFAULT_ROOT));
+            if let Some(r) = running(&local) {
+                let from = format!(
+                    "the running stack recorded in {}",
+                    record_file(&local).display()
+                );
+                (r.root, Some(r.url), from)
+            } else if let Some(p) = pointer()
+                && let Ok(t) = std::fs::read_to_string(&p)
+                && let Some(r) = running(Path::new(t.trim()))
+            {
+                let from = format!("the running stack {} points to", p.display());
+                (r.root, Some(r.url), from)
+            } else {
+                (
+                    local,
+                    None,
+                    "the default tree (no running stack recorded by argosctl up)".into(),
+                )
+            }
+        }
+    };
+    let (url, from) = match url {
+        Some(u) => (u, format!("{from}; --url")),
+        None => (found_url.unwrap_or_else(|| DEFAULT_URL.into()), from),
+    };
+    Found {
+        root: found_root,
+        url,
+        from,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recorded_stack_is_found_only_while_its_up_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tree");
+        std::fs::create_dir(&root).unwrap();
+        // Recorded by a process that is not `argosctl up` (this test): not running.
+        let r = Record {
+            root: root.clone(),
+            url: "http://127.0.0.1:7999".into(),
+            pid: std::process::id(),
+        };
+        std::fs::write(record_file(&root), serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(running(&root), None);
+        let f = find(Some(root.clone()), None);
+        assert_eq!(f.url, DEFAULT_URL);
+        assert!(f.from.contains("--root"), "{}", f.from);
+        let f = find(Some(root.clone()), Some("http://x:1".into()));
+        assert_eq!(f.url, "http://x:1");
+        assert_eq!(f.runtime_dir(), root.join("run"));
+    }
+}
