@@ -294,6 +294,11 @@ pub struct Stack {
 }
 
 impl Stack {
+    /// The gateway's address.
+    pub fn listen_addr(&self) -> SocketAddr {
+        self.listen
+    }
+
     pub fn root(&self) -> &Path {
         self.root.path()
     }

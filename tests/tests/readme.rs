@@ -1,0 +1,134 @@
+//! The README's examples, run as printed against a started stack, so they cannot drift:
+//! every `sh` block but the first (which starts a stack and runs the tests) runs in bash
+//! with `set -euo pipefail`, its stack's port and tree put for the README's defaults
+//! (`127.0.0.1:7000`, `.argos/`), and an API token wherever the README says `argos_…`
+//! (`$TOKEN` with read and exec, `$ARGOS_TOKEN` with read and approve, `$AGENT` with
+//! agent). A line that needs an id the reader copies from an earlier answer (`<id>`) is
+//! left out, and said so; every other line must succeed and no answer may be an error.
+
+use std::path::Path;
+use std::process::Command;
+
+use argos_tests::{StackBuilder, require_root};
+
+const README: &str = include_str!("../../README.md");
+
+/// The README's `sh` blocks, as (first line number, logical lines: continuations joined).
+fn blocks() -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, Vec<String>)> = None;
+    let mut pending = String::new();
+    for (n, line) in README.lines().enumerate() {
+        match (&mut current, line.trim_end()) {
+            (None, "```sh") => current = Some((n + 2, Vec::new())),
+            (Some(_), "```") => {
+                out.push(current.take().unwrap());
+                pending.clear();
+            }
+            (Some((_, lines)), l) => {
+                if let Some(cont) = l.strip_suffix('\\') {
+                    pending.push_str(cont);
+                    pending.push(' ');
+                } else {
+                    pending.push_str(l);
+                    lines.push(std::mem::take(&mut pending));
+                }
+            }
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// A line's code, without its trailing comment.
+fn code(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut quote: Option<u8> = None;
+    for (i, &c) in b.iter().enumerate() {
+        match (quote, c) {
+            (None, b'\'' | b'"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, b'#') if i == 0 || b[i - 1].is_ascii_whitespace() => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+#[test]
+fn the_readme_examples_work_as_printed() {
+    require_root("the README examples (the stack runs privilege-separated)");
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let token = |web: &mut argos_tests::web::Web, scopes: &[&str]| -> String {
+        let r = web.post(
+            "/api/tokens",
+            serde_json::json!({"name": format!("readme {}", scopes.join(" ")), "scopes": scopes}),
+        );
+        assert_eq!(r.status, 201, "{r:?}");
+        r.json()["token"].as_str().unwrap().to_string()
+    };
+    let tokens = [
+        ("TOKEN", token(&mut admin, &["read", "exec"])),
+        ("ARGOS_TOKEN", token(&mut admin, &["read", "approve"])),
+        ("AGENT", token(&mut admin, &["agent"])),
+    ];
+    let port = stack.listen_addr().port();
+    let root = stack.root().display().to_string();
+    let grpcurl =
+        std::env::var("GRPCURL_BIN").unwrap_or_else(|_| "target/tools/venv/bin/grpcurl".into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut ran = Vec::new();
+    let mut left_out = Vec::new();
+    for (first, lines) in blocks().into_iter().skip(1) {
+        let mut script = String::from(
+            "set -euo pipefail\ntrap 'echo \"README line failed: $BASH_COMMAND\" >&2' ERR\n",
+        );
+        for line in &lines {
+            let c = code(line).trim();
+            if c.is_empty() {
+                continue;
+            }
+            if c.contains('<') && c.contains('>') && !c.contains("<<") {
+                left_out.push(c.to_string());
+                continue;
+            }
+            let mut c = c
+                .replace("127.0.0.1:7000", &format!("127.0.0.1:{port}"))
+                .replace(".argos/", &format!("{root}/"));
+            if let Some(rest) = c.strip_prefix("grpcurl ") {
+                c = format!("{grpcurl} {rest}");
+            }
+            for (var, _) in &tokens {
+                c = c.replace(&format!("{var}=argos_…"), &format!("{var}=\"${var}\""));
+            }
+            script.push_str(&c);
+            script.push('\n');
+            ran.push(c);
+        }
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(workspace)
+            .envs(tokens.iter().map(|(k, v)| (*k, v.as_str())))
+            .env("XDG_STATE_HOME", stack.root().join("xdg-state"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "README block at line {first} failed:\n{script}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+        );
+        assert!(
+            !stdout.contains("\"error\":{") && !stderr.contains("command not found"),
+            "README block at line {first} answered an error:\n{stdout}\n{stderr}"
+        );
+    }
+    eprintln!(
+        "README: {} lines ran; left out (they need an id from an earlier answer): {left_out:#?}",
+        ran.len()
+    );
+    assert!(ran.len() >= 20, "only {} README lines ran", ran.len());
+    stack.stop();
+}
