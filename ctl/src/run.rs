@@ -79,6 +79,12 @@ pub async fn run(
     if !e.error.is_empty() {
         eprintln!("   error: {}", e.error);
     }
+    if !e.ended_by_teardown.is_empty() {
+        eprintln!(
+            "   left running by the command, then ended by teardown: {}",
+            e.ended_by_teardown.join(", ")
+        );
+    }
     for d in &e.containment {
         let state = pb::DimensionState::try_from(d.state)
             .map(|s| {

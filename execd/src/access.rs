@@ -151,6 +151,7 @@ mod tests {
             stderr_bytes: 0,
             teardown_complete: true,
             survivors: Vec::new(),
+            ended_by_teardown: Vec::new(),
             error: String::new(),
             tty: false,
         }

@@ -30,6 +30,8 @@ pub struct Record {
     pub stderr_bytes: u64,
     pub teardown_complete: bool,
     pub survivors: Vec<String>,
+    /// What the command left running, which teardown ended.
+    pub ended_by_teardown: Vec<String>,
     pub error: String,
     /// It runs on a terminal.
     pub tty: bool,
@@ -57,6 +59,7 @@ impl Record {
             stderr_bytes: 0,
             teardown_complete: false,
             survivors: Vec::new(),
+            ended_by_teardown: Vec::new(),
             error: String::new(),
             tty: n.tty,
         }
@@ -126,7 +129,7 @@ impl Ledger {
         let mut t = audit.begin().await?;
         let row = sqlx::query(
             "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = ?,
-               ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, error = ?
+               ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, ended_by_teardown = ?, error = ?
              WHERE id = ? AND status = 'running' RETURNING *",
         )
         .bind(res.status.as_str())
@@ -139,6 +142,7 @@ impl Ledger {
         .bind(i64::try_from(res.stderr.total).unwrap_or(i64::MAX))
         .bind(res.teardown.complete)
         .bind(json(&res.teardown.survivors))
+        .bind(json(&res.teardown.ended))
         .bind(res.error.clone().unwrap_or_default())
         .bind(id)
         .fetch_optional(&mut *t.tx)
@@ -321,6 +325,7 @@ fn record(r: &SqliteRow) -> Record {
         stderr_bytes: u64::try_from(r.get::<i64, _>("stderr_bytes")).unwrap_or(0),
         teardown_complete: r.get::<i64, _>("teardown_complete") != 0,
         survivors: serde_json::from_str(&parse("survivors")).unwrap_or_default(),
+        ended_by_teardown: serde_json::from_str(&parse("ended_by_teardown")).unwrap_or_default(),
         error: r.get("error"),
         tty: r.try_get::<i64, _>("tty").unwrap_or(0) != 0,
     }
@@ -384,6 +389,7 @@ mod tests {
             teardown: Teardown {
                 complete: true,
                 survivors: Vec::new(),
+                ended: Vec::new(),
             },
             error: None,
         };

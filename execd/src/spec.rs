@@ -337,6 +337,10 @@ pub struct Teardown {
     pub complete: bool,
     /// Processes seen alive after teardown (pid and command), if any.
     pub survivors: Vec<String>,
+    /// What the command left running when it ended (a daemon it started with `nohup …
+    /// &`), which teardown then ended: `comm (pid N)`.
+    #[serde(default)]
+    pub ended: Vec<String>,
 }
 
 /// Wall-clock time in milliseconds since the Unix epoch, as launch records keep it.
@@ -395,6 +399,7 @@ impl LaunchResult {
             teardown: Teardown {
                 complete: false,
                 survivors: Vec::new(),
+                ended: Vec::new(),
             },
             error: Some(why.into()),
         }

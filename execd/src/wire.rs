@@ -88,6 +88,7 @@ pub fn execution(r: &Record) -> pb::Execution {
         containment: r.containment.iter().map(dimension).collect(),
         teardown_complete: r.teardown_complete,
         survivors: r.survivors.clone(),
+        ended_by_teardown: r.ended_by_teardown.clone(),
         error: r.error.clone(),
         requested_by_role: r.requested_by_role.clone(),
         principal: r.principal.clone(),

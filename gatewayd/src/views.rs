@@ -112,6 +112,7 @@ pub fn execution(e: &pb::Execution) -> Value {
         })).collect::<Vec<_>>(),
         "teardown_complete": e.teardown_complete,
         "survivors": e.survivors,
+        "ended_by_teardown": e.ended_by_teardown,
         "error": e.error,
         "requested_by_role": e.requested_by_role,
         "principal": e.principal,

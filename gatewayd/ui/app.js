@@ -132,10 +132,12 @@ async function executionView(id) {
   show(el("h1", {}, "Execution ", el("code", {}, e.id)),
     el("table", {}, el("tbody", {},
       [["command", el("code", {}, e.argv.join(" "))], ["status", statusCell(e.status)],
-       ["exit code", e.exit_code ?? ""], ["signal", e.signal ?? ""], ["profile", e.profile],
+       ["exit code", e.exit_code ?? ""], ["signal", e.signal ?? ""], ["profile", `${e.profile} — ${profileWords(e.profile)}`],
        ["cwd", e.cwd], ["started", when(e.started_at_ms)], ["ended", when(e.ended_at_ms)],
        ["duration", e.duration_ms + " ms"], ["by", e.principal + " (" + e.requested_by_role + ")"],
        ["teardown", e.teardown_complete ? "complete" : "not verified: " + e.survivors.join(", ")],
+       ["ended by teardown", (e.ended_by_teardown || []).length
+         ? "left running by the command, then ended: " + e.ended_by_teardown.join(", ") : "nothing"],
        ["error", e.error]].map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))))),
     el("h2", {}, "Containment"),
     el("table", { id: "containment" },
@@ -150,6 +152,16 @@ async function executionView(id) {
 
 // The shell: run a command with live output (a server-sent event stream read with fetch,
 // since EventSource cannot POST), and kill it.
+// What each profile means, in the words an approver and a shell user need.
+const PROFILE_WORDS = {
+  host: "root on this host",
+  operator: "root on this host",
+  inspect: "read-only view of this host",
+  agent: "sandbox: a workspace, no network",
+  "mcp-server": "an MCP server's sandbox",
+};
+const profileWords = (p) => PROFILE_WORDS[p] || p;
+
 function shellView() {
   const out = el("pre", { class: "out", id: "output" });
   const state = el("p", { id: "state" });
@@ -160,7 +172,7 @@ function shellView() {
   const f = el("form", { class: "row", id: "shell" },
     el("label", {}, "Command", el("input", { name: "command", required: true, autocomplete: "off", spellcheck: "false" })),
     el("label", {}, "Profile", el("select", { name: "profile" },
-      ["host", "agent"].map((p) => el("option", { value: p }, p)))),
+      ["host", "inspect", "agent"].map((p) => el("option", { value: p }, `${p} — ${profileWords(p)}`)))),
     el("label", {}, "Timeout (s)", el("input", { name: "timeout", type: "number", min: "1", value: "60", class: "short" })),
     run, kill);
   kill.addEventListener("click", async () => {
@@ -333,7 +345,7 @@ function approvalCard(a) {
         : `Runs in the sandbox on ${a.target}, as a uid of its own`),
     el("p", { class: "meta" },
       `asked by ${a.requester_principal || a.requester_role} (${a.requester_role}), `,
-      `in ${a.cwd || "its own workspace"}, profile ${a.profile}; expires in `,
+      `in ${a.cwd || "its own workspace"}, ${profileWords(a.profile)} (profile ${a.profile}); expires in `,
       el("span", { class: "countdown", "data-expires": a.expires_at_ms }, countdown(a.expires_at_ms))),
     el("div", { class: "row" },
       a.needs_confirmation ? el("label", {}, `Destructive: type ${a.short_id} to approve`, confirmBox) : null,

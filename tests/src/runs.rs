@@ -30,6 +30,8 @@ pub struct Ran {
     pub error: String,
     pub total_out: u64,
     pub truncated: bool,
+    /// What the command left running, which teardown ended.
+    pub ended_by_teardown: Vec<String>,
 }
 
 /// A `Run` answer in plain types.
@@ -52,6 +54,7 @@ pub fn ran(r: RunResponse) -> Ran {
                 )
             })
             .collect(),
+        ended_by_teardown: e.ended_by_teardown,
         error: e.error,
         total_out: out.total_bytes,
         truncated: out.truncated,

@@ -411,6 +411,57 @@ fn bombs_floods_and_timeouts_are_bounded() {
     stack.stop();
 }
 
+/// A command that leaves something running (a service restarted with `nohup … &`) is told
+/// so: teardown ends it, and the result names what it ended — in the sandbox (its own PID
+/// namespace) and on the host (a daemonized process found as the subreaper's child).
+#[test]
+fn what_a_command_left_running_is_named_when_teardown_ends_it() {
+    require_root("the teardown report test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    for (profile, cmd) in [
+        // (A moment for the background process to exec, so it is named `sleep`.)
+        (
+            "agent",
+            "nohup sleep 96.5 >/dev/null 2>&1 & sleep 0.3; echo started",
+        ),
+        (
+            "host",
+            "setsid sleep 96.6 </dev/null >/dev/null 2>&1 & sleep 0.3; echo started",
+        ),
+    ] {
+        let r = ran(run(
+            &stack,
+            RunRequest {
+                command: cmd.into(),
+                profile: profile.into(),
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            },
+        )
+        .unwrap());
+        assert_eq!(
+            r.status,
+            ExecutionStatus::Succeeded,
+            "{profile}: {}",
+            r.error
+        );
+        assert_eq!(r.out.trim(), "started");
+        assert!(
+            r.ended_by_teardown
+                .iter()
+                .any(|p| p.starts_with("sleep (pid ")),
+            "{profile}: {:?}",
+            r.ended_by_teardown
+        );
+    }
+    assert!(argos_tests::processes_mentioning(std::path::Path::new("sleep 96.")).is_empty());
+    // A command that leaves nothing behind says so: an empty list.
+    let r = agent(&stack, "true");
+    assert!(r.ended_by_teardown.is_empty(), "{:?}", r.ended_by_teardown);
+    stack.stop();
+}
+
 #[test]
 fn bad_input_is_invalid_argument_naming_the_field_and_spawns_nothing() {
     require_root("the bad-input test");

@@ -309,6 +309,7 @@ fn failed_before_start(
         teardown: Teardown {
             complete: true,
             survivors: Vec::new(),
+            ended: Vec::new(),
         },
         error: Some(error),
     }

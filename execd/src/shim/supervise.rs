@@ -444,7 +444,7 @@ pub(super) fn supervise(
             Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
             Ok(_) => {
                 // One write of a short line (atomic on a pipe), or EOF.
-                let mut word = [0u8; 64];
+                let mut word = [0u8; 4096];
                 if let Ok(n) = nix::unistd::read(&status, &mut word) {
                     status_line = String::from_utf8_lossy(&word[..n]).into_owned();
                 }
@@ -532,9 +532,20 @@ pub(super) fn supervise(
         teardown: Teardown {
             complete: init_status.is_some(),
             survivors: Vec::new(),
+            ended: left_running(&status_line),
         },
         error,
     }
+}
+
+/// The processes init found still running when the command ended (`left PID COMM` lines
+/// after its status), as `comm (pid N)`.
+fn left_running(msg: &str) -> Vec<String> {
+    msg.lines()
+        .filter_map(|l| l.strip_prefix("left "))
+        .filter_map(|l| l.split_once(' '))
+        .map(|(pid, comm)| format!("{comm} (pid {pid})"))
+        .collect()
 }
 
 fn parse_status(line: &str) -> (Option<i32>, Option<i32>) {

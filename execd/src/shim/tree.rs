@@ -281,6 +281,8 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     };
     drop((stdin, out, err, p.out_w, p.err_w, p.setup_w));
     let mut outcome: Option<WaitStatus> = None;
+    // What the command left running when it ended, which teardown then ended.
+    let mut left: Vec<(i32, String)> = Vec::new();
     loop {
         match mask.wait() {
             Ok(Signal::SIGCHLD) => {}
@@ -303,15 +305,22 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
                 Ok(ws) => {
                     if ws.pid() == Some(workload) {
                         outcome = Some(ws);
+                        left = proc::descendants(std::process::id() as i32, LEFT_MAX);
                         kill_rest(base.pidns, workload);
                     }
                 }
                 Err(nix::errno::Errno::ECHILD) => {
-                    let msg = match outcome {
+                    let mut msg = match outcome {
                         Some(WaitStatus::Exited(_, code)) => format!("exit {code}\n"),
                         Some(WaitStatus::Signaled(_, sig, _)) => format!("signal {}\n", sig as i32),
                         _ => "unknown\n".into(),
                     };
+                    // One write of at most LEFT_MAX short lines: atomic on a pipe.
+                    for (pid, comm) in &left {
+                        let comm: String =
+                            comm.chars().filter(|c| !c.is_control()).take(16).collect();
+                        msg.push_str(&format!("left {pid} {comm}\n"));
+                    }
                     let _ = nix::unistd::write(&p.status_w, msg.as_bytes());
                     raw::exit_now(0);
                 }
@@ -414,6 +423,9 @@ fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
     }
     .map_err(|e| e.to_string())
 }
+
+/// How many processes the command left running are named in its result.
+const LEFT_MAX: usize = 64;
 
 /// When the workload is done, nothing it started may outlive it.
 fn kill_rest(pidns: bool, workload: Pid) {

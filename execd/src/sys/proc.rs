@@ -180,6 +180,22 @@ pub fn children(pid: i32) -> Vec<i32> {
     out
 }
 
+/// Every descendant of `pid`, breadth first, as `(pid, comm)` (at most `max`): read through
+/// each task's `children`, so it works in the PID namespace `/proc` was mounted for.
+pub fn descendants(pid: i32, max: usize) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    let mut queue = std::collections::VecDeque::from(children(pid));
+    while let Some(p) = queue.pop_front() {
+        if out.len() >= max {
+            break;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+        out.push((p, comm.trim().to_string()));
+        queue.extend(children(p));
+    }
+    out
+}
+
 /// A short description of a process for survivor lists: `pid (comm)`.
 pub fn describe(pid: i32) -> String {
     let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
