@@ -154,6 +154,7 @@ mod tests {
             ended_by_teardown: Vec::new(),
             error: String::new(),
             tty: false,
+            timeout_ms: 0,
         }
     }
 

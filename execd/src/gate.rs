@@ -310,6 +310,7 @@ pub async fn request_run(
         shim: unstarted.clone(),
         init: unstarted,
         tty: false,
+        timeout_ms: spec.timeout_ms,
     };
     let ttl_ms = i64::try_from(m.approval_ttl_s.saturating_mul(1000)).unwrap_or(i64::MAX);
     let (a, created) = m

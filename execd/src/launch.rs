@@ -260,6 +260,8 @@ impl Launcher {
         }
         let clock = &profile.wall_clock;
         let timeout_ms = match req.timeout_ms {
+            // A terminal has no short default clock: someone works in it.
+            None if req.tty.is_some() => clock.max_timeout_s * 1000,
             None => clock.default_timeout_s * 1000,
             // No limit of the caller's own: where the profile requires a clock, its
             // maximum still applies.
@@ -386,6 +388,7 @@ impl Launcher {
             id: id.to_string(),
             argv,
             executables,
+            user: String::new(),
             env: env.into_iter().collect(),
             cwd,
             workspace,

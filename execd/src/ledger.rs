@@ -35,6 +35,8 @@ pub struct Record {
     pub error: String,
     /// It runs on a terminal.
     pub tty: bool,
+    /// Its wall clock in milliseconds (0: none).
+    pub timeout_ms: u64,
 }
 
 impl Record {
@@ -62,6 +64,7 @@ impl Record {
             ended_by_teardown: Vec::new(),
             error: String::new(),
             tty: n.tty,
+            timeout_ms: n.timeout_ms,
         }
     }
 }
@@ -81,6 +84,8 @@ pub struct NewExecution {
     pub init: Identity,
     /// It runs on a terminal.
     pub tty: bool,
+    /// Its wall clock in milliseconds (0: none).
+    pub timeout_ms: u64,
 }
 
 /// Filters of a ledger listing.
@@ -220,11 +225,11 @@ impl Ledger {
 /// waited for its approval becomes running; any other existing id is refused).
 pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
     let done = sqlx::query(
-        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty, timeout_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
            cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
-           init_identity = excluded.init_identity
+           init_identity = excluded.init_identity, timeout_ms = excluded.timeout_ms
          WHERE executions.status = 'pending_approval'",
     )
     .bind(&r.id)
@@ -238,6 +243,7 @@ pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .bind(json(&r.shim))
     .bind(json(&r.init))
     .bind(r.tty)
+    .bind(i64::try_from(r.timeout_ms).unwrap_or(i64::MAX))
     .execute(tx)
     .await?;
     if done.rows_affected() != 1 {
@@ -328,6 +334,7 @@ fn record(r: &SqliteRow) -> Record {
         ended_by_teardown: serde_json::from_str(&parse("ended_by_teardown")).unwrap_or_default(),
         error: r.get("error"),
         tty: r.try_get::<i64, _>("tty").unwrap_or(0) != 0,
+        timeout_ms: u64::try_from(r.try_get::<i64, _>("timeout_ms").unwrap_or(0)).unwrap_or(0),
     }
 }
 
@@ -363,6 +370,7 @@ mod tests {
                 boot_id: "b".into(),
             },
             tty: false,
+            timeout_ms: 0,
         }
     }
 

@@ -80,6 +80,22 @@ pub struct Manager {
     quota: crate::quota::Quota,
 }
 
+/// The name a launch uid has inside its launch: the requester's, when it is a plain user
+/// name (lowercase letters, digits, `-`, `_`, `.`, starting with a letter, at most 32),
+/// else `argos`.
+fn user_name(principal: &str) -> String {
+    let plain = (1..=32).contains(&principal.len())
+        && principal.starts_with(|c: char| c.is_ascii_lowercase())
+        && principal
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c));
+    if plain {
+        principal.into()
+    } else {
+        "argos".into()
+    }
+}
+
 impl Manager {
     /// `warm_shims`: how many shims per profile to keep set up and waiting.
     pub fn new(
@@ -219,10 +235,12 @@ impl Manager {
             shim: shim.ready.shim.clone(),
             init: shim.ready.init.clone(),
             tty: spec.tty.is_some(),
+            timeout_ms: spec.timeout_ms,
         };
         let spec = LaunchSpec {
             shim: Some(shim.ready.shim.clone()),
             init: Some(shim.ready.init.clone()),
+            user: user_name(&who.principal),
             ..spec
         };
         let _rx = self.watch(&id);

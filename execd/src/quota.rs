@@ -175,6 +175,7 @@ mod tests {
                     shim: none.clone(),
                     init: none,
                     tty: false,
+                    timeout_ms: 0,
                 },
             )
             .await

@@ -221,6 +221,10 @@ pub struct LaunchSpec {
     /// the follow socket (exclusive with `stdin` and `tty`).
     #[serde(default)]
     pub open_stdin: bool,
+    /// The name the launch uid has inside the launch (its requester's, when it makes a
+    /// user name): `whoami` and a shell prompt say it.
+    #[serde(default)]
+    pub user: String,
     /// Programs the workload may start besides its own (names found on its PATH, or
     /// paths), where the profile lists what may be executed.
     #[serde(default)]

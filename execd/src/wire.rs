@@ -89,6 +89,7 @@ pub fn execution(r: &Record) -> pb::Execution {
         teardown_complete: r.teardown_complete,
         survivors: r.survivors.clone(),
         ended_by_teardown: r.ended_by_teardown.clone(),
+        timeout_ms: r.timeout_ms,
         error: r.error.clone(),
         requested_by_role: r.requested_by_role.clone(),
         principal: r.principal.clone(),

@@ -113,6 +113,7 @@ pub fn execution(e: &pb::Execution) -> Value {
         "teardown_complete": e.teardown_complete,
         "survivors": e.survivors,
         "ended_by_teardown": e.ended_by_teardown,
+        "timeout_ms": e.timeout_ms,
         "error": e.error,
         "requested_by_role": e.requested_by_role,
         "principal": e.principal,

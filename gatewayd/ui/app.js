@@ -425,23 +425,35 @@ function leaveTerminal() {
   if (termLive) { termLive(); termLive = null; }
 }
 
+// How long a launch has left, in words ("" without a clock).
+function timeLeft(e) {
+  if (!e.timeout_ms || !e.started_at_ms) return "";
+  const s = Math.max(0, Math.round((e.started_at_ms + e.timeout_ms - Date.now()) / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+  return h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min ${s % 60} s` : `${s} s`;
+}
+
 async function terminalsView() {
   const r = await api("GET", "/api/terminals");
+  const open = (profile) => async () => {
+    const t = await api("POST", "/api/terminals", { rows: 24, cols: 80, profile });
+    go("#/terminals/" + t.terminal.id);
+  };
   show(el("h1", {}, "Terminals"),
-    el("p", { class: "meta" }, "Shells on this host in the browser. They keep running when the tab closes (until no one has attached for a while); reopen one to pick up where it was."),
+    el("p", { class: "meta" }, "Shells in the browser: in the sandbox (a workspace, no network) or on this host as root. They keep running when the tab closes (until no one has attached for a while); reopen one to pick up where it was."),
     el("table", { id: "terminals" },
-      el("thead", {}, el("tr", {}, ["started", "command", "profile", "by", ""].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ["started", "command", "where", "ends in", "by", ""].map((h) => el("th", {}, h)))),
       el("tbody", {}, r.terminals.map((t) => el("tr", {},
         el("td", {}, el("a", { href: "#/terminals/" + t.id }, when(t.started_at_ms))),
-        el("td", {}, el("code", {}, t.argv.join(" "))), el("td", {}, t.profile), el("td", {}, t.principal),
+        el("td", {}, el("code", {}, t.argv.join(" "))), el("td", {}, profileWords(t.profile)),
+        el("td", {}, timeLeft(t)), el("td", {}, t.principal),
         el("td", {}, el("button", { type: "button", class: "secondary", onclick: async () => {
           await api("DELETE", "/api/terminals/" + encodeURIComponent(t.id)); render();
         } }, "Close")))))),
     el("div", { class: "row" },
-      el("button", { type: "button", id: "new-terminal", onclick: async () => {
-        const t = await api("POST", "/api/terminals", { rows: 24, cols: 80 });
-        go("#/terminals/" + t.terminal.id);
-      } }, "New terminal")));
+      el("button", { type: "button", id: "new-terminal", onclick: open("agent") }, "New terminal in the sandbox"),
+      el("button", { type: "button", class: "danger", id: "new-host-terminal", onclick: open("host") },
+        "New terminal on this host (root)")));
 }
 
 function u16pair(a, b) {
@@ -455,7 +467,21 @@ function u16pair(a, b) {
 function terminalView(id) {
   const box = el("div", { id: "terminal", class: "terminal" });
   const status = el("p", { id: "terminal-state", class: "meta" }, "connecting…");
-  show(el("h1", {}, "Terminal ", el("code", {}, id.slice(-8))), status, box,
+  // Where it runs and how long it has left; a warning in its last five minutes.
+  const clock = el("p", { id: "terminal-clock", class: "meta" });
+  api("GET", "/api/executions/" + encodeURIComponent(id)).then(({ execution: e }) => {
+    const tick = () => {
+      if (!document.body.contains(clock)) return;
+      const left = e.timeout_ms ? e.started_at_ms + e.timeout_ms - Date.now() : Infinity;
+      clock.textContent = `${profileWords(e.profile)} · ` +
+        (e.timeout_ms ? `ends in ${timeLeft(e)}` : "no time limit") +
+        (left < 5 * 60 * 1000 ? " — it will be closed then: save your work" : "");
+      clock.classList.toggle("warn", left < 5 * 60 * 1000);
+      setTimeout(tick, left < 10 * 60 * 1000 ? 1000 : 30000);
+    };
+    tick();
+  }).catch(() => {});
+  show(el("h1", {}, "Terminal ", el("code", {}, id.slice(-8))), clock, status, box,
     el("div", { class: "row" },
       el("a", { href: "#/terminals" }, "All terminals"),
       el("button", { type: "button", class: "secondary", id: "close-terminal", onclick: async () => {

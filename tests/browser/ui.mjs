@@ -158,6 +158,12 @@ try {
   const shows = (line) => page.waitForFunction((l) => [...document.querySelectorAll("#terminal .xterm-rows > div")]
     .some((r) => r.textContent.trim() === l), line);
   await shows("hi");
+  step("the terminal says where it runs and how long it has left; its prompt names a user");
+  await page.waitForFunction(() => /^sandbox: a workspace, no network · ends in 2[34] h/
+    .test(document.querySelector("#terminal-clock")?.textContent || ""), null, { timeout: 5000 })
+    .catch(async () => { throw new Error("terminal clock: " + await page.locator("#terminal-clock").textContent()); });
+  const rows = await page.locator("#terminal .xterm-rows").textContent();
+  if (rows.includes("I have no name")) throw new Error("the prompt has no user name: " + rows);
 
   step("reload: the terminal comes back with its earlier output");
   await page.reload();

@@ -59,6 +59,26 @@ fn an_agent_run_is_contained_in_every_dimension() {
         "agents run as a per-launch uid from the reserved range, got {uid}"
     );
     assert_eq!(r.err, "err\n");
+    // The launch uid has a name (the requester's, or argos without one) and the host's
+    // name is the host's: a shell's prompt reads like one.
+    let named = agent(&stack, "whoami; id -gn; hostname");
+    let host = std::process::Command::new("hostname").output().unwrap();
+    assert_eq!(
+        named.out,
+        format!("argos\nargos\n{}", String::from_utf8_lossy(&host.stdout)),
+        "{}",
+        named.err
+    );
+    let named = ran(run(
+        &stack,
+        RunRequest {
+            command: "whoami".into(),
+            profile: "inspect".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap());
+    assert_eq!(named.out, "argos\n", "{}", named.err);
     for d in [
         "filesystem",
         "process_tree",

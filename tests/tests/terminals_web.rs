@@ -144,6 +144,10 @@ fn a_web_terminal_over_a_websocket_with_tickets_and_flow_control() {
     let r = bearer.post("/api/terminals", json!({"rows": 24, "cols": 80}));
     assert_eq!(r.status, 201, "{r:?}");
     let id = r.json()["terminal"]["id"].as_str().unwrap().to_string();
+    // No short clock: a terminal opened without a timeout gets the profile's maximum
+    // (the sandbox's 24 h), not its 5-minute default for commands, and says so.
+    assert_eq!(r.json()["terminal"]["profile"], "agent", "{r:?}");
+    assert_eq!(r.json()["terminal"]["timeout_ms"], 86_400_000u64, "{r:?}");
     let listed = bearer.get("/api/terminals").json();
     assert_eq!(listed["terminals"][0]["id"], id.as_str(), "{listed}");
     let ws_path = |t: &str| format!("/api/terminals/{id}/ws?ticket={t}");

@@ -406,6 +406,7 @@ mod tests {
                 boot_id: "b".into(),
             },
             tty: false,
+            timeout_ms: 0,
         };
 
         // Asking twice gives the same pending approval; its execution waits.

@@ -146,9 +146,6 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     {
         notes.push(format!("bringing up lo: {e}"));
     }
-    if !plan.host_ipc_uts {
-        let _ = ns::set_hostname("argos");
-    }
     // Standing: wait for the launch (and the workload's side of its input: a terminal's
     // slave, or an open stdin's read end). EOF means the shim ended the tree unused.
     let (go, handed) = match raw::recv_with_fd(&p.go_r, 64 * 1024) {
@@ -178,6 +175,13 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     };
     drop(launches);
+    // A name for the launch uid (`whoami`, a shell's prompt), in this mount namespace only.
+    if let (Some((uid, gid)), true) = (spec.plan.run_as, spec.plan.wants(Dimension::Filesystem))
+        && let Err(e) = name_the_uid(&spec, uid, gid)
+    {
+        send(&p.setup_w, &SetupMsg::Failed { error: e });
+        raw::exit_now(EXIT_EXEC);
+    }
     // The workspace, bounded: a tmpfs of the plan's size and inode count over it, in this
     // mount namespace only (never on the host's mounts: without one of its own, nothing
     // is mounted and the readback says the bound is missing).
@@ -407,6 +411,44 @@ fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), St
         cgroup_marker: go.cgroup_marker.clone(),
     };
     Ok((spec, work, stdin))
+}
+
+/// Gives the launch uid a passwd and group entry in this mount namespace: the host's files
+/// with one line more each, bound read-only over them from this launch's private /tmp.
+fn name_the_uid(spec: &LaunchSpec, uid: u32, gid: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let name = if spec.user.is_empty() {
+        "argos"
+    } else {
+        spec.user.as_str()
+    };
+    let entry = |path: &str, line: String, id: u32| -> Result<(), String> {
+        let host = std::fs::read_to_string(path).unwrap_or_default();
+        let mut out: String = host
+            .lines()
+            .filter(|l| {
+                let mut f = l.split(':');
+                let (n, i) = (f.next(), f.nth(1));
+                n != Some(name) && i != Some(id.to_string().as_str())
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        out.push_str(&line);
+        let file = Path::new("/tmp").join(format!(".argos-{}", &path[5..]));
+        std::fs::write(&file, out).map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444))
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        ns::mask_file(&file, Path::new(path)).map_err(|e| e.to_string())
+    };
+    entry(
+        "/etc/passwd",
+        format!(
+            "{name}:x:{uid}:{gid}:Argos launch:{}:/bin/bash\n",
+            spec.workspace.display()
+        ),
+        uid,
+    )?;
+    entry("/etc/group", format!("{name}:x:{gid}:\n"), gid)
 }
 
 /// Hides one denied path in the current mount namespace.

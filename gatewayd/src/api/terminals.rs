@@ -86,7 +86,7 @@ pub struct TerminalBody {
     argv: Vec<String>,
     #[serde(default)]
     cwd: String,
-    /// agent (default) or operator.
+    /// agent (default: the sandbox) or host (admins: root on this host).
     #[serde(default)]
     profile: String,
     rows: Option<u32>,
@@ -94,7 +94,7 @@ pub struct TerminalBody {
     /// TERM (default xterm-256color).
     #[serde(default)]
     term: String,
-    /// Milliseconds; absent: the profile's default; 0: the profile's maximum.
+    /// Milliseconds; absent or 0: the profile's maximum (a terminal has no short clock).
     timeout_ms: Option<u64>,
 }
 
