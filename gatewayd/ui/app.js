@@ -44,7 +44,7 @@ async function api(method, path, body) {
 
 function go(hash) { if (location.hash !== hash) location.hash = hash; else render(); }
 
-function show(...nodes) { view.replaceChildren(...nodes); }
+function show(...nodes) { view.replaceChildren(...nodes.flat()); }
 
 function errorLine() { return el("p", { class: "error", role: "alert" }); }
 
@@ -375,10 +375,12 @@ async function followRun(id, command) {
   const out = el("pre", { class: "out", id: "run-output" });
   document.getElementById("run")?.replaceChildren(el("h2", {}, "Approved: ", el("code", {}, command)), state, out);
   for (;;) {
-    const r = await api("GET", "/api/executions/" + encodeURIComponent(id));
+    const r = await api("GET", "/api/executions/" + encodeURIComponent(id) + "?output=true");
     const s = r.execution.status;
     if (s !== "running" && s !== "pending_approval") {
-      out.replaceChildren(r.stdout.text, el("span", { class: "err" }, r.stderr.text));
+      const text = (o) => (o && o.text) || "";
+      out.replaceChildren(text(r.stdout), el("span", { class: "err" }, text(r.stderr)));
+      if (!text(r.stdout) && !text(r.stderr)) out.append(el("span", { class: "meta" }, "(no output)"));
       state.textContent = "finished: " + s + (r.execution.exit_code !== null ? " (exit " + r.execution.exit_code + ")" : "");
       return;
     }
@@ -413,7 +415,14 @@ async function auditView() {
       el("tbody", {}, r.records.map((x) => el("tr", {},
         el("td", {}, when(x.at_ms)), el("td", {}, x.source), el("td", {}, x.seq), el("td", {}, x.kind),
         el("td", {}, x.actor), el("td", {}, el("code", {}, x.subject)),
-        el("td", {}, el("code", {}, JSON.stringify(x.detail))))))));
+        el("td", { class: "detail" }, auditDetail(x.detail)))))));
+}
+
+// An audit record's detail as "key: value" lines (nested values compact).
+function auditDetail(d) {
+  if (d === null || d === undefined || typeof d !== "object") return String(d ?? "");
+  return Object.entries(d).map(([k, v]) => el("div", {}, el("span", { class: "key" }, k + ": "),
+    v !== null && typeof v === "object" ? JSON.stringify(v) : String(v)));
 }
 
 // ---- terminals ----------------------------------------------------------------------
@@ -592,6 +601,7 @@ async function render() {
   nav.hidden = false;
   document.getElementById("who").textContent = `${me.name} (${me.role})`;
   for (const a of nav.querySelectorAll("[data-admin]")) a.hidden = me.role !== "admin";
+  if (me.role === "admin") pendingCount();
   for (const a of nav.querySelectorAll("a")) a.classList.toggle("active", a.getAttribute("href") === hash);
   if (hash !== "#/approvals") leaveApprovals();
   leaveTerminal();
@@ -613,9 +623,17 @@ async function render() {
   }
 }
 
+// The number of approvals waiting, beside "Approvals" in the navigation.
+async function pendingCount() {
+  const r = await api("GET", "/api/approvals?state=pending&limit=500").catch(() => null);
+  const badge = document.getElementById("pending-count");
+  if (r && badge) badge.textContent = r.approvals.length ? String(r.approvals.length) : "";
+}
+
 document.getElementById("logout").addEventListener("click", async () => {
   await api("POST", "/api/logout").catch(() => {});
   me = null;
+  document.getElementById("who").textContent = "";
   go("#/login");
 });
 

@@ -18,7 +18,24 @@ const browser = await chromium.launch({
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
-const page = await browser.newPage();
+const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+const screens = process.env.ARGOS_SCREENS || "ui-screens";
+(await import("node:fs")).mkdirSync(screens, { recursive: true });
+
+// Every page: nothing rendered as "[object …]", nothing wider than the 1280 px window,
+// and a screenshot under target/ui-screens for a reader to look at.
+async function looksRight(name) {
+  await page.waitForTimeout(150);
+  const body = await page.textContent("body");
+  if (body.includes("[object ")) throw new Error(`${name}: the page shows [object …]`);
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  if (wide > 0) throw new Error(`${name}: ${wide} px wider than the window`);
+  await page.screenshot({ path: `${screens}/${name}.png`, fullPage: true });
+}
+
+// The navigation links a reader can see.
+const visibleNav = () => page.evaluate(() => [...document.querySelectorAll("#nav a")]
+  .filter((a) => a.offsetParent !== null).map((a) => a.getAttribute("href")));
 const problems = [];
 page.on("pageerror", (e) => problems.push("page error: " + e.message));
 // A 401 while logged out is expected (the page asks who it is talking to).
@@ -34,6 +51,8 @@ function step(name) { console.log("step: " + name); }
 try {
   step("first-admin setup");
   await page.goto(setupUrl);
+  if (await page.isVisible("#nav")) throw new Error("the setup page shows the navigation");
+  await looksRight("setup");
   await page.fill("input[name=name]", "admin");
   await page.fill("input[name=password]", "a long enough password");
   await page.click("button[type=submit]");
@@ -184,6 +203,53 @@ try {
   await page.fill("input[name=new_password]", "another long password");
   await page.click("button[type=submit]");
   await page.waitForSelector("#done");
+
+  step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
+  const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));
+  for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
+    ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
+    ["terminals", "#/terminals"], ["tokens", "#/tokens"], ["users", "#/users"], ["account", "#/account"]]) {
+    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.waitForSelector("main h1");
+    await looksRight("admin-" + name);
+  }
+  const adminNav = await visibleNav();
+  for (const h of ["#/shell", "#/executions", "#/approvals", "#/audit", "#/users"]) {
+    if (!adminNav.includes(h)) throw new Error(`the admin's navigation lacks ${h}: ${adminNav}`);
+  }
+  await page.evaluate(() => { location.hash = "#/"; });
+  await page.waitForSelector("h2 + #executions, #executions");
+  if (!(await page.textContent("main")).includes("Recent executions")) throw new Error("no Recent executions on the dashboard");
+
+  step("a plain user sees only what they may use");
+  const made = await page.evaluate(async () => (await fetch("/api/users", { method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "viewer", password: "a viewer's password", role: "user" }) })).status);
+  if (made !== 201) throw new Error(`creating a plain user answered ${made}`);
+  await page.click("#logout");
+  await page.waitForSelector("input[name=password]");
+  if (await page.isVisible("#nav")) throw new Error("the login page shows the navigation");
+  if ((await page.textContent("header")).includes("(admin)")) throw new Error("logged out, the header still names the admin");
+  await looksRight("login");
+  await page.fill("input[name=name]", "viewer");
+  await page.fill("input[name=password]", "a viewer's password");
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#daemons");
+  const userNav = await visibleNav();
+  for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/users"]) {
+    if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
+  }
+  for (const [name, hash] of [["dashboard", "#/"], ["tokens", "#/tokens"], ["account", "#/account"]]) {
+    await page.evaluate((h) => { location.hash = h; }, hash);
+    await page.waitForSelector("main h1");
+    await looksRight("user-" + name);
+  }
+  await page.click("#logout");
+  await page.waitForSelector("input[name=password]");
+  await page.fill("input[name=name]", "admin");
+  await page.fill("input[name=password]", "another long password");
+  await page.click("button[type=submit]");
+  await page.waitForSelector("#daemons");
 
   step("log out");
   await page.click("#logout");

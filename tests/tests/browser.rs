@@ -20,6 +20,7 @@ fn the_web_ui_works_in_chromium() {
         .arg(root.join("tests/browser/ui.mjs"))
         .arg(&url)
         .env("ARGOS_NODE_TOOLS", root.join("target/tools/node"))
+        .env("ARGOS_SCREENS", root.join("target/ui-screens"))
         .current_dir(root.join("target/tools/node"))
         .output()
         .expect("node");
