@@ -16,6 +16,7 @@ pub struct AgentRunBody {
     #[serde(default)]
     cwd: String,
     /// Milliseconds (the agent profile's default when absent).
+    #[serde(default, deserialize_with = "whole")]
     timeout_ms: Option<u64>,
     #[serde(default)]
     stdin: String,

@@ -21,6 +21,7 @@ pub struct ExecBody {
     profile: String,
     /// Milliseconds; 0: no limit of the caller's own (a profile that requires a clock
     /// applies its maximum).
+    #[serde(default, deserialize_with = "whole")]
     timeout_ms: Option<u64>,
     #[serde(default)]
     stdin: String,
@@ -88,7 +89,8 @@ pub async fn shell_exec(
     caller: Caller,
     Body(b): Body<ExecBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    if b.resume.is_some() {
+    // (An empty `resume` is no resume.)
+    if b.resume.as_deref().is_some_and(|r| !r.is_empty()) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_argument",
@@ -268,7 +270,7 @@ pub async fn shell_stream(
     Body(b): Body<ExecBody>,
 ) -> Result<SseStream, ApiError> {
     let execd = execd(&api, &caller);
-    let (id, from, started) = match b.resume.clone() {
+    let (id, from, started) = match b.resume.clone().filter(|r| !r.is_empty()) {
         Some(id) => {
             let at = offsets(&headers)?;
             let e = execd.get(&id, false).await.map_err(from_exec)?.execution;

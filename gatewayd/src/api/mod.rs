@@ -13,7 +13,7 @@ use std::time::Duration;
 use argos_exec_client::{ErrorKind, ExecClient, ExecError};
 use argos_proto::exec::v1 as pb;
 use axum::Json;
-use axum::extract::{ConnectInfo, Path, Query, Request, State};
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -27,6 +27,7 @@ mod accounts;
 mod approvals;
 mod auth;
 mod classify;
+mod constraints;
 mod events;
 mod exec;
 mod policy;
@@ -162,7 +163,9 @@ pub async fn openapi() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "application/json")], {
         let mut doc = <ApiDoc as utoipa::OpenApi>::openapi();
         policy::document(&mut doc);
-        doc.to_pretty_json().unwrap_or_else(|_| "{}".into())
+        let mut doc = serde_json::to_value(&doc).unwrap_or_default();
+        constraints::document(&mut doc);
+        serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into())
     })
 }
 
@@ -173,6 +176,8 @@ pub struct ApiError {
     pub(crate) code: &'static str,
     pub(crate) message: String,
     pub(crate) retry_after: Option<Duration>,
+    /// The methods a route takes (a 405's `Allow`).
+    pub(crate) allow: Option<String>,
 }
 
 impl ApiError {
@@ -182,6 +187,19 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            allow: None,
+        }
+    }
+
+    fn method_not_allowed(allowed: &[&str]) -> ApiError {
+        let allow = allowed.join(", ");
+        ApiError {
+            allow: Some(allow.clone()),
+            ..ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                format!("this route takes {allow}"),
+            )
         }
     }
 
@@ -222,6 +240,11 @@ impl IntoResponse for ApiError {
             && let Ok(v) = HeaderValue::from_str(&d.as_secs().max(1).to_string())
         {
             r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        if let Some(a) = self.allow
+            && let Ok(v) = HeaderValue::from_str(&a)
+        {
+            r.headers_mut().insert(header::ALLOW, v);
         }
         r
     }
@@ -267,6 +290,48 @@ pub(crate) fn from_exec(e: ExecError) -> ApiError {
 }
 
 /// A JSON body, with a 400 that says what is wrong instead of axum's plain text.
+/// A whole number, also when a client writes it as `1.0` (JSON has one number type, and a
+/// schema's `integer` admits `1.0`); anything else is a bad field.
+pub fn whole<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    use serde::Deserialize as _;
+    let n = Option::<serde_json::Number>::deserialize(d)?;
+    let Some(n) = n else { return Ok(None) };
+    let v = n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= 9_007_199_254_740_992.0)
+            .map(|f| f as u64)
+    });
+    v.and_then(|v| T::try_from(v).ok())
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("{n} is not a whole number in range")))
+}
+
+/// A query string, whose refusal is a JSON error like every other (axum's own answers
+/// in plain text).
+pub struct Query<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for Query<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(v)| Query(v))
+            .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", e.body_text()))
+    }
+}
+
 pub struct Body<T>(pub T);
 
 impl<T, S> axum::extract::FromRequest<S> for Body<T>

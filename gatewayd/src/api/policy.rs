@@ -162,10 +162,24 @@ pub async fn authorize(
     req: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let rule = matched
-        .as_ref()
-        .and_then(|m| find(req.method().as_str(), m.as_str()))
-        .ok_or_else(|| ApiError::forbidden("no authorization rule for this route"))?;
+    let rule = match matched.as_ref() {
+        Some(m) => match find(req.method().as_str(), m.as_str()) {
+            Some(rule) => rule,
+            // A route that takes other methods: 405, naming them.
+            None => {
+                let allowed: Vec<&str> = RULES
+                    .iter()
+                    .filter(|r| r.path == m.as_str())
+                    .map(|r| r.method)
+                    .collect();
+                if allowed.is_empty() {
+                    return Err(ApiError::forbidden("no authorization rule for this route"));
+                }
+                return Err(ApiError::method_not_allowed(&allowed));
+            }
+        },
+        None => return Err(ApiError::forbidden("no authorization rule for this route")),
+    };
     let caller = req.extensions().get::<Caller>();
     let bearer = matches!(
         caller,

@@ -89,12 +89,15 @@ pub struct TerminalBody {
     /// agent (default: the sandbox) or host (admins: root on this host).
     #[serde(default)]
     profile: String,
+    #[serde(default, deserialize_with = "whole")]
     rows: Option<u32>,
+    #[serde(default, deserialize_with = "whole")]
     cols: Option<u32>,
     /// TERM (default xterm-256color).
     #[serde(default)]
     term: String,
     /// Milliseconds; absent or 0: the profile's maximum (a terminal has no short clock).
+    #[serde(default, deserialize_with = "whole")]
     timeout_ms: Option<u64>,
 }
 

@@ -1,0 +1,247 @@
+//! What the handlers enforce, stated in the OpenAPI document, so a client generated from
+//! it (or a fuzzer reading it, as the tests' Schemathesis run does) sends what is accepted
+//! and expects every answer it can get: ids are UUIDs, `limit` is at most 500, `status`
+//! and `state` take the API's words, a JSON body can be refused as malformed (400), too
+//! large (413) or not JSON (415), and a bad id, limit or page token is a 400.
+
+use serde_json::{Value, json};
+
+/// Largest page any listing returns.
+const MAX_LIMIT: u64 = 500;
+
+/// A UUID as the handlers parse one, in its hyphenated form.
+const UUID: &str = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+fn error(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    })
+}
+
+/// The request bodies' fields, as the handlers (and execd behind them) check them.
+fn bodies(doc: &mut Value) {
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let name = json!({"type": "string", "pattern": "^[a-z0-9._-]{1,64}$"});
+    let env_keys = json!({"anyOf": [
+        {"enum": ["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "COLUMNS",
+                  "LINES", "NO_COLOR", "TMPDIR", "PAGER", "EDITOR"]},
+        {"pattern": "^LC_[A-Za-z0-9_]{0,32}$"}
+    ]});
+    let no_nul = json!({"type": "string", "pattern": "^[^\\x00]*$", "maxLength": 4096});
+    // An absolute path without `..` (or empty: the launch's own workspace).
+    let cwd = json!({"type": "string", "pattern": "^$|^/([^/\\x00.][^/\\x00]*/?|\\.[^/.\\x00][^/\\x00]*/?)*$"});
+    let profile = json!({"type": "string", "enum": ["", "agent", "inspect", "host", "operator", "mcp-server"]});
+    let risk = json!({"type": ["string", "null"], "enum": [null, "read_only", "reversible_low", "config_mutation", "destructive"]});
+    // A command or an argv, never both, never blank.
+    let one_command = json!([
+        {"required": ["command"], "properties": {
+            "command": {"type": "string", "pattern": "^[^\\x00]*\\S[^\\x00]*$"},
+            "argv": {"type": "array", "maxItems": 0}}},
+        {"required": ["argv"], "properties": {
+            "argv": {"type": "array", "minItems": 1,
+                     "items": {"type": "string", "minLength": 1, "pattern": "^[^\\x00]*$"}},
+            "command": {"type": ["string", "null"], "maxLength": 0}}}
+    ]);
+    let mut set = |schema: &str, f: &dyn Fn(&mut Value)| {
+        if let Some(s) = schemas.get_mut(schema) {
+            f(s);
+        }
+    };
+    for body in ["LoginBody", "SetupBody", "NewUser"] {
+        set(body, &|s| s["properties"]["name"] = name.clone());
+    }
+    // A new password: 10 characters or more, at most 1024 bytes (printable ASCII here,
+    // so the two counts agree; others are accepted too).
+    for body in ["SetupBody", "NewUser"] {
+        set(body, &|s| {
+            s["properties"]["password"] =
+                json!({"type": "string", "pattern": "^[\\x20-\\x7e]{10,1024}$"});
+        });
+    }
+    set("DecisionBody", &|s| {
+        s["properties"]["decision"] =
+            json!({"type": "string", "enum": ["approve", "deny", "revoke"]});
+    });
+    for body in ["ExecBody", "ClassifyBody", "AgentRunBody"] {
+        set(body, &|s| {
+            s["oneOf"] = one_command.clone();
+            if body == "ClassifyBody" {
+                // Classify reads any text (a NUL byte included): it runs nothing.
+                s["oneOf"][0]["properties"]["command"] =
+                    json!({"type": "string", "pattern": "\\S"});
+                s["oneOf"][1]["properties"]["argv"]["items"] = json!({"type": "string"});
+                s["oneOf"][0]["properties"]["argv"] =
+                    json!({"type": ["array", "null"], "maxItems": 0});
+            }
+            let p = &mut s["properties"];
+            if p.get("cwd").is_some() {
+                p["cwd"] = cwd.clone();
+            }
+            if p.get("profile").is_some() {
+                p["profile"] = profile.clone();
+            }
+            // (Classify judges any environment; launches take the allowed keys only.)
+            if p.get("env").is_some() && body != "ClassifyBody" {
+                p["env"] = json!({"type": "object", "maxProperties": 32,
+                                  "propertyNames": env_keys.clone(), "additionalProperties": no_nul.clone()});
+            }
+            if p.get("risk").is_some() {
+                p["risk"] = risk.clone();
+            }
+            if p.get("timeout_ms").is_some() {
+                p["timeout_ms"] =
+                    json!({"type": ["integer", "null"], "minimum": 0, "maximum": 86_400_000});
+            }
+            if p.get("purpose").is_some() {
+                p["purpose"] = json!({"type": "string", "maxLength": 4096});
+            }
+            if p.get("place").is_some() {
+                p["place"] = json!({"type": ["string", "null"], "enum": [null, "", "auto", "sandbox", "inspect", "host"]});
+            }
+            if p.get("stdin").is_some() {
+                p["stdin"] = json!({"type": "string", "maxLength": 1_048_576});
+            }
+            if p.get("resume").is_some() {
+                // Only POST /api/shell/stream resumes (its own copy of the body, below).
+                p["resume"] = json!({"type": ["string", "null"], "maxLength": 0});
+            }
+        });
+    }
+    set("TerminalBody", &|s| {
+        let p = &mut s["properties"];
+        p["rows"] = json!({"type": ["integer", "null"], "minimum": 1, "maximum": 1000});
+        p["cols"] = json!({"type": ["integer", "null"], "minimum": 1, "maximum": 1000});
+        p["term"] = json!({"type": "string", "pattern": "^[A-Za-z0-9._+-]{0,64}$"});
+        p["profile"] = json!({"type": "string", "enum": ["", "agent", "host", "operator"]});
+        p["cwd"] = cwd.clone();
+        p["command"] = json!({"type": "string"});
+        p["argv"] = json!({"type": "array", "maxItems": 0});
+        p["timeout_ms"] = json!({"type": ["integer", "null"], "minimum": 0, "maximum": 86_400_000});
+    });
+}
+
+/// `POST /api/shell/stream` takes what `/api/shell/exec` takes, and `resume`: its own
+/// schema, `StreamBody`.
+fn stream_body(doc: &mut Value) {
+    let Some(mut stream) = doc.pointer("/components/schemas/ExecBody").cloned() else {
+        return;
+    };
+    stream["properties"]["resume"] =
+        json!({"type": ["string", "null"], "pattern": format!("^$|{UUID}")});
+    // Resuming names the execution; the command is then not needed.
+    if let Some(one) = stream.get_mut("oneOf").and_then(Value::as_array_mut) {
+        one.push(json!({"required": ["resume"], "properties": {
+            "resume": {"type": "string", "pattern": UUID}}}));
+        stream["anyOf"] = Value::Array(std::mem::take(one));
+        stream.as_object_mut().map(|o| o.remove("oneOf"));
+    }
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        schemas.insert("StreamBody".into(), stream);
+    }
+    if let Some(body) = doc.pointer_mut(
+        "/paths/~1api~1shell~1stream/post/requestBody/content/application~1json/schema",
+    ) {
+        *body = json!({"$ref": "#/components/schemas/StreamBody"});
+    }
+    if let Some(r) = doc
+        .pointer_mut("/paths/~1api~1shell~1stream/post/responses")
+        .and_then(Value::as_object_mut)
+    {
+        r.entry("404")
+            .or_insert_with(|| error("no execution to resume by that id"));
+    }
+}
+
+/// Adds the constraints and answers to every operation of `doc` (the document as JSON).
+pub fn document(doc: &mut Value) {
+    bodies(doc);
+    stream_body(doc);
+    let statuses: Vec<&str> = (1..=10)
+        .map(crate::views::status_word)
+        .filter(|w| !w.is_empty())
+        .collect();
+    let states = [
+        "pending", "approved", "denied", "revoked", "expired", "consumed",
+    ];
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, op) in item.iter_mut() {
+            if method == "parameters" {
+                continue;
+            }
+            let Some(op) = op.as_object_mut() else {
+                continue;
+            };
+            let mut answers: Vec<(&str, &str)> = Vec::new();
+            if matches!(
+                path.as_str(),
+                "/api/terminals" | "/api/shell/exec" | "/api/shell/stream" | "/api/agent/run"
+            ) {
+                answers.push(("429", "a quota is reached (launches, terminals or pending approvals of this user): see the message"));
+            }
+            if op.contains_key("requestBody") {
+                answers.push((
+                    "400",
+                    "the body is not the operation's JSON, or a field fails its check (named)",
+                ));
+                answers.push(("413", "the body is larger than the gateway takes"));
+                answers.push(("415", "the body is not sent as application/json"));
+            }
+            if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
+                for p in params.iter_mut() {
+                    let name = p["name"].as_str().unwrap_or_default().to_string();
+                    let place = p["in"].as_str().unwrap_or_default().to_string();
+                    match (place.as_str(), name.as_str()) {
+                        ("path", "id") if path != "/api/tokens/{id}" => {
+                            p["schema"] =
+                                json!({"type": "string", "format": "uuid", "pattern": UUID});
+                            answers.push(("400", "the id is not a UUID"));
+                        }
+                        ("query", "limit") => {
+                            p["schema"] =
+                                json!({"type": "integer", "minimum": 0, "maximum": MAX_LIMIT});
+                            answers.push(("400", "limit is above 500, or not a number"));
+                        }
+                        ("query", "page_token") => {
+                            p["schema"] =
+                                json!({"type": "string", "pattern": format!("^$|{UUID}")});
+                            answers.push(("400", "the page token is not one a listing gave"));
+                        }
+                        ("query", "status") if path == "/api/executions" => {
+                            p["schema"] = json!({"type": "string", "enum": statuses});
+                            answers.push(("400", "an unknown status, or given twice"));
+                        }
+                        ("query", "state") => {
+                            p["schema"] = json!({"type": "string", "enum": states});
+                            answers.push(("400", "an unknown state, or given twice"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let responses = op
+                .entry("responses")
+                .or_insert_with(|| json!({}))
+                .as_object_mut();
+            if let Some(responses) = responses {
+                for (code, why) in answers {
+                    responses.entry(code).or_insert_with(|| error(why));
+                }
+            }
+        }
+    }
+}
