@@ -70,6 +70,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/executions/{id}", get(api::execution))
         .route("/api/executions/{id}/kill", post(api::kill))
         .route("/api/classify", post(api::classify))
+        .route("/api/host", get(api::host))
         .route("/api/agent/run", post(api::agent_run))
         .route("/api/approvals", get(api::approvals))
         .route("/api/approvals/{id}", get(api::approval))

@@ -94,12 +94,67 @@ function loginView() {
       }));
 }
 
+// Sizes in the units people read.
+function bytes(n) {
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return `${n.toFixed(i ? 1 : 0)} ${u[i]}`;
+}
+
+function duration(s) {
+  const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  return d ? `${d} d ${h} h` : h ? `${h} h ${m} min` : `${m} min`;
+}
+
+// A used/total bar with its words.
+function meter(used, total, words) {
+  const pct = total ? Math.round((used / total) * 100) : 0;
+  return el("div", { class: "meter" + (pct >= 90 ? " high" : "") },
+    el("div", { class: "fill", style: `width: ${pct}%` }), el("span", {}, `${words} (${pct}%)`));
+}
+
+// This host at a glance (refreshed while the dashboard is shown).
+function hostPanel(h) {
+  const mem = h.memory.total_bytes - h.memory.available_bytes;
+  return el("section", { id: "host", class: "cards" },
+    el("div", { class: "card" }, el("h3", {}, h.hostname), el("p", {}, `up ${duration(h.uptime_s)}`)),
+    el("div", { class: "card" }, el("h3", {}, "CPU"),
+      meter(h.cpu_busy_percent, 100, `${h.cpu_busy_percent}% of ${h.cpus} CPUs`),
+      el("p", { class: "meta" }, `load ${h.load.map((x) => x.toFixed(2)).join(" · ")}`)),
+    el("div", { class: "card" }, el("h3", {}, "Memory"),
+      meter(mem, h.memory.total_bytes, `${bytes(mem)} of ${bytes(h.memory.total_bytes)} used`),
+      h.swap.total_bytes ? el("p", { class: "meta" },
+        `swap ${bytes(h.swap.total_bytes - h.swap.available_bytes)} of ${bytes(h.swap.total_bytes)}`) : null),
+    el("div", { class: "card wide" }, el("h3", {}, "Disks"),
+      el("table", { id: "disks" }, el("tbody", {}, h.disks.map((d) => el("tr", {},
+        el("td", {}, el("code", {}, d.mount)),
+        el("td", {}, meter(d.size_bytes - d.available_bytes, d.size_bytes,
+          `${bytes(d.size_bytes - d.available_bytes)} of ${bytes(d.size_bytes)}`))))))));
+}
+
+let hostTimer = null;
+
 async function dashboardView() {
-  const [status, execs] = await Promise.all([
+  const [status, execs, host, pending] = await Promise.all([
     api("GET", "/api/status"),
     me.role === "admin" ? api("GET", "/api/executions?limit=10") : Promise.resolve({ executions: [] }),
+    api("GET", "/api/host").catch(() => null),
+    me.role === "admin" ? api("GET", "/api/approvals?state=pending&limit=500").catch(() => null) : Promise.resolve(null),
   ]);
+  const running = execs.executions.filter((e) => e.status === "running").length;
+  clearInterval(hostTimer);
+  hostTimer = setInterval(async () => {
+    const panel = document.getElementById("host");
+    if (!panel) { clearInterval(hostTimer); return; }
+    const h = await api("GET", "/api/host").catch(() => null);
+    if (h && document.getElementById("host")) panel.replaceWith(hostPanel(h));
+  }, 5000);
   show(el("h1", {}, "Dashboard"),
+    host ? hostPanel(host) : null,
+    me.role === "admin" ? el("p", { id: "summary" },
+      el("a", { href: "#/approvals" }, `${pending ? pending.approvals.length : 0} approvals waiting`), " · ",
+      `${running} of the last ${execs.executions.length} executions running`) : null,
     el("h2", {}, "Daemons"),
     el("table", { id: "daemons" },
       el("thead", {}, el("tr", {}, ["daemon", "state", "version", "pid", "uid"].map((h) => el("th", {}, h)))),
@@ -121,9 +176,31 @@ function executionsTable(rows) {
       el("td", {}, e.principal)))));
 }
 
+const STATUSES = ["running", "succeeded", "failed", "timed_out", "killed", "lost", "pending_approval",
+  "rejected", "containment_unavailable", "teardown_failed"];
+
+// The ledger, filtered by status (the API's filter) and by a search of command and user.
 async function executionsView() {
-  const r = await api("GET", "/api/executions?limit=100");
-  show(el("h1", {}, "Executions"), executionsTable(r.executions));
+  const status = el("select", { name: "status", id: "status-filter" },
+    el("option", { value: "" }, "any status"), STATUSES.map((s) => el("option", { value: s }, s)));
+  const search = el("input", { name: "search", id: "execution-search", placeholder: "command or user", autocomplete: "off" });
+  const list = el("div", { id: "execution-list" });
+  let rows = [];
+  const draw = () => {
+    const q = search.value.trim().toLowerCase();
+    list.replaceChildren(executionsTable(rows.filter((e) => !q ||
+      e.argv.join(" ").toLowerCase().includes(q) || (e.principal || "").toLowerCase().includes(q))));
+  };
+  const load = async () => {
+    const r = await api("GET", "/api/executions?limit=200" + (status.value ? "&status=" + status.value : ""));
+    rows = r.executions;
+    draw();
+  };
+  status.addEventListener("change", load);
+  search.addEventListener("input", draw);
+  show(el("h1", {}, "Executions"),
+    el("div", { class: "row filters" }, el("label", {}, "Status", status), el("label", {}, "Search", search)), list);
+  await load();
 }
 
 async function executionView(id) {
@@ -405,17 +482,38 @@ async function approvalsView() {
 }
 
 async function auditView() {
-  const [r, v] = await Promise.all([api("GET", "/api/audit?limit=200"), api("GET", "/api/audit/verify")]);
+  const kind = el("input", { name: "kind", id: "audit-kind", placeholder: "e.g. approval. or login", autocomplete: "off" });
+  const subject = el("input", { name: "subject", id: "audit-subject", placeholder: "an id or a name", autocomplete: "off" });
+  const source = el("select", { name: "source", id: "audit-source" },
+    ["", "execd", "gateway"].map((s) => el("option", { value: s }, s || "both trails")));
+  const query = () => "/api/audit?limit=200" + (kind.value.trim() ? "&kind=" + encodeURIComponent(kind.value.trim()) : "") +
+    (subject.value.trim() ? "&subject=" + encodeURIComponent(subject.value.trim()) : "");
+  const [r, v] = await Promise.all([api("GET", query()), api("GET", "/api/audit/verify")]);
   const chain = (name, x) => el("li", { class: x.ok ? "ok" : "bad" },
     `${name}: ${x.rows} records, ` + (x.ok ? `the chain verifies (head ${x.head_seq})` : `broken at seq ${x.broken_seq}: ${x.broken_reason}`));
-  show(el("h1", {}, "Audit trail"),
-    el("ul", { id: "audit-verify" }, chain("execd", v.execd), chain("gateway", v.gateway)),
-    el("table", { id: "audit" },
+  const table = (records) => el("table", { id: "audit" },
       el("thead", {}, el("tr", {}, ["when", "where", "seq", "what", "who", "about", "detail"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, r.records.map((x) => el("tr", {},
+      el("tbody", {}, records.map((x) => el("tr", {},
         el("td", {}, when(x.at_ms)), el("td", {}, x.source), el("td", {}, x.seq), el("td", {}, x.kind),
         el("td", {}, x.actor), el("td", {}, el("code", {}, x.subject)),
-        el("td", { class: "detail" }, auditDetail(x.detail)))))));
+        el("td", { class: "detail" }, auditDetail(x.detail))))));
+  const list = el("div", { id: "audit-list" }, table(r.records));
+  const reload = async () => {
+    const again = await api("GET", query());
+    list.replaceChildren(table(again.records.filter((x) => !source.value || x.source === source.value)));
+  };
+  // Typing filters (a moment after the last key), as does leaving the field.
+  let typing = null;
+  for (const input of [kind, subject]) {
+    input.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(reload, 300); });
+    input.addEventListener("change", reload);
+  }
+  source.addEventListener("change", reload);
+  show(el("h1", {}, "Audit trail"),
+    el("ul", { id: "audit-verify" }, chain("execd", v.execd), chain("gateway", v.gateway)),
+    el("div", { class: "row filters" }, el("label", {}, "Kind", kind), el("label", {}, "About", subject),
+      el("label", {}, "Trail", source)),
+    list);
 }
 
 // An audit record's detail as "key: value" lines (nested values compact).

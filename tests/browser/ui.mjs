@@ -209,10 +209,42 @@ try {
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
     ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
     ["terminals", "#/terminals"], ["tokens", "#/tokens"], ["users", "#/users"], ["account", "#/account"]]) {
-    await page.evaluate((h) => { location.hash = h; }, hash);
+    // (The view is emptied first, so the wait is for this page's heading.)
+    await page.evaluate((h) => {
+      document.querySelector("main").replaceChildren();
+      if (location.hash === h) render(); else location.hash = h;
+    }, hash);
     await page.waitForSelector("main h1");
     await looksRight("admin-" + name);
   }
+  step("the dashboard shows this host; executions and audit filter");
+  await page.evaluate(() => { location.hash = "#/"; });
+  await page.waitForSelector("#host #disks tr");
+  const hostText = await page.textContent("#host");
+  for (const want of ["CPU", "Memory", "used", "Disks", "up "]) {
+    if (!hostText.includes(want)) throw new Error(`the host panel lacks ${want}: ${hostText}`);
+  }
+  await page.evaluate(() => { location.hash = "#/executions"; });
+  await page.waitForSelector("#execution-list #executions");
+  await page.selectOption("#status-filter", "succeeded");
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll("#execution-list tbody tr td:nth-child(3)")];
+    return cells.length > 0 && cells.every((c) => c.textContent === "succeeded");
+  }).catch(async (e) => { throw new Error("status filter: " + await page.textContent("#execution-list")); });
+  await page.fill("#execution-search", "echo hello");
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#execution-list tbody tr")];
+    return rows.length > 0 && rows.every((r) => r.textContent.includes("echo hello"));
+  }).catch(async (e) => { throw new Error("search: " + await page.textContent("#execution-list")); });
+  await page.evaluate(() => { location.hash = "#/audit"; });
+  await page.waitForSelector("#audit-list #audit");
+  await page.fill("#audit-kind", "login");
+  await page.press("#audit-kind", "Enter");
+  await page.waitForFunction(() => {
+    const kinds = [...document.querySelectorAll("#audit-list tbody tr td:nth-child(4)")];
+    return kinds.length > 0 && kinds.every((k) => k.textContent.startsWith("login"));
+  }).catch(async (e) => { throw new Error("audit filter: " + (await page.textContent("#audit-list")).slice(0, 600)); });
+  await looksRight("admin-audit-filtered");
   const adminNav = await visibleNav();
   for (const h of ["#/shell", "#/executions", "#/approvals", "#/audit", "#/users"]) {
     if (!adminNav.includes(h)) throw new Error(`the admin's navigation lacks ${h}: ${adminNav}`);
@@ -240,7 +272,11 @@ try {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
   for (const [name, hash] of [["dashboard", "#/"], ["tokens", "#/tokens"], ["account", "#/account"]]) {
-    await page.evaluate((h) => { location.hash = h; }, hash);
+    // (The view is emptied first, so the wait is for this page's heading.)
+    await page.evaluate((h) => {
+      document.querySelector("main").replaceChildren();
+      if (location.hash === h) render(); else location.hash = h;
+    }, hash);
     await page.waitForSelector("main h1");
     await looksRight("user-" + name);
   }

@@ -803,3 +803,42 @@ fn the_openapi_document_covers_every_route() {
     }
     stack.stop();
 }
+
+/// `GET /api/host`: this host at a glance, as the host itself reports it.
+#[test]
+fn the_host_overview_reports_this_host() {
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let h = admin.get("/api/host");
+    assert_eq!(h.status, 200, "{h:?}");
+    let h = h.json();
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(h["hostname"], hostname.trim(), "{h}");
+    let total_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert_eq!(h["memory"]["total_bytes"], total_kb * 1024, "{h}");
+    let available = h["memory"]["available_bytes"].as_u64().unwrap();
+    assert!(available > 0 && available <= total_kb * 1024, "{h}");
+    assert!(h["cpus"].as_u64().unwrap() >= 1, "{h}");
+    let busy = h["cpu_busy_percent"].as_f64().unwrap();
+    assert!((0.0..=100.0).contains(&busy), "{h}");
+    assert_eq!(h["load"].as_array().unwrap().len(), 3, "{h}");
+    assert!(h["uptime_s"].as_u64().unwrap() > 0, "{h}");
+    let disks = h["disks"].as_array().unwrap();
+    assert!(!disks.is_empty(), "{h}");
+    for d in disks {
+        let (size, free) = (
+            d["size_bytes"].as_u64().unwrap(),
+            d["available_bytes"].as_u64().unwrap(),
+        );
+        assert!(size > 0 && free <= size, "{d}");
+    }
+    // Logged out: nothing.
+    let mut anon = Web::new(stack.listen);
+    assert_eq!(anon.get("/api/host").status, 401);
+    stack.stop();
+}

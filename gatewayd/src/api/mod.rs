@@ -30,6 +30,7 @@ mod classify;
 mod constraints;
 mod events;
 mod exec;
+mod host;
 mod policy;
 mod terminals;
 
@@ -39,6 +40,7 @@ pub use auth::*;
 pub use classify::*;
 pub use events::*;
 pub use exec::*;
+pub use host::*;
 pub use policy::authorize;
 pub use terminals::*;
 
@@ -111,6 +113,7 @@ pub struct ErrorDetail {
         description = "Log in (session cookie) or send an API token as `Authorization: Bearer argos_…`. Requests that change state, event streams and WebSocket upgrades without a bearer token must come from the gateway's own origin."
     ),
     paths(
+        host,
         setup_needed,
         setup,
         login,
