@@ -193,8 +193,10 @@ pub(crate) struct Acc {
     compound: bool,
     /// Every program run, as written.
     programs: Vec<String>,
-    /// How many findings were raised (repeats included).
+    /// How many findings were raised (repeats included), and how many of them said
+    /// `read_only`.
     raised: u64,
+    reads_raised: u64,
     /// The simple commands at the top level of a shell command (or the argv given).
     top: Vec<Vec<shell::Word>>,
     /// Somewhere, text that destroys data when a database client runs it (`DROP TABLE`)…
@@ -207,6 +209,9 @@ pub(crate) struct Acc {
 impl Acc {
     pub(crate) fn raise(&mut self, class: Class, why: impl Into<String>) {
         self.raised += 1;
+        if class == Class::ReadOnly {
+            self.reads_raised += 1;
+        }
         let why = why.into();
         if !self
             .reasons

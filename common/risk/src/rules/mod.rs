@@ -131,7 +131,7 @@ fn program(word: &str, acc: &mut Acc) -> String {
 /// is raised to `config_mutation`, naming the option (or the missing model).
 fn command(name: &str, args: &[Word], acc: &mut Acc) {
     let start = acc.reasons.len();
-    let raised = acc.raised;
+    let (raised, reads) = (acc.raised, acc.reads_raised);
     let checked = models::get(name).map(|m| (m, models::check(name, m, args)));
     let why_not = match &checked {
         Some((m, Ok(found))) => {
@@ -161,7 +161,9 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
                 found_read = true;
             }
         }
-        if found_read || acc.raised == raised {
+        // (A read this command's rule found may repeat one found before, and so not be
+        // among its own reasons: counted, it still needs its model's refusal said.)
+        if found_read || acc.reads_raised > reads || acc.raised == raised {
             acc.raise(Config, why);
         }
     }
