@@ -231,6 +231,25 @@ fn an_inspect_launch_sees_the_host_and_changes_nothing() {
     stack.stop();
 }
 
+/// `argv` run in `inspect`, allowed to execute its program and `executables`.
+fn argv_in_inspect(
+    stack: &argos_tests::Stack,
+    argv: &[&str],
+    executables: &[&str],
+) -> argos_tests::runs::Ran {
+    ran(run(
+        stack,
+        RunRequest {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            profile: "inspect".into(),
+            executables: executables.iter().map(|s| s.to_string()).collect(),
+            timeout_ms: Some(20_000),
+            ..Default::default()
+        },
+    )
+    .expect("Run"))
+}
+
 /// The classifier's verdict held by the kernel: an `inspect` launch executes only the
 /// programs it was judged on. Each class of classifier miss the outside review found is run
 /// twice in `inspect`, as if the classifier had called it read-only: once with the program
@@ -258,19 +277,8 @@ fn a_classifier_miss_costs_nothing_in_inspect() {
         .status()
         .unwrap();
     assert!(ok.success(), "setting up the repository and archive");
-    let run_in_inspect = |argv: &[&str], executables: &[&str]| {
-        ran(run(
-            &stack,
-            RunRequest {
-                argv: argv.iter().map(|s| s.to_string()).collect(),
-                profile: "inspect".into(),
-                executables: executables.iter().map(|s| s.to_string()).collect(),
-                timeout_ms: Some(20_000),
-                ..Default::default()
-            },
-        )
-        .expect("Run"))
-    };
+    let run_in_inspect =
+        |argv: &[&str], executables: &[&str]| argv_in_inspect(&stack, argv, executables);
     let repo = format!("{d}/repo");
     let archive = format!("{d}/a.tar");
     // (what, argv, the programs judged, the program it starts)
@@ -465,19 +473,7 @@ fn a_classifier_miss_costs_nothing_in_inspect() {
 fn the_escape_suite_holds_in_inspect() {
     require_root("the inspect escape suite");
     let stack = StackBuilder::new().start();
-    let inspect = |argv: &[&str], executables: &[&str]| {
-        ran(run(
-            &stack,
-            RunRequest {
-                argv: argv.iter().map(|s| s.to_string()).collect(),
-                profile: "inspect".into(),
-                executables: executables.iter().map(|s| s.to_string()).collect(),
-                timeout_ms: Some(20_000),
-                ..Default::default()
-            },
-        )
-        .expect("Run"))
-    };
+    let inspect = |argv: &[&str], executables: &[&str]| argv_in_inspect(&stack, argv, executables);
     let code = r#"
 import ctypes, os, subprocess, json
 libc = ctypes.CDLL(None, use_errno=True)

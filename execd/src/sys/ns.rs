@@ -178,11 +178,6 @@ pub fn mask_file(empty: &Path, target: &Path) -> SysResult<()> {
         .map_err(|e| SysError::on("remount read-only", target.display(), e))
 }
 
-/// The host name in this UTS namespace.
-pub fn set_hostname(name: &str) -> SysResult<()> {
-    nix::unistd::sethostname(name).map_err(|e| SysError::on("sethostname", name, e))
-}
-
 /// A new session with this process as its leader (no controlling terminal).
 pub fn new_session() -> SysResult<()> {
     nix::unistd::setsid()
