@@ -117,30 +117,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             get(|| async { axum::http::StatusCode::NO_CONTENT }),
         )
         .route("/api/openapi.json", get(api::openapi))
-        .route(
-            "/ui/app.js",
-            get(|| async { asset(APP_JS, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/ui/app.css",
-            get(|| async { asset(APP_CSS, "text/css; charset=utf-8") }),
-        )
-        .route(
-            "/ui/xterm.js",
-            get(|| async { asset(XTERM_JS, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/ui/xterm.css",
-            get(|| async { asset(XTERM_CSS, "text/css; charset=utf-8") }),
-        )
-        .route(
-            "/ui/addon-fit.js",
-            get(|| async { asset(XTERM_FIT_JS, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/ui/xterm-LICENSE.txt",
-            get(|| async { asset(XTERM_LICENSE, "text/plain; charset=utf-8") }),
-        )
+        .route("/assets/{file}", get(asset))
         .route("/healthz", get(|| async { "ok\n" }))
         .merge(authed)
         .merge(status_routes)
@@ -259,14 +236,10 @@ pub(crate) async fn status(AxState(state): AxState<State>) -> impl IntoResponse 
     Json(stack(&state).await)
 }
 
-const INDEX_HTML: &str = include_str!("../ui/index.html");
-const APP_JS: &str = include_str!("../ui/app.js");
-const APP_CSS: &str = include_str!("../ui/app.css");
-// xterm.js and its fit add-on, fetched from the npm registry by build.rs.
-const XTERM_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm.js"));
-const XTERM_CSS: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm.css"));
-const XTERM_FIT_JS: &str = include_str!(concat!(env!("OUT_DIR"), "/addon-fit.js"));
-const XTERM_LICENSE: &str = include_str!(concat!(env!("OUT_DIR"), "/xterm-LICENSE.txt"));
+// The web UI as build.rs built it: `INDEX_HTML` and `ASSETS`.
+mod ui {
+    include!(concat!(env!("OUT_DIR"), "/ui_assets.rs"));
+}
 
 /// The web UI's page (the same for every client-side route, `/setup` included), with the
 /// insecure-run banner when the stack shares one uid. Strict CSP: nothing but the
@@ -279,7 +252,7 @@ async fn page(state: State) -> axum::response::Response {
     } else {
         ""
     };
-    let html = INDEX_HTML.replace("<!--BANNER-->", banner);
+    let html = ui::INDEX_HTML.replace("<!--BANNER-->", banner);
     (
         [
             (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -296,14 +269,29 @@ async fn page(state: State) -> axum::response::Response {
         .into_response()
 }
 
-fn asset(body: &'static str, kind: &'static str) -> axum::response::Response {
+/// A built asset. Their names carry a hash of their content (`index-3hG1c2aB.js`), so a
+/// browser may keep them for good; a new build is a new name.
+async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> axum::response::Response {
+    let path = format!("/assets/{file}");
+    let Some((_, kind, body)) = ui::ASSETS.iter().find(|(p, _, _)| *p == path) else {
+        return (
+            axum::http::StatusCode::NOT_FOUND,
+            Json(serde_json::json!({"error": {"code": "not_found", "message": "no such asset"}})),
+        )
+            .into_response();
+    };
+    let cache = if file == "LICENSES.txt" {
+        "no-cache"
+    } else {
+        "public, max-age=31536000, immutable"
+    };
     (
         [
-            (axum::http::header::CONTENT_TYPE, kind),
-            (axum::http::header::CACHE_CONTROL, "no-cache"),
+            (axum::http::header::CONTENT_TYPE, *kind),
+            (axum::http::header::CACHE_CONTROL, cache),
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
-        body,
+        *body,
     )
         .into_response()
 }

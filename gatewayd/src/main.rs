@@ -104,8 +104,10 @@ fn main() -> ExitCode {
                 streams: api::Streams::default(),
                 changes: tokio::sync::broadcast::channel(256).0,
                 resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
+                host_history: api::HostHistory::default(),
             });
             tokio::spawn(api::watch_execd(api.clone()));
+            tokio::spawn(api::sample_host(api.clone()));
             tokio::spawn(anchor::run(
                 api.clone(),
                 std::time::Duration::from_secs(g.audit_anchor_s.max(1)),

@@ -48,6 +48,13 @@ page.setDefaultTimeout(15000);
 
 function step(name) { console.log("step: " + name); }
 
+// Opens a page by its address and waits until it has loaded (a page shows its heading
+// only once its data is in; `main` names the route it shows).
+async function visit(hash) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForSelector(`main[data-route="${hash}"] section.page > h1`);
+}
+
 try {
   step("first-admin setup");
   await page.goto(setupUrl);
@@ -59,7 +66,7 @@ try {
   await page.waitForSelector("#daemons");
   const daemons = await page.locator("#daemons tbody tr").count();
   if (daemons !== 4) throw new Error(`dashboard shows ${daemons} daemons`);
-  const serving = await page.locator("#daemons td.ok").count();
+  const serving = await page.locator("#daemons .ok").count();
   if (serving !== 4) throw new Error(`${serving} of 4 daemons serving`);
 
   step("run echo hello");
@@ -123,6 +130,9 @@ try {
   if (asked.approval?.state !== "pending") throw new Error("not pending: " + JSON.stringify(asked));
   const card = (id) => `.approval[data-id='${id}']`;
   await page.waitForSelector(card(asked.approval.id)); // no reload: the event stream brought it
+  // The navigation counts it (the same event stream).
+  await page.waitForFunction(() => document.querySelector("#pending-count")?.textContent === "1")
+    .catch(async () => { throw new Error("pending count: " + await page.textContent("#nav")); });
   const shown = await page.textContent(card(asked.approval.id));
   for (const want of ["echo approved-by-admin; true", "check the approval flow", "bot-owner", "expires in"]) {
     if (!shown.includes(want)) throw new Error(`the approval does not show ${want}: ${shown}`);
@@ -140,6 +150,7 @@ try {
   const badCard = card(bad.approval.id);
   await page.waitForSelector(badCard);
   if (!(await page.isDisabled(`${badCard} button.approve`))) throw new Error("approve is enabled without a confirmation");
+  await looksRight("admin-approval-pending");
   await page.fill(`${badCard} input[name=confirm]`, "deadbeef");
   if (!(await page.isDisabled(`${badCard} button.approve`))) throw new Error("approve is enabled with a wrong confirmation");
   // The API refuses it too (asked outside the page, with the admin's session).
@@ -209,12 +220,7 @@ try {
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
     ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
     ["terminals", "#/terminals"], ["tokens", "#/tokens"], ["users", "#/users"], ["account", "#/account"]]) {
-    // (The view is emptied first, so the wait is for this page's heading.)
-    await page.evaluate((h) => {
-      document.querySelector("main").replaceChildren();
-      if (location.hash === h) render(); else location.hash = h;
-    }, hash);
-    await page.waitForSelector("main h1");
+    await visit(hash);
     await looksRight("admin-" + name);
   }
   step("the dashboard shows this host; executions and audit filter");
@@ -224,6 +230,19 @@ try {
   for (const want of ["CPU", "Memory", "used", "Disks", "up "]) {
     if (!hostText.includes(want)) throw new Error(`the host panel lacks ${want}: ${hostText}`);
   }
+  // The charts draw the gateway's samples of the last minutes (one every 5 s).
+  await page.waitForSelector("#usage-chart canvas", { timeout: 20000 });
+  await page.waitForSelector("#load-chart canvas");
+  const legend = await page.textContent("#usage-chart");
+  if (!legend.includes("CPU") || !legend.includes("memory")) throw new Error("chart legend: " + legend);
+  step("a dark theme follows the system's preference");
+  const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const light = await background();
+  await page.emulateMedia({ colorScheme: "dark" });
+  const dark = await background();
+  if (light === dark) throw new Error(`the dark theme has the light background ${light}`);
+  await looksRight("admin-dashboard-dark");
+  await page.emulateMedia({ colorScheme: "light" });
   await page.evaluate(() => { location.hash = "#/executions"; });
   await page.waitForSelector("#execution-list #executions");
   await page.selectOption("#status-filter", "succeeded");
@@ -272,12 +291,7 @@ try {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
   for (const [name, hash] of [["dashboard", "#/"], ["tokens", "#/tokens"], ["account", "#/account"]]) {
-    // (The view is emptied first, so the wait is for this page's heading.)
-    await page.evaluate((h) => {
-      document.querySelector("main").replaceChildren();
-      if (location.hash === h) render(); else location.hash = h;
-    }, hash);
-    await page.waitForSelector("main h1");
+    await visit(hash);
     await looksRight("user-" + name);
   }
   await page.click("#logout");

@@ -323,12 +323,22 @@ fn gateway_reports_every_daemon_over_grpc() {
     // The web UI's page and assets are served from the binary.
     let (code, page) = http_get(stack.listen, "/");
     assert_eq!(code, 200);
-    assert!(page.contains("/ui/app.js"), "{page}");
-    for asset in ["/ui/app.js", "/ui/app.css"] {
+    // Its script and style, by the hashed names the build gave them; their licences.
+    let assets: Vec<&str> = page
+        .split('"')
+        .filter(|s| s.starts_with("/assets/"))
+        .collect();
+    assert!(
+        assets.iter().any(|a| a.ends_with(".js")) && assets.iter().any(|a| a.ends_with(".css")),
+        "{page}"
+    );
+    for asset in assets.into_iter().chain(["/assets/LICENSES.txt"]) {
         let (code, body) = http_get(stack.listen, asset);
         assert_eq!(code, 200, "{asset}");
         assert!(body.len() > 500, "{asset}: {body}");
     }
+    let (code, _) = http_get(stack.listen, "/assets/nope.js");
+    assert_eq!(code, 404);
     let r = admin.get("/");
     assert!(
         r.header("content-security-policy")

@@ -1,5 +1,7 @@
 //! `GET /api/host`: this host at a glance — its name, uptime, load, CPU use, memory and
-//! disks — read from `/proc` and `statvfs`, which an unprivileged process may read.
+//! disks — read from `/proc` and `statvfs`, which an unprivileged process may read; and
+//! its recent past (CPU, memory, load every 5 s over the last 10 minutes), sampled by
+//! `sample_host` for the dashboard's charts.
 
 use super::*;
 
@@ -69,23 +71,86 @@ fn disks() -> Vec<serde_json::Value> {
     out
 }
 
-#[utoipa::path(get, path = "/api/host", tag = "status", description = "This host at a glance: its name, uptime, load averages, CPUs and their use over a quarter second, memory and swap, and each real filesystem's size and free space (any logged-in caller; tokens need `read`).", responses((status = 200, description = "`{\"hostname\", \"uptime_s\", \"load\": [1, 5, 15 min], \"cpus\", \"cpu_busy_percent\", \"memory\": {\"total_bytes\", \"available_bytes\"}, \"swap\": {…}, \"disks\": [{\"mount\", \"device\", \"fs\", \"size_bytes\", \"available_bytes\"}]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
-pub async fn host(_caller: Caller) -> Json<serde_json::Value> {
-    let before = cpu_times();
-    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    let after = cpu_times();
+/// How often the host is sampled, and how many samples are kept (10 minutes).
+const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+const KEPT: usize = 120;
+
+/// One sample of the host's recent past.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Sample {
+    pub at_ms: i64,
+    pub cpu_busy_percent: f64,
+    pub memory_used_bytes: u64,
+    pub load1: f64,
+}
+
+/// The last `KEPT` samples, oldest first.
+#[derive(Debug, Default)]
+pub struct HostHistory(std::sync::Mutex<std::collections::VecDeque<Sample>>);
+
+impl HostHistory {
+    fn push(&self, s: Sample) {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if q.len() == KEPT {
+            q.pop_front();
+        }
+        q.push_back(s);
+    }
+
+    fn all(&self) -> Vec<Sample> {
+        let q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        q.iter().copied().collect()
+    }
+}
+
+/// Busy share of the CPU time between two `cpu_times` readings, in percent (one decimal).
+fn busy_percent(before: (u64, u64), after: (u64, u64)) -> f64 {
     let (busy, total) = (
         after.0.saturating_sub(before.0),
         after.1.saturating_sub(before.1),
     );
-    let busy_percent = (busy * 1000)
+    (busy * 1000)
         .checked_div(total)
-        .map_or(0.0, |v| v as f64 / 10.0);
-    let load: Vec<f64> = read("/proc/loadavg")
+        .map_or(0.0, |v| v as f64 / 10.0)
+}
+
+fn load() -> Vec<f64> {
+    read("/proc/loadavg")
         .split_whitespace()
         .take(3)
         .filter_map(|x| x.parse().ok())
-        .collect();
+        .collect()
+}
+
+/// Samples the host every 5 s for the life of the gateway (two small `/proc` reads).
+pub async fn sample_host(api: Shared) {
+    let mut tick = tokio::time::interval(EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut before = cpu_times();
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let after = cpu_times();
+        let m = meminfo();
+        let get = |k: &str| m.get(k).copied().unwrap_or(0);
+        api.host_history.push(Sample {
+            at_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64),
+            cpu_busy_percent: busy_percent(before, after),
+            memory_used_bytes: get("MemTotal").saturating_sub(get("MemAvailable")),
+            load1: load().first().copied().unwrap_or(0.0),
+        });
+        before = after;
+    }
+}
+
+#[utoipa::path(get, path = "/api/host", tag = "status", description = "This host at a glance: its name, uptime, load averages, CPUs and their use over a quarter second, memory and swap, each real filesystem's size and free space, and the last 10 minutes sampled every 5 s (CPU, memory in use, 1-minute load; oldest first) (any logged-in caller; tokens need `read`).", responses((status = 200, description = "`{\"hostname\", \"uptime_s\", \"load\": [1, 5, 15 min], \"cpus\", \"cpu_busy_percent\", \"memory\": {\"total_bytes\", \"available_bytes\"}, \"swap\": {…}, \"disks\": [{\"mount\", \"device\", \"fs\", \"size_bytes\", \"available_bytes\"}], \"history\": [{\"at_ms\", \"cpu_busy_percent\", \"memory_used_bytes\", \"load1\"}]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn host(State(api): State<Shared>, _caller: Caller) -> Json<serde_json::Value> {
+    let before = cpu_times();
+    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    let busy_percent = busy_percent(before, cpu_times());
+    let load = load();
     let uptime: f64 = read("/proc/uptime")
         .split_whitespace()
         .next()
@@ -102,5 +167,38 @@ pub async fn host(_caller: Caller) -> Json<serde_json::Value> {
         "memory": {"total_bytes": get("MemTotal"), "available_bytes": get("MemAvailable")},
         "swap": {"total_bytes": get("SwapTotal"), "available_bytes": get("SwapFree")},
         "disks": disks(),
+        "history": api.host_history.all(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_keeps_the_last_ten_minutes_oldest_first() {
+        let h = HostHistory::default();
+        for i in 0..(KEPT as i64 + 7) {
+            h.push(Sample {
+                at_ms: i,
+                cpu_busy_percent: 0.0,
+                memory_used_bytes: 0,
+                load1: 0.0,
+            });
+        }
+        let all = h.all();
+        assert_eq!(all.len(), KEPT);
+        assert_eq!(all[0].at_ms, 7);
+        assert_eq!(all[KEPT - 1].at_ms, KEPT as i64 + 6);
+        assert_eq!(KEPT as u64 * EVERY.as_secs(), 600);
+    }
+
+    #[test]
+    fn busy_share_is_a_percent_with_one_decimal_and_never_divides_by_zero() {
+        assert_eq!(busy_percent((100, 1000), (150, 1100)), 50.0);
+        assert_eq!(busy_percent((0, 0), (1, 3)), 33.3);
+        assert_eq!(busy_percent((5, 5), (5, 5)), 0.0);
+        // A counter that went backwards (a reading torn by a CPU going offline).
+        assert_eq!(busy_percent((10, 10), (5, 5)), 0.0);
+    }
 }

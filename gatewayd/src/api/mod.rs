@@ -86,6 +86,8 @@ pub struct Api {
     pub key: Arc<argos_store::key::Key>,
     /// Event streams open per user (`quota.event_streams`).
     pub event_streams: events::PerUser,
+    /// The host's last 10 minutes, for the dashboard's charts (`host::sample_host`).
+    pub host_history: HostHistory,
 }
 
 pub type Shared = Arc<Api>;

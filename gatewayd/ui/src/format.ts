@@ -1,0 +1,55 @@
+// Numbers, times and words as people read them.
+
+export function when(ms: number | null | undefined): string {
+  return ms ? new Date(ms).toLocaleString() : "";
+}
+
+export function bytes(n: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+/** A span of seconds in its two largest units. */
+export function duration(s: number): string {
+  s = Math.max(0, Math.round(s));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d) return `${d} d ${h} h`;
+  if (h) return `${h} h ${m} min`;
+  if (m) return `${m} min ${s % 60} s`;
+  return `${s} s`;
+}
+
+/** Time left until `ms` (a deadline), or "expired". */
+export function countdown(ms: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((ms - now) / 1000));
+  return s === 0 ? "expired" : duration(s);
+}
+
+/** An API word (`timed_out`) as text. */
+export function words(w: string): string {
+  return w.replaceAll("_", " ");
+}
+
+/** What each profile means, in the words an approver and a shell user need. */
+const PROFILE_WORDS: Record<string, string> = {
+  host: "root on this host",
+  operator: "root on this host",
+  inspect: "read-only view of this host",
+  agent: "sandbox: a workspace, no network",
+  "mcp-server": "an MCP server's sandbox",
+};
+
+export function profileWords(p: string): string {
+  return PROFILE_WORDS[p] ?? p;
+}
+
+export function commandOf(a: { command?: string; argv: string[] }): string {
+  return a.command || a.argv.join(" ");
+}

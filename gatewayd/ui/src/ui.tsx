@@ -1,0 +1,282 @@
+// The pieces every page is made of: a page frame, loading and error states, tables,
+// forms, status words, meters and the small time-series charts (uPlot).
+import type { ComponentChildren, TargetedEvent } from "preact";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import { ApiError } from "./api";
+import { words } from "./format";
+
+/** A page: its heading and what it shows. Pages render one only once their data is in. */
+export function Page(props: { title: ComponentChildren; children?: ComponentChildren; lead?: string }) {
+  return (
+    <section class="page">
+      <h1>{props.title}</h1>
+      {props.lead && <p class="meta lead">{props.lead}</p>}
+      {props.children}
+    </section>
+  );
+}
+
+export function Loading() {
+  return <p class="meta loading">Loading…</p>;
+}
+
+export function ErrorLine(props: { error: unknown }) {
+  if (!props.error) return null;
+  const message = props.error instanceof Error ? props.error.message : String(props.error);
+  return (
+    <p class="error" role="alert">
+      {message}
+    </p>
+  );
+}
+
+/** A page that failed to load (a 401 has already sent the page to the login). */
+export function Failed(props: { error: unknown }) {
+  return (
+    <Page title="Something went wrong">
+      <ErrorLine error={props.error} />
+    </Page>
+  );
+}
+
+/** Data a page loads: `data` once in, `error` if it failed, `reload` to read it again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const latest = useRef(load);
+  latest.current = load;
+  const reload = useCallback(async () => {
+    try {
+      setData(await latest.current());
+      setError(undefined);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 401)) setError(e);
+    }
+  }, []);
+  useEffect(() => {
+    reload();
+  }, deps);
+  return { data, error, reload };
+}
+
+/** Calls `f` every `ms` while mounted. */
+export function useInterval(f: () => void, ms: number) {
+  const latest = useRef(f);
+  latest.current = f;
+  useEffect(() => {
+    const t = setInterval(() => latest.current(), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+}
+
+/** The current time, updated every `ms`. */
+export function useNow(ms = 1000): number {
+  const [now, setNow] = useState(Date.now());
+  useInterval(() => setNow(Date.now()), ms);
+  return now;
+}
+
+/** A table of rows with a header; says so when there are none. */
+export function Table<T>(props: {
+  id?: string;
+  cols: string[];
+  rows: T[];
+  row: (r: T) => ComponentChildren[];
+  empty?: string;
+  key?: (r: T) => string | number;
+}) {
+  return (
+    <>
+      <table id={props.id}>
+        <thead>
+          <tr>
+            {props.cols.map((c) => (
+              <th>{c}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((r, i) => (
+            <tr key={props.key ? props.key(r) : i}>
+              {props.row(r).map((cell) => (
+                <td>{cell}</td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {props.rows.length === 0 && <p class="meta empty">{props.empty ?? "Nothing here yet."}</p>}
+    </>
+  );
+}
+
+/** A status word, coloured by what it means. */
+export function Status(props: { s: string }) {
+  return <span class={"status status-" + props.s}>{words(props.s)}</span>;
+}
+
+export interface Field {
+  name: string;
+  label: string;
+  type?: "text" | "password";
+  value?: string;
+  autocomplete?: string;
+  options?: string[];
+  optional?: boolean;
+}
+
+/** A form of labelled fields; its submit handler gets the values, and any error is shown. */
+export function Form(props: {
+  fields: Field[];
+  submit: string;
+  onSubmit: (values: Record<string, string>) => Promise<void>;
+  id?: string;
+}) {
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const submit = async (ev: TargetedEvent<HTMLFormElement, SubmitEvent>) => {
+    ev.preventDefault();
+    const form = ev.currentTarget;
+    const values: Record<string, string> = {};
+    new FormData(form).forEach((v, k) => {
+      values[k] = String(v);
+    });
+    setError(undefined);
+    setBusy(true);
+    try {
+      await props.onSubmit(values);
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form class="card" id={props.id} onSubmit={submit}>
+      {props.fields.map((f) => (
+        <label>
+          {f.label}
+          {f.options ? (
+            <select name={f.name}>
+              {f.options.map((o) => (
+                <option value={o} selected={o === f.value}>
+                  {o}
+                </option>
+              ))}
+            </select>
+          ) : f.type === "password" ? (
+            <input name={f.name} type="password" autocomplete={f.autocomplete} required={!f.optional} />
+          ) : (
+            <input name={f.name} type="text" value={f.value} autocomplete={f.autocomplete} required={!f.optional} />
+          )}
+        </label>
+      ))}
+      <button type="submit" disabled={busy}>
+        {props.submit}
+      </button>
+      <ErrorLine error={error} />
+    </form>
+  );
+}
+
+/** A filter's text field: what it filters by, kept in the page's state. */
+export function FilterText(props: {
+  label: string;
+  name: string;
+  id: string;
+  placeholder: string;
+  value: string;
+  set: (v: string) => void;
+}) {
+  return (
+    <label>
+      {props.label}
+      <input
+        name={props.name}
+        id={props.id}
+        placeholder={props.placeholder}
+        autocomplete="off"
+        value={props.value}
+        onInput={(e) => props.set(e.currentTarget.value)}
+      />
+    </label>
+  );
+}
+
+/** A used/total bar with its words. */
+export function Meter(props: { used: number; total: number; words: string }) {
+  const pct = props.total ? Math.round((props.used / props.total) * 100) : 0;
+  return (
+    <div class={"meter" + (pct >= 90 ? " high" : "")}>
+      <div class="fill" style={{ width: `${pct}%` }} />
+      <span>
+        {props.words} ({pct}%)
+      </span>
+    </div>
+  );
+}
+
+export interface Line {
+  label: string;
+  /** A CSS custom property holding its colour, e.g. `--chart-1`. */
+  color: string;
+  values: (number | null)[];
+}
+
+/** "dark" or "light", following the system's preference as it changes. */
+export function useScheme(): string {
+  const query = matchMedia("(prefers-color-scheme: dark)");
+  const [dark, setDark] = useState(query.matches);
+  useEffect(() => {
+    const on = () => setDark(query.matches);
+    query.addEventListener("change", on);
+    return () => query.removeEventListener("change", on);
+  }, []);
+  return dark ? "dark" : "light";
+}
+
+/** A small live time-series chart: times in ms, one or more lines on one scale. */
+export function Chart(props: { id?: string; times: number[]; lines: Line[]; unit: string; max?: number }) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  // Drawn again in the other theme's colours when the system's preference changes.
+  const scheme = useScheme();
+  const data = (): uPlot.AlignedData => [props.times.map((t) => t / 1000), ...props.lines.map((l) => l.values)];
+  useEffect(() => {
+    const el = box.current!;
+    const css = getComputedStyle(document.documentElement);
+    const color = (v: string) => css.getPropertyValue(v).trim() || "#888";
+    const axis = { stroke: color("--muted"), grid: { stroke: color("--line"), width: 1 }, ticks: { show: false } };
+    const opts: uPlot.Options = {
+      width: Math.max(200, el.clientWidth),
+      height: 140,
+      legend: { show: true, live: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: { y: props.max ? { range: [0, props.max] } : { range: (_u, _min, max) => [0, Math.max(1, max * 1.2)] } },
+      axes: [axis, { ...axis, size: 44, values: (_u, ticks) => ticks.map((v) => `${v}${props.unit}`) }],
+      series: [
+        {},
+        ...props.lines.map((l) => ({
+          label: l.label,
+          stroke: color(l.color),
+          width: 2,
+          value: (_u: uPlot, v: number | null) => (v === null ? "–" : `${v.toFixed(1)}${props.unit}`),
+        })),
+      ],
+    };
+    plot.current = new uPlot(opts, data(), el);
+    const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, el.clientWidth), height: 140 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.current?.destroy();
+      plot.current = null;
+    };
+  }, [scheme]);
+  useEffect(() => {
+    plot.current?.setData(data());
+  }, [props.times, props.lines]);
+  return <div class="chart" id={props.id} ref={box} />;
+}
