@@ -839,8 +839,87 @@ fn the_host_overview_reports_this_host() {
         );
         assert!(size > 0 && free <= size, "{d}");
     }
+    // The last minutes, sampled every 5 s, oldest first: the first sample within 5 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(12);
+    let history = loop {
+        let h = admin.get("/api/host").json();
+        let history = h["history"].as_array().unwrap().clone();
+        if !history.is_empty() || std::time::Instant::now() > deadline {
+            break history;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert!(!history.is_empty(), "no sample after 12 s");
+    for s in &history {
+        let busy = s["cpu_busy_percent"].as_f64().unwrap();
+        assert!((0.0..=100.0).contains(&busy), "{s}");
+        assert!(
+            s["memory_used_bytes"].as_u64().unwrap() <= total_kb * 1024,
+            "{s}"
+        );
+        assert!(s["load1"].as_f64().unwrap() >= 0.0, "{s}");
+        assert!(s["at_ms"].as_i64().unwrap() > 0, "{s}");
+    }
     // Logged out: nothing.
     let mut anon = Web::new(stack.listen);
     assert_eq!(anon.get("/api/host").status, 401);
+    stack.stop();
+}
+
+#[test]
+fn reading_an_execution_can_wait_for_its_end() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let mut agent = admin.token(&["agent"]);
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": "sleep 1; echo waited", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let at_once = agent.get(&format!("/api/executions/{id}"));
+    assert_eq!(
+        at_once.json()["execution"]["status"],
+        "running",
+        "{at_once:?}"
+    );
+    // Someone else's execution is not theirs to wait on: refused at once.
+    let t = std::time::Instant::now();
+    let r = bob.get(&format!("/api/executions/{id}?wait_ms=10000"));
+    assert!(r.status == 404 || r.status == 403, "{r:?}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+    // Waiting answers when it ends, not at the deadline.
+    let t = std::time::Instant::now();
+    let r = agent.get(&format!("/api/executions/{id}?wait_ms=20000"));
+    let waited = t.elapsed();
+    let v = r.json();
+    assert_eq!(v["execution"]["status"], "succeeded", "{v}");
+    assert_eq!(v["stdout"]["text"], "waited\n", "{v}");
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "answered after {waited:?}"
+    );
+    // An ended one answers at once; a wait above the bound is a clear 400.
+    let t = std::time::Instant::now();
+    assert_eq!(
+        agent
+            .get(&format!("/api/executions/{id}?wait_ms=20000"))
+            .status,
+        200
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    let r = agent.get(&format!("/api/executions/{id}?wait_ms=30001"));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("wait_ms"),
+        "{r:?}"
+    );
     stack.stop();
 }

@@ -3,8 +3,10 @@
 //! with `set -euo pipefail`, its stack's port and tree put for the README's defaults
 //! (`127.0.0.1:7000`, `.argos/`), and an API token wherever the README says `argos_…`
 //! (`$TOKEN` with read and exec, `$ARGOS_TOKEN` with read and approve, `$AGENT` with
-//! agent). A line that needs an id the reader copies from an earlier answer (`<id>`) is
-//! left out, and said so; every other line must succeed and no answer may be an error.
+//! agent). Ids are taken from earlier answers by the README's own lines (`ID=$(… | jq …)`).
+//! One line is left out, and said so: approving the agent's `systemctl restart nginx`,
+//! which would run it as root on the machine running the tests (gate.rs approves and runs
+//! a host change for real). Every other line must succeed and no answer may be an error.
 
 use std::path::Path;
 use std::process::Command;
@@ -70,8 +72,8 @@ fn the_readme_examples_work_as_printed() {
     };
     let tokens = [
         ("TOKEN", token(&mut admin, &["read", "exec"])),
-        ("ARGOS_TOKEN", token(&mut admin, &["read", "approve"])),
         ("AGENT", token(&mut admin, &["agent"])),
+        ("ARGOS_TOKEN", token(&mut admin, &["read", "approve"])),
     ];
     let port = stack.listen_addr().port();
     let root = stack.root().display().to_string();
@@ -89,7 +91,11 @@ fn the_readme_examples_work_as_printed() {
             if c.is_empty() {
                 continue;
             }
-            if c.contains('<') && c.contains('>') && !c.contains("<<") {
+            assert!(
+                !(c.contains('<') && c.contains('>') && !c.contains("<<")),
+                "README line {c:?} has a placeholder: take the value from an earlier answer"
+            );
+            if c.contains("approvals approve") {
                 left_out.push(c.to_string());
                 continue;
             }
@@ -99,7 +105,8 @@ fn the_readme_examples_work_as_printed() {
             if let Some(rest) = c.strip_prefix("grpcurl ") {
                 c = format!("{grpcurl} {rest}");
             }
-            for (var, _) in &tokens {
+            // ARGOS_TOKEN before TOKEN, whose name ends it.
+            for (var, _) in tokens.iter().rev() {
                 c = c.replace(&format!("{var}=argos_…"), &format!("{var}=\"${var}\""));
             }
             script.push_str(&c);
@@ -126,9 +133,10 @@ fn the_readme_examples_work_as_printed() {
         );
     }
     eprintln!(
-        "README: {} lines ran; left out (they need an id from an earlier answer): {left_out:#?}",
+        "README: {} lines ran; left out (an approval that runs a change as root here): {left_out:#?}",
         ran.len()
     );
     assert!(ran.len() >= 20, "only {} README lines ran", ran.len());
+    assert_eq!(left_out.len(), 1, "{left_out:#?}");
     stack.stop();
 }

@@ -225,6 +225,11 @@ pub fn document(doc: &mut Value) {
                             p["schema"] = json!({"type": "string", "enum": statuses});
                             answers.push(("400", "an unknown status, or given twice"));
                         }
+                        ("query", "wait_ms") => {
+                            p["schema"] = json!({"type": "integer", "minimum": 0,
+                                                 "maximum": super::MAX_WAIT_MS});
+                            answers.push(("400", "wait_ms is above 30000, or not a number"));
+                        }
                         ("query", "state") => {
                             p["schema"] = json!({"type": "string", "enum": states});
                             answers.push(("400", "an unknown state, or given twice"));

@@ -143,18 +143,57 @@ pub async fn executions(
     })))
 }
 
-#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report: admins see every one (by session, or a token with `read`); anyone else sees what they requested (an agent's run: tokens with `read` or `agent`).",  params(("id" = String, Path, description = "execution id (UUID v7)")), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+/// The longest `wait_ms` a read of one execution takes.
+pub const MAX_WAIT_MS: u32 = 30_000;
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GetQuery {
+    /// Wait up to this many milliseconds (at most 30000) for a running execution, or one
+    /// waiting for its approval, to end before answering; 0 or absent: answer at once.
+    wait_ms: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/api/executions/{id}", tag = "executions", description = "One execution with its captured output and containment report, at once or, with `wait_ms`, once it ends (whichever comes first): admins see every one (by session, or a token with `read`); anyone else sees what they requested (an agent's run: tokens with `read` or `agent`).",  params(("id" = String, Path, description = "execution id (UUID v7)"), GetQuery), responses((status = 200, description = "`{\"execution\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such execution", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn execution(
     State(api): State<Shared>,
     caller: Caller,
     Path(id): Path<String>,
+    Query(q): Query<GetQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let r = execd(&api, &caller)
-        .get(&id, true)
-        .await
-        .map_err(from_exec)?;
-    owned(&caller, "read", &id, r.execution.as_ref())?;
-    Ok(Json(with_output(r.execution, r.stdout, r.stderr)))
+    let wait = q.wait_ms.unwrap_or(0);
+    if wait > MAX_WAIT_MS {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_argument",
+            format!("wait_ms: at most {MAX_WAIT_MS}"),
+        ));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::from(wait));
+    // Subscribed before the first read, so an end between the two is not missed.
+    let mut changes = api.changes.subscribe();
+    loop {
+        let r = execd(&api, &caller)
+            .get(&id, true)
+            .await
+            .map_err(from_exec)?;
+        owned(&caller, "read", &id, r.execution.as_ref())?;
+        let open = r.execution.as_ref().is_some_and(|e| {
+            e.status == pb::ExecutionStatus::Running as i32
+                || e.status == pb::ExecutionStatus::PendingApproval as i32
+        });
+        if !open || tokio::time::Instant::now() >= deadline {
+            return Ok(Json(with_output(r.execution, r.stdout, r.stderr)));
+        }
+        // Until this execution changes (or changes were dropped), or the deadline.
+        loop {
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Ok(Ok(Change::Execution(e))) if e.id != id => continue,
+                Ok(Ok(Change::Approval(_))) => continue,
+                _ => break,
+            }
+        }
+    }
 }
 
 /// Admins see and kill every execution (by session, or with a token carrying `scope`);

@@ -1,11 +1,11 @@
 // Approvals: what agents and tasks asked to run that is not read-only, live from the
 // event stream, each card saying what, why, where and as whom; a destructive command is
 // approved only with its short id typed. After an approval, the run's output.
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { api, type Approval, type ExecutionDetail } from "../api";
 import { useChanges } from "../events";
 import { commandOf, countdown, profileWords, when, words } from "../format";
-import { ErrorLine, Failed, Loading, Page, Status, Table, useInterval, useLoad, useNow } from "../ui";
+import { ErrorLine, Failed, Loading, Page, Status, Table, useLoad, useNow } from "../ui";
 
 function Where(props: { a: Approval }) {
   const a = props.a;
@@ -100,12 +100,13 @@ function Card(props: { a: Approval; now: number; onDecided: (a: Approval, execut
 
 /** An approved command's run: its output once it ends. */
 function Run(props: { id: string; command: string }) {
-  const r = useLoad(() => api<ExecutionDetail>("GET", "/api/executions/" + encodeURIComponent(props.id) + "?output=true"), [props.id]);
+  // The gateway answers when the run ends (or after 30 s, and then it is asked again).
+  const r = useLoad(() => api<ExecutionDetail>("GET", `/api/executions/${encodeURIComponent(props.id)}?wait_ms=30000`), [props.id]);
   const s = r.data?.execution.status;
   const done = s !== undefined && s !== "running" && s !== "pending_approval";
-  useChanges(["execution"], () => !done && r.reload());
-  // (and a look every half second, should an event be missed)
-  useInterval(() => !done && r.reload(), 500);
+  useEffect(() => {
+    if (r.data && !done) r.reload();
+  }, [r.data]);
   return (
     <div id="run">
       <h2>
