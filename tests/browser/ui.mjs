@@ -227,9 +227,13 @@ try {
   await page.evaluate(() => { location.hash = "#/"; });
   await page.waitForSelector("#host #disks tr");
   const hostText = await page.textContent("#host");
-  for (const want of ["CPU", "Memory", "used", "Disks", "up "]) {
+  for (const want of ["CPU", "Memory", "used", "Disks", "up ", "Listening"]) {
     if (!hostText.includes(want)) throw new Error(`the host panel lacks ${want}: ${hostText}`);
   }
+  // The gateway's own port is among the listeners, with the gateway's user.
+  const port = new URL(base).port;
+  const listening = await page.locator("#listeners tbody tr").allTextContents();
+  if (!listening.some((r) => r.startsWith(port + "tcp"))) throw new Error(`port ${port} is not listed: ${listening}`);
   // The charts draw the gateway's samples of the last minutes (one every 5 s).
   await page.waitForSelector("#usage-chart canvas", { timeout: 20000 });
   await page.waitForSelector("#load-chart canvas");
@@ -294,6 +298,8 @@ try {
     await visit(hash);
     await looksRight("user-" + name);
   }
+  await visit("#/");
+  if (await page.locator("#listeners").count()) throw new Error("a plain user is shown the host's listeners");
   await page.click("#logout");
   await page.waitForSelector("input[name=password]");
   await page.fill("input[name=name]", "admin");

@@ -810,7 +810,7 @@ fn the_openapi_document_covers_every_route() {
 #[test]
 fn the_host_overview_reports_this_host() {
     let stack = StackBuilder::new().start();
-    let mut admin = stack.admin();
+    let (mut admin, mut bob) = stack.admin_and_user();
     let h = admin.get("/api/host");
     assert_eq!(h.status, 200, "{h:?}");
     let h = h.json();
@@ -839,6 +839,26 @@ fn the_host_overview_reports_this_host() {
         );
         assert!(size > 0 && free <= size, "{d}");
     }
+    // The gateway's own listening socket, owned by the gateway's user.
+    let port = stack.listen_addr().port();
+    let listeners = h["listeners"].as_array().unwrap();
+    let gw = listeners
+        .iter()
+        .find(|l| l["port"] == port && l["proto"] == "tcp")
+        .unwrap_or_else(|| panic!("{port} not listed: {listeners:?}"));
+    let status = admin.get("/api/status").json();
+    let gw_uid = status["daemons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["daemon"] == "gatewayd")
+        .unwrap()["uid"]
+        .as_u64()
+        .unwrap() as u32;
+    let name = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(gw_uid))
+        .unwrap()
+        .map_or(gw_uid.to_string(), |u| u.name);
+    assert_eq!(gw["user"], name.as_str(), "{gw}");
     // The last minutes, sampled every 5 s, oldest first: the first sample within 5 s.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(12);
     let history = loop {
@@ -860,6 +880,10 @@ fn the_host_overview_reports_this_host() {
         assert!(s["load1"].as_f64().unwrap() >= 0.0, "{s}");
         assert!(s["at_ms"].as_i64().unwrap() > 0, "{s}");
     }
+    // A plain user sees the host's resources, not which services it runs.
+    let h = bob.get("/api/host").json();
+    assert!(h["disks"].as_array().is_some_and(|d| !d.is_empty()), "{h}");
+    assert_eq!(h["listeners"], json!([]), "{h}");
     // Logged out: nothing.
     let mut anon = Web::new(stack.listen);
     assert_eq!(anon.get("/api/host").status, 401);

@@ -71,6 +71,69 @@ fn disks() -> Vec<serde_json::Value> {
     out
 }
 
+/// An address from `/proc/net/{tcp,udp}[6]`: hex, each 32-bit word in host byte order.
+fn proc_addr(hex: &str) -> Option<std::net::IpAddr> {
+    let words: Vec<u32> = (0..hex.len() / 8)
+        .map(|i| u32::from_str_radix(hex.get(i * 8..i * 8 + 8)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    match bytes.len() {
+        4 => Some(std::net::IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)),
+        16 => {
+            let v6 = std::net::Ipv6Addr::from(<[u8; 16]>::try_from(bytes).ok()?);
+            Some(v6.to_ipv4_mapped().map_or(v6.into(), Into::into))
+        }
+        _ => None,
+    }
+}
+
+/// Sockets waiting for connections (TCP in LISTEN) or datagrams (UDP unconnected), with
+/// the user that owns each, from `/proc/net` (this network namespace: the host's). Which
+/// process holds one is not readable without privilege, so it is not said.
+fn listeners() -> Vec<serde_json::Value> {
+    let mut seen = std::collections::BTreeSet::new();
+    for (file, proto, state) in [
+        ("/proc/net/tcp", "tcp", "0A"),
+        ("/proc/net/tcp6", "tcp", "0A"),
+        ("/proc/net/udp", "udp", "07"),
+        ("/proc/net/udp6", "udp", "07"),
+    ] {
+        for line in read(file).lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(remote), Some(st), Some(uid)) =
+                (f.get(1), f.get(2), f.get(3), f.get(7))
+            else {
+                continue;
+            };
+            // A UDP socket connected to a peer is not waiting for anyone.
+            if *st != state || (proto == "udp" && !remote.ends_with(":0000")) {
+                continue;
+            }
+            let Some((addr, port)) = local.split_once(':') else {
+                continue;
+            };
+            let (Some(addr), Ok(port), Ok(uid)) = (
+                proc_addr(addr),
+                u16::from_str_radix(port, 16),
+                uid.parse::<u32>(),
+            ) else {
+                continue;
+            };
+            seen.insert((port, proto, addr, uid));
+        }
+    }
+    seen.into_iter()
+        .take(256)
+        .map(|(port, proto, addr, uid)| {
+            let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map_or_else(|| uid.to_string(), |u| u.name);
+            json!({"proto": proto, "address": addr.to_string(), "port": port, "user": user})
+        })
+        .collect()
+}
+
 /// How often the host is sampled, and how many samples are kept (10 minutes).
 const EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 const KEPT: usize = 120;
@@ -145,8 +208,8 @@ pub async fn sample_host(api: Shared) {
     }
 }
 
-#[utoipa::path(get, path = "/api/host", tag = "status", description = "This host at a glance: its name, uptime, load averages, CPUs and their use over a quarter second, memory and swap, each real filesystem's size and free space, and the last 10 minutes sampled every 5 s (CPU, memory in use, 1-minute load; oldest first) (any logged-in caller; tokens need `read`).", responses((status = 200, description = "`{\"hostname\", \"uptime_s\", \"load\": [1, 5, 15 min], \"cpus\", \"cpu_busy_percent\", \"memory\": {\"total_bytes\", \"available_bytes\"}, \"swap\": {…}, \"disks\": [{\"mount\", \"device\", \"fs\", \"size_bytes\", \"available_bytes\"}], \"history\": [{\"at_ms\", \"cpu_busy_percent\", \"memory_used_bytes\", \"load1\"}]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
-pub async fn host(State(api): State<Shared>, _caller: Caller) -> Json<serde_json::Value> {
+#[utoipa::path(get, path = "/api/host", tag = "status", description = "This host at a glance: its name, uptime, load averages, CPUs and their use over a quarter second, memory and swap, each real filesystem's size and free space, the sockets waiting for connections or datagrams (protocol, address, port, owning user; admins only, empty for others), and the last 10 minutes sampled every 5 s (CPU, memory in use, 1-minute load; oldest first) (any logged-in caller; tokens need `read`).", responses((status = 200, description = "`{\"hostname\", \"uptime_s\", \"load\": [1, 5, 15 min], \"cpus\", \"cpu_busy_percent\", \"memory\": {\"total_bytes\", \"available_bytes\"}, \"swap\": {…}, \"disks\": [{\"mount\", \"device\", \"fs\", \"size_bytes\", \"available_bytes\"}], \"listeners\": [{\"proto\", \"address\", \"port\", \"user\"}], \"history\": [{\"at_ms\", \"cpu_busy_percent\", \"memory_used_bytes\", \"load1\"}]}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn host(State(api): State<Shared>, caller: Caller) -> Json<serde_json::Value> {
     let before = cpu_times();
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     let busy_percent = busy_percent(before, cpu_times());
@@ -167,6 +230,8 @@ pub async fn host(State(api): State<Shared>, _caller: Caller) -> Json<serde_json
         "memory": {"total_bytes": get("MemTotal"), "available_bytes": get("MemAvailable")},
         "swap": {"total_bytes": get("SwapTotal"), "available_bytes": get("SwapFree")},
         "disks": disks(),
+        // Which services this host runs and where: for admins only.
+        "listeners": if caller.is_admin() { listeners() } else { Vec::new() },
         "history": api.host_history.all(),
     }))
 }
@@ -191,6 +256,38 @@ mod tests {
         assert_eq!(all[0].at_ms, 7);
         assert_eq!(all[KEPT - 1].at_ms, KEPT as i64 + 6);
         assert_eq!(KEPT as u64 * EVERY.as_secs(), 600);
+    }
+
+    #[test]
+    fn proc_net_addresses_read_as_the_kernel_wrote_them() {
+        // 127.0.0.1 as /proc/net/tcp shows it on a little-endian host.
+        let lo = if cfg!(target_endian = "little") {
+            "0100007F"
+        } else {
+            "7F000001"
+        };
+        assert_eq!(proc_addr(lo), Some("127.0.0.1".parse().unwrap()));
+        assert_eq!(proc_addr("00000000"), Some("0.0.0.0".parse().unwrap()));
+        assert_eq!(proc_addr(&"0".repeat(32)), Some("::".parse().unwrap()));
+        assert_eq!(proc_addr("zz"), None);
+        assert_eq!(proc_addr("0100"), None);
+    }
+
+    #[test]
+    fn this_process_listening_socket_is_listed_with_its_user() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let all = listeners();
+        let me = all
+            .iter()
+            .find(|x| x["port"] == port && x["address"] == "127.0.0.1")
+            .unwrap_or_else(|| panic!("{port} not in {all:?}"));
+        assert_eq!(me["proto"], "tcp");
+        let uid = nix::unistd::getuid();
+        let name = nix::unistd::User::from_uid(uid)
+            .unwrap()
+            .map_or(uid.to_string(), |u| u.name);
+        assert_eq!(me["user"], name.as_str());
     }
 
     #[test]

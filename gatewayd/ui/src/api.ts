@@ -167,6 +167,7 @@ export interface Host {
   memory: Space;
   swap: Space;
   disks: { mount: string; device: string; fs: string; size_bytes: number; available_bytes: number }[];
+  listeners: { proto: string; address: string; port: number; user: string }[];
   history: Sample[];
 }
 

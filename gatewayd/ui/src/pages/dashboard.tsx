@@ -9,7 +9,7 @@ import { bytes, duration, when } from "../format";
 import { Chart, Failed, Loading, Meter, Page, Table, useInterval, useLoad } from "../ui";
 import { ExecutionsTable } from "./executions";
 
-function HostPanel(props: { h: Host; attention?: ComponentChildren }) {
+function HostPanel(props: { h: Host; admin: boolean; attention?: ComponentChildren }) {
   const h = props.h;
   const mem = h.memory.total_bytes - h.memory.available_bytes;
   const times = useMemo(() => h.history.map((s) => s.at_ms), [h]);
@@ -81,6 +81,18 @@ function HostPanel(props: { h: Host; attention?: ComponentChildren }) {
           ]}
         />
       </div>
+      {props.admin && (
+      <div class="card wide">
+        <h3>Listening</h3>
+        <Table
+          id="listeners"
+          cols={["port", "protocol", "address", "user"]}
+          rows={h.listeners}
+          empty="No socket is waiting for connections."
+          row={(l) => [l.port, l.proto, <code>{l.address}</code>, l.user]}
+        />
+      </div>
+      )}
     </section>
   );
 }
@@ -130,6 +142,7 @@ export function Dashboard(props: { me: User }) {
       {host.data ? (
         <HostPanel
           h={host.data}
+          admin={admin}
           attention={
             admin && (
               <div class="card" id="summary">
