@@ -3,8 +3,10 @@
 //! directory at it (`$XDG_STATE_HOME/argos/current-stack`, else
 //! `~/.local/state/argos/current-stack`). A command without `--root` or `--url` uses, in
 //! order: the stack recorded in `./.argos` if it runs, the stack the pointer names if it
-//! runs, then the defaults (`./.argos`, `http://127.0.0.1:7000`). Every failure says which
-//! stack was meant and where that came from.
+//! runs, then the defaults (`./.argos`, `http://127.0.0.1:7000`). A record or pointer is
+//! believed only if this user or root owns it and no one else may write it, and its `up`
+//! runs as this user or root: a planted one must not send an API token elsewhere. Every
+//! failure says which stack was meant and where that came from.
 
 use std::path::{Path, PathBuf};
 
@@ -86,14 +88,39 @@ pub fn forget(root: &Path) {
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    // Whatever the umask: a record others may write is not believed (`trusted`).
+    let mode = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o644);
+    std::fs::set_permissions(&tmp, mode).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
-/// The stack recorded under `root`, if its `argosctl up` still runs.
+/// Whether a record, a tree or a pointer can be believed: owned by this user or root, not
+/// a symlink, and writable by no one else. A record says where to send an API token;
+/// another local user must not be able to plant one (in a shared directory, say).
+fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = nix::unistd::geteuid().as_raw();
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        !m.file_type().is_symlink() && (m.uid() == me || m.uid() == 0) && m.mode() & 0o022 == 0
+    })
+}
+
+/// The stack recorded under `root`, if its `argosctl up` still runs, as this user or root,
+/// and the record and its tree are trusted.
 fn running(root: &Path) -> Option<Record> {
-    let text = std::fs::read(record_file(root)).ok()?;
+    use std::os::unix::fs::MetadataExt as _;
+    let file = record_file(root);
+    if !trusted(root) || !trusted(&file) {
+        return None;
+    }
+    let text = std::fs::read(&file).ok()?;
     let r: Record = serde_json::from_slice(&text).ok()?;
+    let me = nix::unistd::geteuid().as_raw();
+    let owner = std::fs::metadata(format!("/proc/{}", r.pid)).ok()?.uid();
+    if owner != me && owner != 0 {
+        return None;
+    }
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", r.pid)).ok()?;
     let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
     let is_up =
@@ -120,6 +147,7 @@ pub fn find(root: Option<PathBuf>, url: Option<String>) -> Found {
                 );
                 (r.root, Some(r.url), from)
             } else if let Some(p) = pointer()
+                && trusted(&p)
                 && let Ok(t) = std::fs::read_to_string(&p)
                 && let Some(r) = running(Path::new(t.trim()))
             {
@@ -168,5 +196,30 @@ mod tests {
         let f = find(Some(root.clone()), Some("http://x:1".into()));
         assert_eq!(f.url, "http://x:1");
         assert_eq!(f.runtime_dir(), root.join("run"));
+    }
+
+    #[test]
+    fn a_record_anyone_else_could_have_written_is_not_believed() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("stack.json");
+        std::fs::write(&file, b"{}").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(trusted(&file));
+        for mode in [0o666, 0o664, 0o646] {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert!(!trusted(&file), "{mode:o}");
+        }
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // A symlink to a trusted file is not the file.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(!trusted(&link));
+        // Another user's file (only root can make one to test with).
+        if nix::unistd::geteuid().is_root() {
+            std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+            assert!(!trusted(&file));
+        }
+        assert!(!trusted(&dir.path().join("missing")));
     }
 }
