@@ -1,22 +1,47 @@
-//! argos-mcpd: the MCP broker: upstream MCP servers, qualified tools, caps and pins.
-//!
-//! So far its surface is what the daemon skeleton gives every socket (`Status`, health,
-//! reflection) and its own, still empty, service; see ARCHITECTURE.md for what lands here
-//! next.
+//! argos-mcpd: the MCP broker. It keeps the upstream MCP servers an admin configured
+//! connected, each on its own (its own timeout, its own back-off), offers their tools under
+//! qualified names (`mcp__{server}__{tool}`), decides in one place which may be called,
+//! pins each tool's definition on first sight, and caps what a server can return. It
+//! spawns no process: stdio servers will start through execd. See ARCHITECTURE.md.
 #![forbid(unsafe_code)]
 
+mod broker;
+mod caps;
+mod names;
+mod pin;
+mod server;
+mod service;
+mod ssrf;
+mod store;
+mod upstream;
+
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use anyhow::Context as _;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
-use argos_common::peer::MethodPolicy;
-use argos_proto::mcp::v1::mcp_server::{Mcp, McpServer};
-
-struct McpService;
-
-impl Mcp for McpService {}
+use argos_proto::mcp::v1::mcp_server::McpServer;
 
 fn main() -> ExitCode {
-    daemon::run(Spec::new("mcpd", Privilege::Unprivileged), |_ctx| async {
-        Ok(Serve::new(McpServer::new(McpService), MethodPolicy::new()))
-    })
+    daemon::run(
+        Spec::new("mcpd", Privilege::Unprivileged),
+        |ctx| async move {
+            // TLS to upstream servers with ring's primitives (one provider for the process).
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let key = Arc::new(
+                argos_store::key::Key::load_or_create(&ctx.state_dir.join("mcpd.key"))
+                    .context("mcpd's key")?,
+            );
+            let store = store::Store::open(&ctx.state_dir.join("mcpd.db"), key)
+                .await
+                .context("mcpd's database")?;
+            let broker = broker::Broker::start(store, caps::Limits::default())
+                .await
+                .context("loading the configured servers")?;
+            Ok(Serve::new(
+                McpServer::new(service::McpService { broker }),
+                service::policy(),
+            ))
+        },
+    )
 }

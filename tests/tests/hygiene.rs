@@ -79,7 +79,13 @@ fn each_crate_links_only_what_it_uses() {
         "argos-gatewayd",
         &["argos-risk", "landlock", "seccompiler", "caps"],
     );
-    for daemon in ["argos-mcpd", "argos-jobd", "argos-ctl"] {
+    // mcpd keeps its own database (servers, pins), speaks MCP and HTTP as a client, and
+    // holds no containment code: it spawns nothing (execd does).
+    assert_links_none(
+        "argos-mcpd",
+        &["argos-risk", "landlock", "seccompiler", "caps", "aws-lc-rs"],
+    );
+    for daemon in ["argos-jobd", "argos-ctl"] {
         assert_links_none(daemon, &["argos-risk", "argos-store", "sqlx"]);
     }
 }

@@ -3,7 +3,9 @@
 //! as its own is tagged with HMAC-SHA256 under it — its audit rows, the gateway's device
 //! cookies — each use in a domain of its own, so a tag made for one is worth nothing in
 //! another. Whoever can rewrite the daemon's database but not read this file cannot make
-//! a tag the daemon accepts.
+//! a tag the daemon accepts. Secrets a daemon keeps in its database (mcpd's upstream
+//! headers and environment values) are sealed under it with XChaCha20-Poly1305, a key per
+//! domain derived from it, a random nonce each time: the database file alone reveals none.
 
 use std::io::Write as _;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
@@ -124,6 +126,57 @@ impl Key {
         hex(&self.hmac(domain, data).finalize().into_bytes())
     }
 
+    /// The AEAD key of `domain`: HMAC of the domain under this key, so no two uses share
+    /// one and none is the raw key.
+    fn aead(&self, domain: &str) -> chacha20poly1305::XChaCha20Poly1305 {
+        use chacha20poly1305::KeyInit as _;
+        let k = self
+            .hmac(&format!("aead:{domain}"), b"")
+            .finalize()
+            .into_bytes();
+        chacha20poly1305::XChaCha20Poly1305::new(&k)
+    }
+
+    /// `plaintext` sealed in `domain`: base64 of a random 24-byte nonce and the ciphertext
+    /// with its tag. `aad` binds it to where it is kept (a record's id and field), so a
+    /// sealed value moved elsewhere does not open.
+    pub fn seal(&self, domain: &str, aad: &[u8], plaintext: &[u8]) -> String {
+        use base64::Engine as _;
+        use chacha20poly1305::aead::{Aead as _, Payload};
+        let mut nonce = [0u8; 24];
+        getrandom::fill(&mut nonce).expect("the kernel's random numbers");
+        let sealed = self
+            .aead(domain)
+            .encrypt(
+                (&nonce).into(),
+                Payload {
+                    msg: plaintext,
+                    aad,
+                },
+            )
+            .expect("sealing cannot fail for inputs this size");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&sealed);
+        base64::engine::general_purpose::STANDARD.encode(out)
+    }
+
+    /// What `seal` sealed with the same domain and `aad`; `None` if it was altered, made
+    /// under another key, domain or `aad`, or is not a sealed value at all.
+    pub fn open(&self, domain: &str, aad: &[u8], sealed: &str) -> Option<Vec<u8>> {
+        use base64::Engine as _;
+        use chacha20poly1305::aead::{Aead as _, Payload};
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(sealed)
+            .ok()?;
+        if bytes.len() < 24 + 16 {
+            return None;
+        }
+        let (nonce, ct) = bytes.split_at(24);
+        self.aead(domain)
+            .decrypt(nonce.into(), Payload { msg: ct, aad })
+            .ok()
+    }
+
     /// Whether `tag` (hex) is the tag of `data` in `domain`; compared in constant time.
     pub fn verify(&self, domain: &str, data: &[u8], tag: &str) -> bool {
         let Some(bytes) = unhex(tag) else {
@@ -155,6 +208,50 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn sealed_values_open_only_with_their_key_domain_and_place() {
+        let k = Key::from_bytes([7; LEN]);
+        let other = Key::from_bytes([8; LEN]);
+        let s = k.seal(
+            "mcp-secret",
+            b"server:a/header:Authorization",
+            b"Bearer s3cret",
+        );
+        assert!(!s.contains("s3cret"));
+        assert_eq!(
+            k.open("mcp-secret", b"server:a/header:Authorization", &s)
+                .as_deref(),
+            Some(&b"Bearer s3cret"[..])
+        );
+        // A fresh nonce each time: the same secret never seals the same.
+        assert_ne!(
+            s,
+            k.seal(
+                "mcp-secret",
+                b"server:a/header:Authorization",
+                b"Bearer s3cret"
+            )
+        );
+        assert_eq!(
+            other.open("mcp-secret", b"server:a/header:Authorization", &s),
+            None
+        );
+        assert_eq!(k.open("audit", b"server:a/header:Authorization", &s), None);
+        assert_eq!(
+            k.open("mcp-secret", b"server:b/header:Authorization", &s),
+            None
+        );
+        let mut bytes = s.into_bytes();
+        bytes[40] ^= 1;
+        let altered = String::from_utf8(bytes).unwrap();
+        assert_eq!(
+            k.open("mcp-secret", b"server:a/header:Authorization", &altered),
+            None
+        );
+        assert_eq!(k.open("mcp-secret", b"", "not base64!"), None);
+        assert_eq!(k.open("mcp-secret", b"", "AAAA"), None);
+    }
 
     #[test]
     fn made_once_kept_and_refused_when_open() {

@@ -1,0 +1,701 @@
+//! The broker: every configured server, each kept connected by a task of its own (its own
+//! timeout, back-off after a failure, nothing shared with the others), its tools pinned
+//! and capped, and the one decision of which tool may be called.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::service::{Peer, RoleClient};
+use serde_json::Value as Json;
+use tokio::sync::broadcast;
+
+use crate::caps::{self, Capped, Limits};
+use crate::names;
+use crate::pin;
+use crate::server::{self, FieldError, ServerConfig};
+use crate::store::{Store, StoreError};
+use crate::upstream::{self, CallError, ConnectError, Info, RawTool};
+
+/// How a server's connection stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Connecting,
+    Connected,
+    NeedsAuth,
+    Timeout,
+    Error,
+    Disabled,
+    Reconnecting,
+}
+
+/// Whether a tool may be called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Enabled,
+    /// An admin disabled it.
+    Disabled,
+    /// Its definition is not the one pinned: held until an admin accepts it.
+    Changed,
+}
+
+/// A tool as the broker offers it.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    pub server: String,
+    pub name: String,
+    pub qualified: String,
+    pub title: String,
+    /// Capped.
+    pub description: String,
+    pub input_schema: Json,
+    pub annotations: Json,
+    /// The pin in force, and the digest of the definition offered now.
+    pub pinned: String,
+    pub offered: String,
+}
+
+/// The one decision: may this tool of this server be called? (Listing for callers and
+/// calling both ask it.)
+pub fn tool_state(config: &ServerConfig, t: &ToolEntry) -> ToolState {
+    if config.disabled_tools.contains(&t.name) {
+        ToolState::Disabled
+    } else if t.offered != t.pinned {
+        ToolState::Changed
+    } else {
+        ToolState::Enabled
+    }
+}
+
+/// A server as the broker sees it now.
+#[derive(Debug, Clone)]
+pub struct ServerView {
+    pub config: ServerConfig,
+    pub state: State,
+    pub error: String,
+    pub since_ms: i64,
+    pub connected_ms: i64,
+    pub info: Info,
+    pub tools: Vec<ToolEntry>,
+}
+
+/// A change for `WatchServers`.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Updated(String),
+    Removed(String),
+}
+
+/// Why a broker operation failed; the gRPC edge maps each to its status.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    #[error("server {0} already exists")]
+    Exists(String),
+    #[error("no server {0}")]
+    NoServer(String),
+    #[error("no tool {0}")]
+    NoTool(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("tool {tool}: {error}")]
+    Call { tool: String, error: CallError },
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// Aborts its task when dropped: a server's connection task never outlives its slot.
+struct Task(tokio::task::JoinHandle<()>);
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct Slot {
+    config: ServerConfig,
+    state: State,
+    error: String,
+    since_ms: i64,
+    connected_ms: i64,
+    info: Info,
+    tools: Vec<ToolEntry>,
+    peer: Option<Peer<RoleClient>>,
+    /// Which run of the connection task may write this slot (a stopped one may not).
+    generation: u64,
+    /// Held only to be dropped with the slot (which stops it).
+    _task: Option<Task>,
+}
+
+pub struct Broker {
+    store: Store,
+    limits: Limits,
+    slots: Mutex<BTreeMap<String, Slot>>,
+    changes: broadcast::Sender<Change>,
+    generations: std::sync::atomic::AtomicU64,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Back-off after a failed connection: 1 s, doubling, at most a minute.
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
+
+impl Broker {
+    /// Loads every configured server and starts connecting the enabled ones, all at once.
+    pub async fn start(store: Store, limits: Limits) -> Result<Arc<Broker>, StoreError> {
+        let configs = store.all().await?;
+        let b = Arc::new(Broker {
+            store,
+            limits,
+            slots: Mutex::new(BTreeMap::new()),
+            changes: broadcast::channel(256).0,
+            generations: std::sync::atomic::AtomicU64::new(1),
+        });
+        for c in configs {
+            b.install(c);
+        }
+        Ok(b)
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self, id: &str) {
+        let _ = self.changes.send(Change::Updated(id.to_string()));
+    }
+
+    /// Puts a configuration in its slot (replacing any) and starts its connection task
+    /// when enabled; the old task, if any, is stopped with its connection.
+    fn install(self: &Arc<Self>, config: ServerConfig) {
+        let id = config.id.clone();
+        let generation = self
+            .generations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let enabled = config.enabled;
+        let task = enabled.then(|| {
+            let me = self.clone();
+            let id = id.clone();
+            Task(tokio::spawn(
+                async move { me.supervise(id, generation).await },
+            ))
+        });
+        let slot = Slot {
+            config,
+            state: if enabled {
+                State::Connecting
+            } else {
+                State::Disabled
+            },
+            error: String::new(),
+            since_ms: now_ms(),
+            connected_ms: 0,
+            info: Info::default(),
+            tools: Vec::new(),
+            peer: None,
+            generation,
+            _task: task,
+        };
+        // The old slot (and its task) is dropped outside the lock.
+        let old = self.slots().insert(id.clone(), slot);
+        drop(old);
+        self.changed(&id);
+    }
+
+    /// Writes a slot if `generation` still owns it.
+    fn write_slot(&self, id: &str, generation: u64, f: impl FnOnce(&mut Slot)) -> bool {
+        let done = {
+            let mut slots = self.slots();
+            match slots.get_mut(id) {
+                Some(s) if s.generation == generation => {
+                    f(s);
+                    true
+                }
+                _ => false,
+            }
+        };
+        if done {
+            self.changed(id);
+        }
+        done
+    }
+
+    fn set_state(&self, id: &str, generation: u64, state: State, error: String) -> bool {
+        self.write_slot(id, generation, |s| {
+            if s.state != state {
+                s.since_ms = now_ms();
+            }
+            s.state = state;
+            s.error = error;
+            if state != State::Connected {
+                s.peer = None;
+            }
+        })
+    }
+
+    /// Keeps one server connected: connect within its timeout, list and pin its tools,
+    /// wait for the connection to end, back off after a failure, again.
+    async fn supervise(self: Arc<Self>, id: String, generation: u64) {
+        let mut backoff = BACKOFF_FIRST;
+        let mut first = true;
+        loop {
+            let Some(config) = self
+                .slots()
+                .get(&id)
+                .filter(|s| s.generation == generation)
+                .map(|s| s.config.clone())
+            else {
+                return;
+            };
+            let state = if first {
+                State::Connecting
+            } else {
+                State::Reconnecting
+            };
+            if !self.set_state(&id, generation, state, String::new()) {
+                return;
+            }
+            let timeout = config.connect_timeout();
+            let attempt = tokio::time::timeout(timeout, async {
+                let up = upstream::connect(&config).await?;
+                let tools = upstream::tools(&up.peer())
+                    .await
+                    .map_err(|e| ConnectError::Failed(format!("listing its tools: {e}")))?;
+                Ok::<_, ConnectError>((up, tools))
+            })
+            .await;
+            match attempt {
+                Ok(Ok((up, raw))) => {
+                    let tools = match self.pin_tools(&config, raw).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            self.set_state(&id, generation, State::Error, e.to_string());
+                            return;
+                        }
+                    };
+                    let (peer, info) = (up.peer(), up.info());
+                    let live = self.write_slot(&id, generation, |s| {
+                        s.state = State::Connected;
+                        s.error = String::new();
+                        s.since_ms = now_ms();
+                        s.connected_ms = s.since_ms;
+                        s.info = info;
+                        s.tools = tools;
+                        s.peer = Some(peer);
+                    });
+                    if !live {
+                        return;
+                    }
+                    tracing::info!(server = %id, "connected");
+                    backoff = BACKOFF_FIRST;
+                    let reason = up.service.waiting().await;
+                    tracing::warn!(server = %id, ?reason, "the connection ended");
+                    self.set_state(
+                        &id,
+                        generation,
+                        State::Reconnecting,
+                        "the connection ended".into(),
+                    );
+                }
+                // Nothing a retry would change: it waits for an admin (or Reconnect).
+                Ok(Err(e @ (ConnectError::Refused(_) | ConnectError::Unsupported(_)))) => {
+                    self.set_state(&id, generation, State::Error, e.to_string());
+                    return;
+                }
+                Ok(Err(e @ ConnectError::NeedsAuth(_))) => {
+                    self.set_state(&id, generation, State::NeedsAuth, e.to_string());
+                    return;
+                }
+                Ok(Err(ConnectError::Failed(why))) => {
+                    tracing::warn!(server = %id, %why, "connecting failed");
+                    self.set_state(&id, generation, State::Error, why);
+                }
+                Err(_) => {
+                    tracing::warn!(server = %id, ?timeout, "no answer in time");
+                    self.set_state(
+                        &id,
+                        generation,
+                        State::Timeout,
+                        format!("no answer within {} ms", timeout.as_millis()),
+                    );
+                }
+            }
+            first = false;
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+    }
+
+    /// Caps each tool's definition and compares it with its pin (pinning it on first
+    /// sight). A server offering more tools than the cap keeps the first ones.
+    async fn pin_tools(
+        &self,
+        config: &ServerConfig,
+        mut raw: Vec<RawTool>,
+    ) -> Result<Vec<ToolEntry>, StoreError> {
+        if raw.len() > self.limits.tools_per_server {
+            tracing::warn!(server = %config.id, offered = raw.len(), kept = self.limits.tools_per_server,
+                "the server offers more tools than the cap");
+            raw.truncate(self.limits.tools_per_server);
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        for t in raw {
+            let offered = pin::digest(&t.name, &t.description, &t.input_schema, &t.annotations);
+            let pinned = self.store.pin_first(&config.id, &t.name, &offered).await?;
+            let (description, input_schema, _) =
+                caps::definition(&t.description, &t.input_schema, &self.limits);
+            out.push(ToolEntry {
+                server: config.id.clone(),
+                qualified: names::qualified(&config.id, &t.name),
+                name: t.name,
+                title: t.title.chars().take(200).collect(),
+                description,
+                input_schema,
+                annotations: t.annotations,
+                pinned,
+                offered,
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn view(&self, id: &str) -> Option<ServerView> {
+        self.slots().get(id).map(|s| ServerView {
+            config: s.config.clone(),
+            state: s.state,
+            error: s.error.clone(),
+            since_ms: s.since_ms,
+            connected_ms: s.connected_ms,
+            info: s.info.clone(),
+            tools: s.tools.clone(),
+        })
+    }
+
+    pub fn views(&self) -> Vec<ServerView> {
+        let ids: Vec<String> = self.slots().keys().cloned().collect();
+        ids.iter().filter_map(|id| self.view(id)).collect()
+    }
+
+    pub async fn add(self: &Arc<Self>, config: ServerConfig) -> Result<ServerView, BrokerError> {
+        server::validate(&config)?;
+        if let server::Transport::Stdio { .. } = config.transport {
+            return Err(BrokerError::Refused(
+                "stdio servers are not available yet: they start through execd, as launches an admin registered".into(),
+            ));
+        }
+        match self.store.add(&config).await {
+            Err(StoreError::Exists(id)) => return Err(BrokerError::Exists(id)),
+            r => r?,
+        }
+        let id = config.id.clone();
+        self.install(config);
+        self.view(&id).ok_or(BrokerError::NoServer(id))
+    }
+
+    /// Replaces a configuration; a secret sent empty keeps the value stored.
+    pub async fn update(
+        self: &Arc<Self>,
+        mut config: ServerConfig,
+    ) -> Result<ServerView, BrokerError> {
+        server::check_id(&config.id)?;
+        let old = self
+            .slots()
+            .get(&config.id)
+            .map(|s| s.config.clone())
+            .ok_or_else(|| BrokerError::NoServer(config.id.clone()))?;
+        keep_secrets(&old, &mut config);
+        server::validate(&config)?;
+        if let server::Transport::Stdio { .. } = config.transport {
+            return Err(BrokerError::Refused(
+                "stdio servers are not available yet: they start through execd, as launches an admin registered".into(),
+            ));
+        }
+        self.store.update(&config).await.map_err(|e| match e {
+            StoreError::NotFound(id) => BrokerError::NoServer(id),
+            e => e.into(),
+        })?;
+        let id = config.id.clone();
+        self.install(config);
+        self.view(&id).ok_or(BrokerError::NoServer(id))
+    }
+
+    pub async fn remove(&self, id: &str) -> Result<(), BrokerError> {
+        self.store.remove(id).await.map_err(|e| match e {
+            StoreError::NotFound(id) => BrokerError::NoServer(id),
+            e => e.into(),
+        })?;
+        let old = self.slots().remove(id);
+        drop(old);
+        let _ = self.changes.send(Change::Removed(id.to_string()));
+        Ok(())
+    }
+
+    pub async fn set_enabled(
+        self: &Arc<Self>,
+        id: &str,
+        enabled: bool,
+    ) -> Result<ServerView, BrokerError> {
+        let mut config = self
+            .view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))?
+            .config;
+        config.enabled = enabled;
+        self.store.update(&config).await?;
+        self.install(config);
+        self.view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))
+    }
+
+    pub fn reconnect(self: &Arc<Self>, id: &str) -> Result<ServerView, BrokerError> {
+        let config = self
+            .view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))?
+            .config;
+        if !config.enabled {
+            return Err(BrokerError::Refused(format!(
+                "server {id} is disabled: enable it to connect"
+            )));
+        }
+        self.install(config);
+        self.view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))
+    }
+
+    pub async fn set_disabled_tools(
+        self: &Arc<Self>,
+        id: &str,
+        disabled: Vec<String>,
+    ) -> Result<ServerView, BrokerError> {
+        let mut config = self
+            .view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))?
+            .config;
+        config.disabled_tools = disabled;
+        server::validate(&config)?;
+        self.store.update(&config).await?;
+        // No reconnect: the decision reads the configuration at each listing and call.
+        let done = {
+            let mut slots = self.slots();
+            slots.get_mut(id).map(|s| s.config = config).is_some()
+        };
+        if !done {
+            return Err(BrokerError::NoServer(id.to_string()));
+        }
+        self.changed(id);
+        self.view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))
+    }
+
+    /// Tools with their states: all (`all`) or only those that may be called, of one
+    /// server or every one.
+    pub fn tools(&self, server: &str, all: bool) -> Vec<(ToolEntry, ToolState)> {
+        let slots = self.slots();
+        slots
+            .values()
+            .filter(|s| server.is_empty() || s.config.id == server)
+            .filter(|s| all || s.state == State::Connected)
+            .flat_map(|s| {
+                s.tools
+                    .iter()
+                    .map(|t| (t.clone(), tool_state(&s.config, t)))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|(_, st)| all || *st == ToolState::Enabled)
+            .collect()
+    }
+
+    /// Accepts a changed tool's definition: pinned anew, callable again.
+    pub async fn accept(&self, qualified: &str) -> Result<ToolEntry, BrokerError> {
+        let (server, name, offered) = self
+            .find(qualified)
+            .map(|(_, t)| (t.server, t.name, t.offered))
+            .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+        self.store.pin(&server, &name, &offered).await?;
+        let entry = {
+            let mut slots = self.slots();
+            slots.get_mut(&server).and_then(|s| {
+                let t = s.tools.iter_mut().find(|t| t.name == name)?;
+                t.pinned = offered.clone();
+                Some(t.clone())
+            })
+        };
+        self.changed(&server);
+        entry.ok_or_else(|| BrokerError::NoTool(qualified.to_string()))
+    }
+
+    fn find(&self, qualified: &str) -> Option<(ServerConfig, ToolEntry)> {
+        let server = names::server_of(qualified)?;
+        let slots = self.slots();
+        let s = slots.get(server)?;
+        let t = s.tools.iter().find(|t| t.qualified == qualified)?;
+        Some((s.config.clone(), t.clone()))
+    }
+
+    /// Calls a tool by its qualified name: refused unless `tool_state` says it may be
+    /// called and its server is connected; never retried (a second try could act twice).
+    pub async fn call(
+        &self,
+        qualified: &str,
+        arguments_json: &str,
+    ) -> Result<(String, Capped, bool), BrokerError> {
+        let arguments = match arguments_json.trim() {
+            "" => None,
+            text => match serde_json::from_str::<Json>(text) {
+                Ok(Json::Object(m)) => Some(m),
+                Ok(_) => {
+                    return Err(FieldError {
+                        field: "arguments_json".into(),
+                        why: "not a JSON object".into(),
+                    }
+                    .into());
+                }
+                Err(e) => {
+                    return Err(FieldError {
+                        field: "arguments_json".into(),
+                        why: format!("not JSON: {e}"),
+                    }
+                    .into());
+                }
+            },
+        };
+        let (config, tool, peer) = {
+            let server = names::server_of(qualified)
+                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+            let slots = self.slots();
+            let s = slots
+                .get(server)
+                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+            let t = s
+                .tools
+                .iter()
+                .find(|t| t.qualified == qualified)
+                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+            (s.config.clone(), t.clone(), s.peer.clone())
+        };
+        match tool_state(&config, &tool) {
+            ToolState::Enabled => {}
+            ToolState::Disabled => {
+                return Err(BrokerError::Refused(format!(
+                    "tool {qualified} is disabled by an admin"
+                )));
+            }
+            ToolState::Changed => {
+                return Err(BrokerError::Refused(format!(
+                    "tool {qualified} changed its definition since it was pinned: an admin must accept it first"
+                )));
+            }
+        }
+        let peer = peer.ok_or_else(|| {
+            BrokerError::Unavailable(format!("server {} is not connected", config.id))
+        })?;
+        let answer = upstream::call(&peer, &tool.name, arguments, config.call_timeout())
+            .await
+            .map_err(|error| BrokerError::Call {
+                tool: qualified.to_string(),
+                error,
+            })?;
+        let capped = caps::result(answer.pieces, answer.structured, &self.limits);
+        Ok((config.id, capped, answer.is_error))
+    }
+}
+
+/// An update's secrets sent empty keep their stored values (answers never carry them).
+fn keep_secrets(old: &ServerConfig, new: &mut ServerConfig) {
+    use server::Transport as T;
+    let old_values: BTreeMap<String, server::Value> = match &old.transport {
+        T::Stdio { env, .. } => env.clone(),
+        T::StreamableHttp { headers, .. } | T::Sse { headers, .. } => headers.clone(),
+    };
+    for (k, v) in new.transport.values_mut() {
+        if v.secret
+            && v.value.is_empty()
+            && let Some(o) = old_values.get(k).filter(|o| o.secret)
+        {
+            v.value = o.value.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{Transport, Value};
+
+    fn config() -> ServerConfig {
+        ServerConfig {
+            id: "s".into(),
+            name: "s".into(),
+            transport: Transport::StreamableHttp {
+                url: "https://x/".into(),
+                headers: [(
+                    "Authorization".to_string(),
+                    Value {
+                        value: "Bearer kept".into(),
+                        secret: true,
+                    },
+                )]
+                .into(),
+            },
+            enabled: true,
+            disabled_tools: vec!["rm".into()],
+            connect_timeout_ms: 0,
+            call_timeout_ms: 0,
+            local: false,
+        }
+    }
+
+    fn tool(name: &str, pinned: &str, offered: &str) -> ToolEntry {
+        ToolEntry {
+            server: "s".into(),
+            name: name.into(),
+            qualified: names::qualified("s", name),
+            title: String::new(),
+            description: String::new(),
+            input_schema: serde_json::json!({}),
+            annotations: Json::Null,
+            pinned: pinned.into(),
+            offered: offered.into(),
+        }
+    }
+
+    #[test]
+    fn one_decision_for_disabled_changed_and_callable_tools() {
+        let c = config();
+        assert_eq!(tool_state(&c, &tool("echo", "a", "a")), ToolState::Enabled);
+        assert_eq!(tool_state(&c, &tool("rm", "a", "a")), ToolState::Disabled);
+        assert_eq!(tool_state(&c, &tool("echo", "a", "b")), ToolState::Changed);
+        // Disabled wins over changed: an admin's refusal is the first thing said.
+        assert_eq!(tool_state(&c, &tool("rm", "a", "b")), ToolState::Disabled);
+    }
+
+    #[test]
+    fn an_update_keeps_secrets_sent_empty_and_takes_new_ones() {
+        let old = config();
+        let mut new = config();
+        if let Transport::StreamableHttp { headers, .. } = &mut new.transport {
+            headers.get_mut("Authorization").unwrap().value.clear();
+        }
+        keep_secrets(&old, &mut new);
+        assert_eq!(new, old);
+        let mut changed = config();
+        if let Transport::StreamableHttp { headers, .. } = &mut changed.transport {
+            headers.get_mut("Authorization").unwrap().value = "Bearer new".into();
+        }
+        let expect = changed.clone();
+        keep_secrets(&old, &mut changed);
+        assert_eq!(changed, expect);
+    }
+}

@@ -1,0 +1,252 @@
+//! Caps on what an upstream server can put in front of an agent: a call's result (text,
+//! each image, everything together) and a tool's definition (description, input schema
+//! size and depth, tools per server). What is cut says so, in words a reader sees.
+
+use serde_json::Value;
+
+/// The caps in force (`mcp.*` in the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of text in one result (text pieces, embedded resources and structured
+    /// content together).
+    pub result_text: usize,
+    /// Bytes of one image.
+    pub result_image: usize,
+    /// Bytes of one result, everything together.
+    pub result_total: usize,
+    /// Characters of a tool's description.
+    pub description: usize,
+    /// Bytes of a tool's input schema (as JSON) and its nesting depth.
+    pub schema_bytes: usize,
+    pub schema_depth: usize,
+    /// Tools one server may offer.
+    pub tools_per_server: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            result_text: 64 * 1024,
+            result_image: 1024 * 1024,
+            result_total: 4 * 1024 * 1024,
+            description: 2048,
+            schema_bytes: 16 * 1024,
+            schema_depth: 16,
+            tools_per_server: 256,
+        }
+    }
+}
+
+/// One piece of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    Text(String),
+    Image {
+        data: Vec<u8>,
+        mime: String,
+    },
+    /// An embedded or linked resource, as JSON text.
+    Resource(String),
+}
+
+/// A result after its caps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capped {
+    pub pieces: Vec<Piece>,
+    pub structured: Option<String>,
+    pub truncated: bool,
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends on a character.
+fn cut(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Applies the result caps. Text is cut where the budget ends, with a line saying how much
+/// was left out; an image over its cap, or over what is left of the total, is replaced by
+/// a line saying so.
+pub fn result(pieces: Vec<Piece>, structured: Option<String>, l: &Limits) -> Capped {
+    let mut text_left = l.result_text;
+    let mut total_left = l.result_total;
+    let mut left_out = 0usize;
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        match p {
+            Piece::Text(s) => {
+                let kept = cut(&s, text_left.min(total_left)).to_string();
+                left_out += s.len() - kept.len();
+                text_left -= kept.len();
+                total_left -= kept.len();
+                if !kept.is_empty() {
+                    out.push(Piece::Text(kept));
+                }
+            }
+            Piece::Resource(s) => {
+                // A resource cut in the middle is not JSON any more: whole or left out.
+                if s.len() <= text_left.min(total_left) {
+                    text_left -= s.len();
+                    total_left -= s.len();
+                    out.push(Piece::Resource(s));
+                } else {
+                    left_out += s.len();
+                }
+            }
+            Piece::Image { data, mime } => {
+                if data.len() <= l.result_image && data.len() <= total_left {
+                    total_left -= data.len();
+                    out.push(Piece::Image { data, mime });
+                } else {
+                    out.push(Piece::Text(format!(
+                        "[an image ({mime}, {} bytes) left out by Argos: over the cap of {} bytes]",
+                        data.len(),
+                        l.result_image.min(total_left)
+                    )));
+                }
+            }
+        }
+    }
+    let structured = structured.and_then(|s| {
+        if s.len() <= text_left.min(total_left) {
+            Some(s)
+        } else {
+            left_out += s.len();
+            None
+        }
+    });
+    let truncated = left_out > 0
+        || out
+            .iter()
+            .any(|p| matches!(p, Piece::Text(t) if t.starts_with("[an image")));
+    if left_out > 0 {
+        out.push(Piece::Text(format!(
+            "\n[… {left_out} more bytes of this result cut by Argos (cap: {} bytes of text)]",
+            l.result_text
+        )));
+    }
+    Capped {
+        pieces: out,
+        structured,
+        truncated,
+    }
+}
+
+/// A JSON value's nesting depth (a scalar is 0).
+pub fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A tool's description and input schema after their caps (and whether any applied).
+pub fn definition(description: &str, schema: &Value, l: &Limits) -> (String, Value, bool) {
+    let mut capped = false;
+    let mut text: String = description.chars().take(l.description).collect();
+    if text.len() < description.len() {
+        capped = true;
+        text.push_str(" [… cut by Argos]");
+    }
+    let size = serde_json::to_string(schema).map_or(usize::MAX, |s| s.len());
+    let d = depth(schema);
+    let schema = if size > l.schema_bytes || d > l.schema_depth {
+        capped = true;
+        text.push_str(&format!(
+            " [input schema left out by Argos: {size} bytes, depth {d}; caps {} bytes, depth {}]",
+            l.schema_bytes, l.schema_depth
+        ));
+        serde_json::json!({"type": "object"})
+    } else {
+        schema.clone()
+    };
+    (text, schema, capped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn small() -> Limits {
+        Limits {
+            result_text: 10,
+            result_image: 4,
+            result_total: 12,
+            description: 5,
+            schema_bytes: 40,
+            schema_depth: 3,
+            tools_per_server: 2,
+        }
+    }
+
+    #[test]
+    fn a_result_within_its_caps_is_untouched() {
+        let pieces = vec![Piece::Text("hello".into())];
+        let c = result(pieces.clone(), Some("{}".into()), &Limits::default());
+        assert_eq!(c.pieces, pieces);
+        assert_eq!(c.structured.as_deref(), Some("{}"));
+        assert!(!c.truncated);
+    }
+
+    #[test]
+    fn text_is_cut_on_a_character_and_says_so() {
+        let c = result(
+            vec![Piece::Text("ééééééé".into()), Piece::Text("more".into())],
+            Some("{\"a\":1}".into()),
+            &small(),
+        );
+        assert!(c.truncated);
+        assert_eq!(c.pieces[0], Piece::Text("ééééé".into()));
+        let Piece::Text(last) = c.pieces.last().unwrap() else {
+            panic!()
+        };
+        assert!(
+            last.contains("15 more bytes") && last.contains("cut by Argos"),
+            "{last}"
+        );
+        assert_eq!(c.structured, None);
+    }
+
+    #[test]
+    fn images_over_their_cap_or_the_total_are_replaced_by_a_line() {
+        let img = |n: usize| Piece::Image {
+            data: vec![0; n],
+            mime: "image/png".into(),
+        };
+        let c = result(vec![img(4), img(5), img(4), img(4), img(4)], None, &small());
+        let kinds: Vec<bool> = c
+            .pieces
+            .iter()
+            .map(|p| matches!(p, Piece::Image { .. }))
+            .collect();
+        assert_eq!(kinds, [true, false, true, true, false]);
+        assert!(c.truncated);
+    }
+
+    #[test]
+    fn definitions_are_capped_in_description_schema_size_and_depth() {
+        let l = small();
+        let (d, s, capped) = definition("abcdefgh", &json!({"type": "object"}), &l);
+        assert!(capped);
+        assert!(d.starts_with("abcde [… cut by Argos]"), "{d}");
+        assert_eq!(s, json!({"type": "object"}));
+        let deep = json!({"a": {"b": {"c": {"d": 1}}}});
+        let (d, s, capped) = definition("ok", &deep, &l);
+        assert!(capped && d.contains("depth 4"), "{d}");
+        assert_eq!(s, json!({"type": "object"}));
+        let big = json!({"type": "object", "description": "x".repeat(100)});
+        assert!(definition("ok", &big, &l).2);
+        let fine = json!({"type": "object", "properties": {"a": {}}});
+        assert_eq!(
+            definition("ok", &fine, &l),
+            ("ok".into(), fine.clone(), false)
+        );
+    }
+}

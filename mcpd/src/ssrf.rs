@@ -1,0 +1,159 @@
+//! Which addresses an upstream MCP server may have. A server's URL is resolved and every
+//! address checked before a connection is made, and the connection is pinned to the
+//! addresses checked (a second lookup cannot answer differently). Cloud metadata
+//! endpoints are always refused; loopback, private, link-local and other non-public
+//! ranges are refused unless an admin marked the server `local`.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// Why an address is refused (`None`: allowed).
+pub fn refused(ip: IpAddr, local: bool) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => refused_v4(v4, local),
+        IpAddr::V6(v6) => {
+            // An IPv4 address carried in IPv6 (mapped, or NAT64's well-known prefix) is
+            // judged as that IPv4 address.
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return refused_v4(v4, local);
+            }
+            let s = v6.segments();
+            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                let v4 =
+                    Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+                return refused_v4(v4, local);
+            }
+            refused_v6(v6, local)
+        }
+    }
+}
+
+fn refused_v4(ip: Ipv4Addr, local: bool) -> Option<&'static str> {
+    let o = ip.octets();
+    // Metadata services: AWS, GCP, Azure, OpenStack (169.254.169.254), AWS ECS task
+    // metadata (169.254.170.2), Alibaba (100.100.100.200).
+    if ip == Ipv4Addr::new(169, 254, 169, 254)
+        || ip == Ipv4Addr::new(169, 254, 170, 2)
+        || ip == Ipv4Addr::new(100, 100, 100, 200)
+    {
+        return Some("a cloud metadata address");
+    }
+    if ip.is_unspecified() || o[0] == 0 {
+        return Some("an unspecified address");
+    }
+    if ip.is_broadcast() || ip.is_multicast() || o[0] >= 240 {
+        return Some("a broadcast, multicast or reserved address");
+    }
+    if local {
+        return None;
+    }
+    if ip.is_loopback() {
+        return Some("a loopback address (mark the server local to allow it)");
+    }
+    if ip.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64) {
+        return Some("a private address (mark the server local to allow it)");
+    }
+    if ip.is_link_local() {
+        return Some("a link-local address (mark the server local to allow it)");
+    }
+    if (o[0] == 198 && (o[1] & 0xfe) == 18)
+        || ip.is_documentation()
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+    {
+        return Some("a reserved address (mark the server local to allow it)");
+    }
+    None
+}
+
+fn refused_v6(ip: Ipv6Addr, local: bool) -> Option<&'static str> {
+    let s = ip.segments();
+    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+        return Some("a cloud metadata address");
+    }
+    if ip.is_unspecified() {
+        return Some("an unspecified address");
+    }
+    if ip.is_multicast() {
+        return Some("a multicast address");
+    }
+    if local {
+        return None;
+    }
+    if ip.is_loopback() {
+        return Some("a loopback address (mark the server local to allow it)");
+    }
+    if (s[0] & 0xfe00) == 0xfc00 {
+        return Some("a private (unique local) address (mark the server local to allow it)");
+    }
+    if (s[0] & 0xffc0) == 0xfe80 {
+        return Some("a link-local address (mark the server local to allow it)");
+    }
+    if s[0] == 0x2001 && s[1] == 0xdb8 {
+        return Some("a documentation address (mark the server local to allow it)");
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn public_addresses_pass_and_others_need_local() {
+        for public in [
+            "93.184.215.14",
+            "1.1.1.1",
+            "2606:4700::1111",
+            "::ffff:8.8.8.8",
+        ] {
+            assert_eq!(refused(ip(public), false), None, "{public}");
+        }
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "100.64.0.1",
+            "169.254.1.1",
+            "198.18.0.1",
+            "::1",
+            "fd12::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+            "192.0.0.8",
+        ] {
+            assert!(refused(ip(private), false).is_some(), "{private}");
+            assert_eq!(refused(ip(private), true), None, "{private} when local");
+        }
+    }
+
+    #[test]
+    fn metadata_and_unroutable_addresses_are_refused_even_when_local() {
+        for never in [
+            "169.254.169.254",
+            "169.254.170.2",
+            "100.100.100.200",
+            "fd00:ec2::254",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a9fe:a9fe",
+            "0.0.0.0",
+            "0.1.2.3",
+            "::",
+            "255.255.255.255",
+            "224.0.0.1",
+            "ff02::1",
+            "240.0.0.1",
+        ] {
+            assert!(refused(ip(never), true).is_some(), "{never}");
+        }
+        assert_eq!(
+            refused(ip("169.254.169.254"), true),
+            Some("a cloud metadata address")
+        );
+    }
+}

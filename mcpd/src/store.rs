@@ -1,0 +1,273 @@
+//! mcpd's own database: the configured servers (their secrets sealed under mcpd's key, so
+//! the file alone reveals none) and the pins of their tools.
+
+use std::sync::Arc;
+
+use argos_store::key::Key;
+use sqlx::Row as _;
+use sqlx::sqlite::SqlitePool;
+
+use crate::server::ServerConfig;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// The domain secrets are sealed in.
+const SEAL: &str = "mcp-secret";
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Open(#[from] argos_store::StoreError),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("server {0} already exists")]
+    Exists(String),
+    #[error("no server {0}")]
+    NotFound(String),
+    #[error("server {id}: its stored configuration cannot be read ({why})")]
+    Corrupt { id: String, why: String },
+}
+
+pub struct Store {
+    pool: SqlitePool,
+    key: Arc<Key>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Where a secret is kept, bound into its seal.
+fn place(id: &str, field: &str) -> Vec<u8> {
+    format!("server:{id}/{field}").into_bytes()
+}
+
+impl Store {
+    pub async fn open(path: &std::path::Path, key: Arc<Key>) -> Result<Store, StoreError> {
+        let pool = argos_store::open(path, &MIGRATOR).await?;
+        Ok(Store { pool, key })
+    }
+
+    /// The configuration as stored: secrets sealed.
+    fn seal(&self, c: &ServerConfig) -> String {
+        let mut c = c.clone();
+        let id = c.id.clone();
+        for (k, v) in c.transport.values_mut() {
+            if v.secret {
+                v.value = self.key.seal(SEAL, &place(&id, k), v.value.as_bytes());
+            }
+        }
+        serde_json::to_string(&c).expect("a configuration serializes")
+    }
+
+    fn unseal(&self, id: &str, text: &str) -> Result<ServerConfig, StoreError> {
+        let corrupt = |why: String| StoreError::Corrupt {
+            id: id.to_string(),
+            why,
+        };
+        let mut c: ServerConfig = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+        for (k, v) in c.transport.values_mut() {
+            if v.secret {
+                let plain = self
+                    .key
+                    .open(SEAL, &place(id, k), &v.value)
+                    .ok_or_else(|| corrupt(format!("{k}: the sealed value does not open")))?;
+                v.value = String::from_utf8(plain).map_err(|e| corrupt(e.to_string()))?;
+            }
+        }
+        Ok(c)
+    }
+
+    pub async fn add(&self, c: &ServerConfig) -> Result<(), StoreError> {
+        let now = now_ms();
+        let r = sqlx::query(
+            "INSERT INTO servers (id, config, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&c.id)
+        .bind(self.seal(c))
+        .bind(now)
+        .bind(now)
+        .execute(&self.pool)
+        .await;
+        match r {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(StoreError::Exists(c.id.clone()))
+            }
+            r => r.map(|_| ()).map_err(Into::into),
+        }
+    }
+
+    pub async fn update(&self, c: &ServerConfig) -> Result<(), StoreError> {
+        let r = sqlx::query("UPDATE servers SET config = ?, updated_at_ms = ? WHERE id = ?")
+            .bind(self.seal(c))
+            .bind(now_ms())
+            .bind(&c.id)
+            .execute(&self.pool)
+            .await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::NotFound(c.id.clone()));
+        }
+        Ok(())
+    }
+
+    pub async fn remove(&self, id: &str) -> Result<(), StoreError> {
+        let r = sqlx::query("DELETE FROM servers WHERE id = ?")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        if r.rows_affected() == 0 {
+            return Err(StoreError::NotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Every server, by id.
+    pub async fn all(&self) -> Result<Vec<ServerConfig>, StoreError> {
+        let rows = sqlx::query("SELECT id, config FROM servers ORDER BY id")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| self.unseal(&r.get::<String, _>("id"), &r.get::<String, _>("config")))
+            .collect()
+    }
+
+    /// The pins of a server's tools: (upstream tool name, SHA-256 hex).
+    #[cfg(test)]
+    pub async fn pins(&self, server: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT tool, sha256 FROM pins WHERE server = ?")
+            .bind(server)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get("tool"), r.get("sha256")))
+            .collect())
+    }
+
+    /// Writes a pin: `replace` an existing one (an admin accepted a change), or keep it
+    /// (first sight only).
+    async fn write_pin(
+        &self,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+        replace: bool,
+    ) -> Result<(), StoreError> {
+        let sql = if replace {
+            "INSERT INTO pins (server, tool, sha256, pinned_at_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (server, tool) DO UPDATE SET sha256 = excluded.sha256,
+             pinned_at_ms = excluded.pinned_at_ms"
+        } else {
+            "INSERT INTO pins (server, tool, sha256, pinned_at_ms) VALUES (?, ?, ?, ?)
+             ON CONFLICT (server, tool) DO NOTHING"
+        };
+        sqlx::query(sql)
+            .bind(server)
+            .bind(tool)
+            .bind(sha256)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Pins a tool's definition anew (an admin accepted its change).
+    pub async fn pin(&self, server: &str, tool: &str, sha256: &str) -> Result<(), StoreError> {
+        self.write_pin(server, tool, sha256, true).await
+    }
+
+    /// Pins a tool only if it has none yet; answers the pin in force.
+    pub async fn pin_first(
+        &self,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+    ) -> Result<String, StoreError> {
+        self.write_pin(server, tool, sha256, false).await?;
+        let row = sqlx::query("SELECT sha256 FROM pins WHERE server = ? AND tool = ?")
+            .bind(server)
+            .bind(tool)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.get("sha256"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{Transport, Value};
+
+    fn config(id: &str) -> ServerConfig {
+        ServerConfig {
+            id: id.into(),
+            name: "n".into(),
+            transport: Transport::StreamableHttp {
+                url: "https://x/mcp".into(),
+                headers: [(
+                    "Authorization".to_string(),
+                    Value {
+                        value: "Bearer top-s3cret-value".into(),
+                        secret: true,
+                    },
+                )]
+                .into(),
+            },
+            enabled: true,
+            disabled_tools: vec![],
+            connect_timeout_ms: 0,
+            call_timeout_ms: 0,
+            local: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn servers_round_trip_with_their_secrets_sealed_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = Arc::new(Key::from_bytes([3; 32]));
+        let db = dir.path().join("mcpd.db");
+        let s = Store::open(&db, key.clone()).await.unwrap();
+        s.add(&config("a")).await.unwrap();
+        assert!(matches!(
+            s.add(&config("a")).await,
+            Err(StoreError::Exists(_))
+        ));
+        assert_eq!(s.all().await.unwrap(), vec![config("a")]);
+        let mut c = config("a");
+        c.name = "renamed".into();
+        s.update(&c).await.unwrap();
+        assert_eq!(s.all().await.unwrap()[0].name, "renamed");
+        assert!(matches!(
+            s.update(&config("zz")).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert_eq!(s.pin_first("a", "echo", "h1").await.unwrap(), "h1");
+        assert_eq!(s.pin_first("a", "echo", "h2").await.unwrap(), "h1");
+        s.pin("a", "echo", "h2").await.unwrap();
+        assert_eq!(
+            s.pins("a").await.unwrap(),
+            vec![("echo".into(), "h2".into())]
+        );
+        // Nothing of the secret is in the database's bytes (WAL included).
+        drop(s);
+        for f in std::fs::read_dir(dir.path()).unwrap() {
+            let bytes = std::fs::read(f.unwrap().path()).unwrap();
+            assert!(!bytes.windows(14).any(|w| w == b"top-s3cret-val"));
+        }
+        // Another key cannot read it back: refused, not shown sealed.
+        let s = Store::open(&db, Arc::new(Key::from_bytes([4; 32])))
+            .await
+            .unwrap();
+        assert!(matches!(s.all().await, Err(StoreError::Corrupt { .. })));
+        let s = Store::open(&db, key).await.unwrap();
+        s.remove("a").await.unwrap();
+        assert!(
+            s.pins("a").await.unwrap().is_empty(),
+            "pins go with their server"
+        );
+        assert!(matches!(s.remove("a").await, Err(StoreError::NotFound(_))));
+    }
+}

@@ -1,0 +1,303 @@
+//! One connection to an upstream MCP server, through rmcp: connecting (the URL's addresses
+//! checked and pinned first), its tools, and a call. rmcp's types stop here: tools and
+//! results leave this module as JSON and `caps::Piece`s.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use base64::Engine as _;
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use serde_json::Value as Json;
+
+use crate::caps::Piece;
+use crate::server::{ServerConfig, Transport};
+use crate::ssrf;
+
+/// Why a server could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("the server asks for authorization ({0})")]
+    NeedsAuth(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("{0} servers are not available yet")]
+    Unsupported(&'static str),
+}
+
+/// Why a call failed (the server's own error, or the way to it).
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("the server did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the connection to the server is closed")]
+    Closed,
+    #[error("the server refused the call: {0}")]
+    Server(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A connected server.
+pub struct Upstream {
+    pub service: RunningService<RoleClient, ()>,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    pub name: String,
+    pub version: String,
+    pub protocol_version: String,
+}
+
+/// Resolves a URL's host and checks every address it has; answers the addresses to pin.
+pub async fn resolve(url: &url::Url, local: bool) -> Result<Vec<SocketAddr>, ConnectError> {
+    let host = url
+        .host_str()
+        .ok_or_else(|| ConnectError::Refused("the URL has no host".into()))?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    // A literal address in brackets resolves as itself.
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+        .await
+        .map_err(|e| ConnectError::Failed(format!("resolving {host}: {e}")))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ConnectError::Failed(format!("{host} has no address")));
+    }
+    for a in &addrs {
+        if let Some(why) = ssrf::refused(a.ip(), local) {
+            return Err(ConnectError::Refused(format!(
+                "{host} resolves to {}, {why}",
+                a.ip()
+            )));
+        }
+    }
+    Ok(addrs)
+}
+
+fn headers(
+    which: &BTreeValues,
+) -> Result<HashMap<http::HeaderName, http::HeaderValue>, ConnectError> {
+    which
+        .iter()
+        .map(|(k, v)| {
+            let name = http::HeaderName::try_from(k.as_str())
+                .map_err(|e| ConnectError::Refused(format!("header {k}: {e}")))?;
+            let mut value = http::HeaderValue::try_from(v.value.as_str())
+                .map_err(|e| ConnectError::Refused(format!("header {k}: {e}")))?;
+            value.set_sensitive(v.secret);
+            Ok((name, value))
+        })
+        .collect()
+}
+
+type BTreeValues = std::collections::BTreeMap<String, crate::server::Value>;
+
+/// Connects to a server and completes MCP's handshake.
+pub async fn connect(c: &ServerConfig) -> Result<Upstream, ConnectError> {
+    match &c.transport {
+        Transport::StreamableHttp { url, headers: h } => {
+            let u = crate::server::check_url("url", url)
+                .map_err(|e| ConnectError::Refused(e.to_string()))?;
+            let addrs = resolve(&u, c.local).await?;
+            let host = u.host_str().unwrap_or_default().to_string();
+            // The connection goes to the addresses checked, never to a second lookup's,
+            // and follows no redirect (which could lead anywhere).
+            let http = reqwest::Client::builder()
+                .resolve_to_addrs(&host, &addrs)
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .connect_timeout(c.connect_timeout())
+                .pool_max_idle_per_host(0)
+                .build()
+                .map_err(|e| ConnectError::Failed(format!("HTTP client: {e}")))?;
+            let mut cfg =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                )
+                .custom_headers(headers(h)?);
+            // A dropped event stream ends the connection; the broker reconnects it with
+            // its own back-off and says so in the server's state.
+            cfg.retry_config = std::sync::Arc::new(
+                rmcp::transport::common::client_side_sse::NeverRetry::default(),
+            );
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(http, cfg);
+            let service = ().serve(transport).await.map_err(|e| {
+                if e.is_authorization_required() {
+                    ConnectError::NeedsAuth(e.to_string())
+                } else {
+                    ConnectError::Failed(e.to_string())
+                }
+            })?;
+            Ok(Upstream { service })
+        }
+        Transport::Sse { .. } => Err(ConnectError::Unsupported("legacy SSE")),
+        Transport::Stdio { .. } => Err(ConnectError::Unsupported("stdio")),
+    }
+}
+
+impl Upstream {
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    pub fn info(&self) -> Info {
+        let Some(p) = self.service.peer_info() else {
+            return Info::default();
+        };
+        let (name, version) = p
+            .server_info
+            .as_ref()
+            .map(|i| (i.name.clone(), i.version.clone()))
+            .unwrap_or_default();
+        Info {
+            name,
+            version,
+            protocol_version: p.protocol_version.to_string(),
+        }
+    }
+}
+
+/// A tool as the server describes it (as JSON, whatever rmcp's types become).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawTool {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub input_schema: Json,
+    pub annotations: Json,
+}
+
+/// Every tool the server offers (all pages).
+pub async fn tools(peer: &Peer<RoleClient>) -> Result<Vec<RawTool>, CallError> {
+    let all = peer.list_all_tools().await.map_err(service_error)?;
+    Ok(all
+        .into_iter()
+        .filter_map(|t| serde_json::to_value(&t).ok())
+        .map(|v| RawTool {
+            name: v["name"].as_str().unwrap_or_default().to_string(),
+            title: v["title"]
+                .as_str()
+                .or_else(|| v["annotations"]["title"].as_str())
+                .unwrap_or_default()
+                .to_string(),
+            description: v["description"].as_str().unwrap_or_default().to_string(),
+            input_schema: v
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+            annotations: v.get("annotations").cloned().unwrap_or(Json::Null),
+        })
+        .collect())
+}
+
+fn service_error(e: rmcp::ServiceError) -> CallError {
+    match e {
+        rmcp::ServiceError::McpError(d) => CallError::Server(d.message.to_string()),
+        rmcp::ServiceError::TransportClosed => CallError::Closed,
+        rmcp::ServiceError::Timeout { timeout } => CallError::Timeout(timeout),
+        other => CallError::Other(other.to_string()),
+    }
+}
+
+/// What a call answered: its pieces, structured content (JSON text), and whether the tool
+/// reported an error.
+pub struct Answer {
+    pub pieces: Vec<Piece>,
+    pub structured: Option<String>,
+    pub is_error: bool,
+}
+
+/// Calls `tool` with `arguments` (a JSON object) within `timeout`; a call that runs out
+/// of time is cancelled at the server.
+pub async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &str,
+    arguments: Option<serde_json::Map<String, Json>>,
+    timeout: Duration,
+) -> Result<Answer, CallError> {
+    let mut params = CallToolRequestParams::new(tool.to_string());
+    if let Some(a) = arguments {
+        params = params.with_arguments(a);
+    }
+    // Dropping the request on the deadline sends the server its cancellation.
+    let r = tokio::time::timeout(timeout, peer.call_tool(params))
+        .await
+        .map_err(|_| CallError::Timeout(timeout))?
+        .map_err(service_error)?;
+    let v = serde_json::to_value(&r).map_err(|e| CallError::Other(e.to_string()))?;
+    let pieces = v["content"]
+        .as_array()
+        .map(|a| a.iter().map(piece).collect())
+        .unwrap_or_default();
+    let structured = v
+        .get("structuredContent")
+        .filter(|s| !s.is_null())
+        .map(Json::to_string);
+    Ok(Answer {
+        pieces,
+        structured,
+        is_error: v["isError"].as_bool().unwrap_or(false),
+    })
+}
+
+/// One content block as a piece: text as text, images (and audio) as bytes, anything else
+/// as its JSON.
+fn piece(block: &Json) -> Piece {
+    match block["type"].as_str() {
+        Some("text") => Piece::Text(block["text"].as_str().unwrap_or_default().to_string()),
+        Some("image") | Some("audio") => {
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(block["data"].as_str().unwrap_or_default())
+                .unwrap_or_default();
+            Piece::Image {
+                data,
+                mime: block["mimeType"].as_str().unwrap_or_default().to_string(),
+            }
+        }
+        _ => Piece::Resource(block.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_url_whose_host_is_private_is_refused_unless_local() {
+        let u = url::Url::parse("http://127.0.0.1:9/mcp").unwrap();
+        let e = resolve(&u, false).await.unwrap_err().to_string();
+        assert!(e.contains("loopback"), "{e}");
+        assert_eq!(resolve(&u, true).await.unwrap()[0].port(), 9);
+        let m = url::Url::parse("http://169.254.169.254/latest/meta-data").unwrap();
+        let e = resolve(&m, true).await.unwrap_err().to_string();
+        assert!(e.contains("metadata"), "{e}");
+        let v6 = url::Url::parse("http://[::1]:8/").unwrap();
+        assert!(resolve(&v6, false).await.is_err());
+        assert!(resolve(&v6, true).await.is_ok());
+    }
+
+    #[test]
+    fn content_blocks_become_pieces() {
+        use serde_json::json;
+        assert_eq!(
+            piece(&json!({"type": "text", "text": "hi"})),
+            Piece::Text("hi".into())
+        );
+        assert_eq!(
+            piece(&json!({"type": "image", "data": "AAEC", "mimeType": "image/png"})),
+            Piece::Image {
+                data: vec![0, 1, 2],
+                mime: "image/png".into()
+            }
+        );
+        let r = json!({"type": "resource", "resource": {"uri": "file:///x", "text": "t"}});
+        assert_eq!(piece(&r), Piece::Resource(r.to_string()));
+    }
+}

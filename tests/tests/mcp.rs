@@ -1,0 +1,399 @@
+//! mcpd against real MCP servers: the npm reference server `server-everything` over
+//! Streamable HTTP (installed by `scripts/install-test-tools`), next to a server that
+//! never answers and URLs the SSRF rule refuses. Configured, listed and called through
+//! mcpd's own gRPC socket, as an operator at the console would.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use argos_proto::mcp::v1 as pb;
+use argos_proto::mcp::v1::mcp_client::McpClient;
+use argos_tests::{StackBuilder, require_root};
+use tonic::Code;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `server-everything` serving Streamable HTTP on a free port; killed when dropped.
+struct Everything {
+    child: Child,
+    port: u16,
+}
+
+impl Everything {
+    fn start() -> Everything {
+        let entry = workspace().join(
+            "target/tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+        );
+        assert!(
+            entry.is_file(),
+            "{} is missing: scripts/install-test-tools installs it",
+            entry.display()
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("node")
+            .arg(&entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Everything { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http(id: &str, url: &str, local: bool) -> pb::ServerConfig {
+    pb::ServerConfig {
+        id: id.into(),
+        name: format!("{id} (test)"),
+        transport: Some(pb::server_config::Transport::StreamableHttp(pb::Remote {
+            url: url.into(),
+            headers: Default::default(),
+        })),
+        enabled: true,
+        local,
+        ..Default::default()
+    }
+}
+
+type Client = McpClient<tonic::transport::Channel>;
+
+/// Waits until `id` reaches `state`; answers the server as then reported.
+async fn wait_state(
+    c: &mut Client,
+    id: &str,
+    state: pb::ServerState,
+    within: Duration,
+) -> pb::Server {
+    let deadline = Instant::now() + within;
+    loop {
+        let s = c
+            .get_server(pb::GetServerRequest { id: id.into() })
+            .await
+            .unwrap()
+            .into_inner();
+        if s.state == state as i32 {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id} is {:?} ({}), not {state:?}, after {within:?}",
+            pb::ServerState::try_from(s.state),
+            s.error
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn texts(r: &pb::CallToolResponse) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| match &c.kind {
+            Some(pb::content::Kind::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped() {
+    require_root("mcpd's broker (the stack runs privilege-separated)");
+    let stack = StackBuilder::new().start();
+    let everything = Everything::start();
+    // A server that takes the connection and never answers.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung_url = format!("http://127.0.0.1:{}/mcp", hung.local_addr().unwrap().port());
+    let _holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in hung.incoming() {
+            held.push(s);
+        }
+    });
+    rt().block_on(async {
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        // The hung one first: it must not hold up the other.
+        let mut slow = http("hung", &hung_url, true);
+        slow.connect_timeout_ms = 2_000;
+        c.add_server(pb::AddServerRequest { config: Some(slow) }).await.unwrap();
+        let t = Instant::now();
+        c.add_server(pb::AddServerRequest {
+            config: Some(http("everything", &everything.url(), true)),
+        })
+        .await
+        .unwrap();
+        let s = wait_state(&mut c, "everything", pb::ServerState::Connected, Duration::from_secs(15)).await;
+        eprintln!("everything connected in {:?}: {s:?}", t.elapsed());
+        assert!(s.tools > 5, "{s:?}");
+        assert!(!s.protocol_version.is_empty(), "{s:?}");
+        let h = wait_state(&mut c, "hung", pb::ServerState::Timeout, Duration::from_secs(6)).await;
+        assert!(h.error.contains("2000 ms"), "{h:?}");
+
+        // The SSRF rule: a loopback URL without `local`, a metadata address even with it.
+        c.add_server(pb::AddServerRequest {
+            config: Some(http("nonlocal", &everything.url(), false)),
+        })
+        .await
+        .unwrap();
+        let n = wait_state(&mut c, "nonlocal", pb::ServerState::Error, Duration::from_secs(5)).await;
+        assert!(n.error.contains("loopback"), "{n:?}");
+        c.add_server(pb::AddServerRequest {
+            config: Some(http("metadata", "http://169.254.169.254/latest", true)),
+        })
+        .await
+        .unwrap();
+        let m = wait_state(&mut c, "metadata", pb::ServerState::Error, Duration::from_secs(5)).await;
+        assert!(m.error.contains("metadata"), "{m:?}");
+
+        // Bad configurations are refused naming their field; stdio is not offered yet.
+        let e = c
+            .add_server(pb::AddServerRequest {
+                config: Some(http("Bad Id", &everything.url(), true)),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument);
+        assert!(e.message().starts_with("id:"), "{e:?}");
+        let e = c
+            .add_server(pb::AddServerRequest {
+                config: Some(http("everything", &everything.url(), true)),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::AlreadyExists, "{e:?}");
+        let e = c
+            .add_server(pb::AddServerRequest {
+                config: Some(http("ftp", "ftp://127.0.0.1/", true)),
+            })
+            .await
+            .unwrap_err();
+        assert!(e.message().starts_with("streamable_http.url:"), "{e:?}");
+
+        // Tools under qualified names; a call answers, marked untrusted.
+        let tools = c
+            .list_tools(pb::ListToolsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .tools;
+        let echo = tools
+            .iter()
+            .find(|t| t.qualified_name == "mcp__everything__echo")
+            .unwrap_or_else(|| panic!("no echo in {tools:?}"));
+        assert_eq!(echo.pinned_sha256.len(), 64);
+        assert!(echo.input_schema_json.contains("message"), "{echo:?}");
+        assert!(tools.iter().all(|t| t.qualified_name.len() <= 64));
+        let r = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__everything__echo".into(),
+                arguments_json: r#"{"message": "hello argos"}"#.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(texts(&r).contains("hello argos"), "{r:?}");
+        assert!(r.untrusted && !r.truncated && !r.is_error, "{r:?}");
+        assert_eq!(r.server, "everything");
+        // An image comes back as bytes with its type.
+        if let Some(img) = tools.iter().find(|t| t.name == "get-tiny-image") {
+            let r = c
+                .call_tool(pb::CallToolRequest {
+                    qualified_name: img.qualified_name.clone(),
+                    arguments_json: String::new(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert!(
+                r.content.iter().any(|p| matches!(&p.kind,
+                    Some(pb::content::Kind::Image(i)) if i.mime_type == "image/png" && !i.data.is_empty())),
+                "{r:?}"
+            );
+        }
+        // The cap: 100 KiB echoed back is cut at 64 KiB of text, and says so.
+        let big = "x".repeat(100 * 1024);
+        let r = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__everything__echo".into(),
+                arguments_json: serde_json::json!({ "message": big }).to_string(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.truncated, "{}", texts(&r).len());
+        let text = texts(&r);
+        assert!(text.len() < 66 * 1024 && text.contains("cut by Argos"), "{}", text.len());
+        // Arguments that are not an object are refused here, not sent.
+        let e = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__everything__echo".into(),
+                arguments_json: "[1]".into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::InvalidArgument, "{e:?}");
+        let e = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__everything__nope".into(),
+                arguments_json: String::new(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::NotFound, "{e:?}");
+
+        // A disabled tool is hidden from callers and refused when called; an admin's
+        // listing shows it disabled.
+        c.set_disabled_tools(pb::SetDisabledToolsRequest {
+            id: "everything".into(),
+            disabled_tools: vec!["echo".into()],
+        })
+        .await
+        .unwrap();
+        let visible = c
+            .list_tools(pb::ListToolsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .tools;
+        assert!(visible.iter().all(|t| t.name != "echo"));
+        let all = c
+            .list_tools(pb::ListToolsRequest {
+                server: "everything".into(),
+                all: true,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .tools;
+        let echo = all.iter().find(|t| t.name == "echo").unwrap();
+        assert_eq!(echo.state, pb::ToolState::Disabled as i32);
+        let e = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__everything__echo".into(),
+                arguments_json: r#"{"message": "x"}"#.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition);
+        assert!(e.message().contains("disabled"), "{e:?}");
+
+        // A disabled server disconnects; enabled again it connects again.
+        let d = c
+            .set_enabled(pb::SetEnabledRequest {
+                id: "everything".into(),
+                enabled: false,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(d.state, pb::ServerState::Disabled as i32);
+        assert!(c
+            .list_tools(pb::ListToolsRequest::default())
+            .await
+            .unwrap()
+            .into_inner()
+            .tools
+            .iter()
+            .all(|t| t.server != "everything"));
+        c.set_enabled(pb::SetEnabledRequest {
+            id: "everything".into(),
+            enabled: true,
+        })
+        .await
+        .unwrap();
+        wait_state(&mut c, "everything", pb::ServerState::Connected, Duration::from_secs(15)).await;
+
+        // A secret header: stored sealed, never answered, never in the database's bytes.
+        let mut with_secret = http("everything", &everything.url(), true);
+        if let Some(pb::server_config::Transport::StreamableHttp(r)) = &mut with_secret.transport {
+            r.headers.insert(
+                "Authorization".into(),
+                pb::Value {
+                    value: "Bearer argos-secret-4f1c9e".into(),
+                    secret: true,
+                },
+            );
+        }
+        c.update_server(pb::UpdateServerRequest {
+            config: Some(with_secret),
+        })
+        .await
+        .unwrap();
+        wait_state(&mut c, "everything", pb::ServerState::Connected, Duration::from_secs(15)).await;
+        let listed = format!("{:?}", c.list_servers(pb::ListServersRequest {}).await.unwrap().into_inner());
+        assert!(!listed.contains("argos-secret"), "{listed}");
+        assert!(listed.contains("Authorization"), "{listed}");
+        for f in files(&stack.root().join("state")) {
+            let bytes = std::fs::read(&f).unwrap_or_default();
+            assert!(
+                !bytes.windows(12).any(|w| w == b"argos-secret"),
+                "{} holds the secret",
+                f.display()
+            );
+        }
+        assert!(!stack.log().contains("argos-secret"));
+
+        // Removed: gone from the listing, its tools with it.
+        c.remove_server(pb::RemoveServerRequest {
+            id: "hung".into(),
+        })
+        .await
+        .unwrap();
+        let e = c
+            .get_server(pb::GetServerRequest { id: "hung".into() })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::NotFound);
+    });
+    stack.stop();
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
