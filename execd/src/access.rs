@@ -45,9 +45,24 @@ pub fn policy() -> MethodPolicy {
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
         .method(m("AnchorAudit"), RoleSet::of(&[PeerRole::Gateway]))
-        // Terminals and open stdins are for admins (mcp's own launches with open stdin,
-        // checked in the handler, once it may start its configured servers).
-        .method(m("Attach"), RoleSet::of(&admin))
+        // Terminals are for admins (checked in the handler); mcp attaches to its own
+        // launches with open stdin: the stdio of the servers it started.
+        .method(
+            m("Attach"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
+        )
+        // Registering a stdio MCP server's launch is an admin's act; mcpd starts only
+        // what was registered (StartMcpServer compares the launch's digest).
+        .method(m("RegisterMcpServer"), RoleSet::of(&admin))
+        .method(m("ForgetMcpServer"), RoleSet::of(&admin))
+        .method(
+            m("ListMcpServers"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
+        )
+        .method(
+            m("StartMcpServer"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Mcp]),
+        )
 }
 
 /// What a caller may do, derived once per call from its roles.

@@ -10,6 +10,16 @@ use crate::approval::{Refusal, StoreError};
 use crate::gate::GateError;
 use crate::manager::StartError;
 
+/// A stdio MCP server's registration or start refused.
+pub fn mcp(e: crate::mcp::McpError) -> Status {
+    use crate::mcp::McpError as E;
+    match e {
+        E::Invalid(..) => Status::invalid_argument(e.to_string()),
+        E::NotRegistered(_) => Status::failed_precondition(e.to_string()),
+        E::Mismatch(_) => Status::permission_denied(e.to_string()),
+    }
+}
+
 /// A request field is wrong; the message starts with the field's name.
 pub fn invalid(message: impl Into<String>) -> Status {
     Status::invalid_argument(message)

@@ -151,6 +151,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         tty: None,
         open_stdin: false,
         executables: Vec::new(),
+        registered_env: false,
     }
 }
 

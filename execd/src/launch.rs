@@ -44,6 +44,9 @@ pub struct LaunchRequest {
     /// Programs the workload may start besides its own, in a profile that limits what
     /// may be executed (`inspect`): names looked up on its PATH, or absolute paths.
     pub executables: Vec<String>,
+    /// The environment's keys were registered by an admin for this launch (a stdio MCP
+    /// server started through `StartMcpServer`): they need not be on the allow-list.
+    pub registered_env: bool,
 }
 
 /// Recent terminal output a shim keeps for a client that attaches again.
@@ -244,7 +247,7 @@ impl Launcher {
             ));
         }
         for (k, v) in &req.env {
-            if !(ENV_ALLOW.contains(&k.as_str()) || k.starts_with("LC_")) {
+            if !(req.registered_env || ENV_ALLOW.contains(&k.as_str()) || k.starts_with("LC_")) {
                 return Err(invalid(
                     "env",
                     format!(

@@ -17,6 +17,7 @@ pub mod gate;
 pub mod launch;
 pub mod ledger;
 pub mod manager;
+pub mod mcp;
 pub mod output;
 pub mod pool;
 pub mod profile;

@@ -8,6 +8,7 @@ use argos_common::peer::PeerRole;
 use argos_common::principal::Caller;
 use argos_proto::exec::v1 as pb;
 use argos_proto::exec::v1::exec_server::{Exec, ExecServer};
+use argos_store::audit::Entry;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
@@ -121,6 +122,30 @@ impl ExecService {
     }
 
     /// The record of a launch the caller may see, or NOT_FOUND (never "exists but hidden").
+    /// Starts a detached launch and answers its record as it stands.
+    async fn start_detached(
+        &self,
+        req: &LaunchRequest,
+        a: &Access,
+        allowed_profiles: Option<&[String]>,
+    ) -> Result<Response<pb::StartResponse>, Status> {
+        let id = self
+            .manager
+            .start(req, &a.who, allowed_profiles)
+            .await
+            .map_err(edge::start)?;
+        let rec = self
+            .manager
+            .ledger
+            .get(&id)
+            .await
+            .map_err(edge::store)?
+            .ok_or_else(edge::vanished)?;
+        Ok(Response::new(pb::StartResponse {
+            execution: Some(wire::execution(&rec)),
+        }))
+    }
+
     async fn visible(&self, id: &str, a: &Access) -> Result<Record, Status> {
         if uuid::Uuid::parse_str(id).is_err() {
             return Err(edge::invalid("id: not a launch id"));
@@ -386,21 +411,91 @@ impl Exec for ExecService {
                 "tty: terminals are for the gateway and operators",
             ));
         }
-        let id = self
-            .manager
-            .start(&domain, &a.who, a.allowed_profiles.as_deref())
+        self.start_detached(&domain, &a, a.allowed_profiles.as_deref())
             .await
-            .map_err(edge::start)?;
-        let rec = self
-            .manager
-            .ledger
-            .get(&id)
+    }
+
+    async fn register_mcp_server(
+        &self,
+        req: Request<pb::RegisterMcpServerRequest>,
+    ) -> Result<Response<pb::McpRegistration>, Status> {
+        let a = self.access(&req);
+        let r = req.into_inner();
+        crate::mcp::check_id(&r.server_id).map_err(edge::mcp)?;
+        let launch = wire::mcp_launch(r.launch).canonical().map_err(edge::mcp)?;
+        let by = crate::ledger::actor(&a.who.role, &a.who.principal);
+        let pool = self.manager.ledger.pool();
+        let reg = crate::mcp::register(pool, &r.server_id, launch, &by)
+            .await
+            .map_err(edge::store)?;
+        self.manager
+            .audit
+            .append(&Entry::new(
+                "mcp.register",
+                &by,
+                &reg.server_id,
+                serde_json::json!({"digest": reg.digest, "launch": reg.launch}),
+            ))
+            .await
+            .map_err(edge::store)?;
+        tracing::info!(server = %reg.server_id, digest = %reg.digest, by = %by, "stdio MCP server registered");
+        Ok(Response::new(wire::mcp_registration(&reg)))
+    }
+
+    async fn forget_mcp_server(
+        &self,
+        req: Request<pb::ForgetMcpServerRequest>,
+    ) -> Result<Response<pb::ForgetMcpServerResponse>, Status> {
+        let a = self.access(&req);
+        let id = req.into_inner().server_id;
+        let by = crate::ledger::actor(&a.who.role, &a.who.principal);
+        if !crate::mcp::forget(self.manager.ledger.pool(), &id)
             .await
             .map_err(edge::store)?
-            .ok_or_else(edge::vanished)?;
-        Ok(Response::new(pb::StartResponse {
-            execution: Some(wire::execution(&rec)),
+        {
+            return Err(edge::not_found(format!(
+                "no stdio server {id} is registered"
+            )));
+        }
+        self.manager
+            .audit
+            .append(&Entry::new("mcp.forget", &by, &id, serde_json::json!({})))
+            .await
+            .map_err(edge::store)?;
+        Ok(Response::new(pb::ForgetMcpServerResponse {}))
+    }
+
+    async fn list_mcp_servers(
+        &self,
+        _: Request<pb::ListMcpServersRequest>,
+    ) -> Result<Response<pb::ListMcpServersResponse>, Status> {
+        let all = crate::mcp::list(self.manager.ledger.pool())
+            .await
+            .map_err(edge::store)?;
+        Ok(Response::new(pb::ListMcpServersResponse {
+            servers: all.iter().map(wire::mcp_registration).collect(),
         }))
+    }
+
+    async fn start_mcp_server(
+        &self,
+        req: Request<pb::StartMcpServerRequest>,
+    ) -> Result<Response<pb::StartResponse>, Status> {
+        let a = self.access(&req);
+        let r = req.into_inner();
+        let reg = crate::mcp::get(self.manager.ledger.pool(), &r.server_id)
+            .await
+            .map_err(edge::store)?
+            .ok_or_else(|| edge::mcp(crate::mcp::McpError::NotRegistered(r.server_id.clone())))?;
+        let env: std::collections::BTreeMap<String, String> = r.env.into_iter().collect();
+        let launch = crate::mcp::check_start(&reg, wire::mcp_launch(r.launch), &env)
+            .map_err(|e| {
+                tracing::warn!(server = %reg.server_id, role = %a.who.role, error = %e, "an MCP server start refused");
+                edge::mcp(e)
+            })?;
+        // The registration is the permission: the profile's `launchers` (which admit no
+        // unprivileged role through Start) are not asked.
+        self.start_detached(&launch.request(env), &a, None).await
     }
 
     type FollowStream = FollowStream;

@@ -26,6 +26,35 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         tty: r.tty.map(|t| (t.rows, t.cols, t.term)),
         open_stdin: r.open_stdin,
         executables: r.executables,
+        // Only StartMcpServer, from an admin's registration, sets it.
+        registered_env: false,
+    }
+}
+
+pub fn mcp_launch(l: Option<pb::McpLaunch>) -> crate::mcp::McpLaunch {
+    let l = l.unwrap_or_default();
+    crate::mcp::McpLaunch {
+        command: l.command,
+        args: l.args,
+        env_keys: l.env_keys,
+        cwd: l.cwd,
+        network: l.network,
+    }
+}
+
+pub fn mcp_registration(r: &crate::mcp::Registration) -> pb::McpRegistration {
+    pb::McpRegistration {
+        server_id: r.server_id.clone(),
+        launch: Some(pb::McpLaunch {
+            command: r.launch.command.clone(),
+            args: r.launch.args.clone(),
+            env_keys: r.launch.env_keys.clone(),
+            cwd: r.launch.cwd.clone(),
+            network: r.launch.network,
+        }),
+        digest: r.digest.clone(),
+        registered_by: r.registered_by.clone(),
+        registered_at_unix_ms: r.registered_at_ms,
     }
 }
 

@@ -15,7 +15,7 @@ use crate::names;
 use crate::pin;
 use crate::server::{self, FieldError, ServerConfig};
 use crate::store::{Store, StoreError};
-use crate::upstream::{self, CallError, ConnectError, Info, RawTool};
+use crate::upstream::{self, CallError, ConnectError, Info, RawTool, StderrLog};
 
 /// How a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +127,8 @@ struct Slot {
     peer: Option<Peer<RoleClient>>,
     /// Which run of the connection task may write this slot (a stopped one may not).
     generation: u64,
+    /// A stdio server's standard error (the last 64 KiB, across reconnects).
+    log: Arc<StderrLog>,
     /// Held only to be dropped with the slot (which stops it).
     _task: Option<Task>,
 }
@@ -134,6 +136,7 @@ struct Slot {
 pub struct Broker {
     store: Store,
     limits: Limits,
+    ctx: upstream::Context,
     slots: Mutex<BTreeMap<String, Slot>>,
     changes: broadcast::Sender<Change>,
     generations: std::sync::atomic::AtomicU64,
@@ -151,11 +154,16 @@ const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 impl Broker {
     /// Loads every configured server and starts connecting the enabled ones, all at once.
-    pub async fn start(store: Store, limits: Limits) -> Result<Arc<Broker>, StoreError> {
+    pub async fn start(
+        store: Store,
+        limits: Limits,
+        ctx: upstream::Context,
+    ) -> Result<Arc<Broker>, StoreError> {
         let configs = store.all().await?;
         let b = Arc::new(Broker {
             store,
             limits,
+            ctx,
             slots: Mutex::new(BTreeMap::new()),
             changes: broadcast::channel(256).0,
             generations: std::sync::atomic::AtomicU64::new(1),
@@ -207,6 +215,7 @@ impl Broker {
             tools: Vec::new(),
             peer: None,
             generation,
+            log: Arc::new(StderrLog::default()),
             _task: task,
         };
         // The old slot (and its task) is dropped outside the lock.
@@ -252,11 +261,11 @@ impl Broker {
         let mut backoff = BACKOFF_FIRST;
         let mut first = true;
         loop {
-            let Some(config) = self
+            let Some((config, log)) = self
                 .slots()
                 .get(&id)
                 .filter(|s| s.generation == generation)
-                .map(|s| s.config.clone())
+                .map(|s| (s.config.clone(), s.log.clone()))
             else {
                 return;
             };
@@ -270,7 +279,7 @@ impl Broker {
             }
             let timeout = config.connect_timeout();
             let attempt = tokio::time::timeout(timeout, async {
-                let up = upstream::connect(&config).await?;
+                let up = upstream::connect(&config, &self.ctx, log).await?;
                 let tools = upstream::tools(&up.peer())
                     .await
                     .map_err(|e| ConnectError::Failed(format!("listing its tools: {e}")))?;
@@ -372,6 +381,11 @@ impl Broker {
         Ok(out)
     }
 
+    /// A stdio server's standard error, the last 64 KiB.
+    pub fn stderr(&self, id: &str) -> Option<String> {
+        self.slots().get(id).map(|s| s.log.text())
+    }
+
     pub fn view(&self, id: &str) -> Option<ServerView> {
         self.slots().get(id).map(|s| ServerView {
             config: s.config.clone(),
@@ -391,11 +405,6 @@ impl Broker {
 
     pub async fn add(self: &Arc<Self>, config: ServerConfig) -> Result<ServerView, BrokerError> {
         server::validate(&config)?;
-        if let server::Transport::Stdio { .. } = config.transport {
-            return Err(BrokerError::Refused(
-                "stdio servers are not available yet: they start through execd, as launches an admin registered".into(),
-            ));
-        }
         match self.store.add(&config).await {
             Err(StoreError::Exists(id)) => return Err(BrokerError::Exists(id)),
             r => r?,
@@ -418,11 +427,6 @@ impl Broker {
             .ok_or_else(|| BrokerError::NoServer(config.id.clone()))?;
         keep_secrets(&old, &mut config);
         server::validate(&config)?;
-        if let server::Transport::Stdio { .. } = config.transport {
-            return Err(BrokerError::Refused(
-                "stdio servers are not available yet: they start through execd, as launches an admin registered".into(),
-            ));
-        }
         self.store.update(&config).await.map_err(|e| match e {
             StoreError::NotFound(id) => BrokerError::NoServer(id),
             e => e.into(),

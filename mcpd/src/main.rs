@@ -2,7 +2,8 @@
 //! connected, each on its own (its own timeout, its own back-off), offers their tools under
 //! qualified names (`mcp__{server}__{tool}`), decides in one place which may be called,
 //! pins each tool's definition on first sight, and caps what a server can return. It
-//! spawns no process: stdio servers will start through execd. See ARCHITECTURE.md.
+//! spawns no process: a stdio server is started by execd, as the launch an admin
+//! registered for it, and its stdio carried over execd's `Attach`. See ARCHITECTURE.md.
 #![forbid(unsafe_code)]
 
 mod broker;
@@ -19,7 +20,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use argos_common::connect::ServerUids;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
+use argos_common::grpc::Daemon;
 use argos_proto::mcp::v1::mcp_server::McpServer;
 
 fn main() -> ExitCode {
@@ -35,9 +38,16 @@ fn main() -> ExitCode {
             let store = store::Store::open(&ctx.state_dir.join("mcpd.db"), key)
                 .await
                 .context("mcpd's database")?;
-            let broker = broker::Broker::start(store, caps::Limits::default())
-                .await
-                .context("loading the configured servers")?;
+            // execd starts the stdio servers (its socket must be served by root, or by
+            // the uid the peer table gives execd).
+            let exec = argos_exec_client::ExecClient::connect_socket(
+                &ctx.config.socket_path(Daemon::Execd.name()),
+                ServerUids::for_daemon(&ctx.peers, Daemon::Execd),
+            );
+            let broker =
+                broker::Broker::start(store, caps::Limits::default(), upstream::Context { exec })
+                    .await
+                    .context("loading the configured servers")?;
             Ok(Serve::new(
                 McpServer::new(service::McpService { broker }),
                 service::policy(),

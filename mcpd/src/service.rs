@@ -38,6 +38,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("SetDisabledTools"), admin)
         .method(m("AcceptTool"), admin)
         .method(m("WatchServers"), admin)
+        .method(m("ServerLog"), admin)
         .method(m("ListTools"), callers)
         .method(m("CallTool"), callers)
 }
@@ -388,6 +389,18 @@ impl Mcp for McpService {
             untrusted: true,
             server,
         }))
+    }
+
+    async fn server_log(
+        &self,
+        r: Request<pb::GetServerRequest>,
+    ) -> Result<Response<pb::ServerLogResponse>, Status> {
+        let id = r.into_inner().id;
+        let text = self
+            .broker
+            .stderr(&id)
+            .ok_or_else(|| Status::not_found(format!("no server {id}")))?;
+        Ok(Response::new(pb::ServerLogResponse { text }))
     }
 
     type WatchServersStream = ServerStream;

@@ -45,6 +45,206 @@ pub enum CallError {
 /// A connected server.
 pub struct Upstream {
     pub service: RunningService<RoleClient, ()>,
+    /// A stdio server's launch: its pumps stop and the launch is killed when dropped.
+    _launch: Option<Launch>,
+}
+
+/// What a connection needs besides its configuration.
+#[derive(Clone)]
+pub struct Context {
+    /// execd, which starts stdio servers.
+    pub exec: argos_exec_client::ExecClient,
+}
+
+/// A stdio server's standard error, the last 64 KiB of it, for an admin to read.
+#[derive(Debug, Default)]
+pub struct StderrLog(std::sync::Mutex<std::collections::VecDeque<u8>>);
+
+/// The most of a server's standard error kept.
+pub const STDERR_KEPT: usize = 64 * 1024;
+
+impl StderrLog {
+    pub fn push(&self, bytes: &[u8]) {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        q.extend(bytes);
+        let over = q.len().saturating_sub(STDERR_KEPT);
+        q.drain(..over);
+    }
+
+    pub fn text(&self) -> String {
+        let q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&q.iter().copied().collect::<Vec<u8>>()).into_owned()
+    }
+}
+
+/// The longest line (one JSON-RPC message) a stdio server may send: a longer one stops it
+/// rather than growing mcpd's memory without bound.
+const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// A running stdio server: the tasks carrying its stdio, and its launch in execd.
+struct Launch {
+    exec: argos_exec_client::ExecClient,
+    id: String,
+    pumps: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        for p in &self.pumps {
+            p.abort();
+        }
+        // The launch goes with its connection (a verified kill by execd).
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (exec, id) = (self.exec.clone(), self.id.clone());
+            rt.spawn(async move {
+                if let Err(e) = exec.kill(&id).await {
+                    tracing::debug!(launch = %id, error = %e, "killing a stdio server's launch");
+                }
+            });
+        }
+    }
+}
+
+/// Starts a registered stdio server through execd and carries its stdio over `Attach`:
+/// its stdout into rmcp, rmcp's output into its stdin, its stderr into `log`.
+async fn stdio(
+    c: &ServerConfig,
+    ctx: &Context,
+    log: std::sync::Arc<StderrLog>,
+) -> Result<(tokio::io::DuplexStream, Launch), ConnectError> {
+    use argos_proto::exec::v1 as pb;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let Transport::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+        network,
+    } = &c.transport
+    else {
+        return Err(ConnectError::Failed("not a stdio server".into()));
+    };
+    let started = ctx
+        .exec
+        .start_mcp_server(pb::StartMcpServerRequest {
+            server_id: c.id.clone(),
+            launch: Some(pb::McpLaunch {
+                command: command.clone(),
+                args: args.clone(),
+                env_keys: env.keys().cloned().collect(),
+                cwd: cwd.clone(),
+                network: *network,
+            }),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+        })
+        .await
+        .map_err(|e| match e.kind {
+            argos_exec_client::ErrorKind::Unavailable => {
+                ConnectError::Failed(format!("execd: {}", e.message))
+            }
+            _ => ConnectError::Refused(format!("execd refused to start it: {}", e.message)),
+        })?;
+    let id = started.id;
+    let mut launch = Launch {
+        exec: ctx.exec.clone(),
+        id: id.clone(),
+        pumps: Vec::new(),
+    };
+    let (input, requests) = tokio::sync::mpsc::channel::<pb::AttachRequest>(16);
+    let _ = input
+        .send(pb::AttachRequest {
+            msg: Some(pb::attach_request::Msg::Open(pb::AttachOpen {
+                id: id.clone(),
+                write: true,
+                ..Default::default()
+            })),
+        })
+        .await;
+    let mut events = ctx
+        .exec
+        .attach(tokio_stream::wrappers::ReceiverStream::new(requests))
+        .await
+        .map_err(|e| ConnectError::Failed(format!("attaching to its stdio: {}", e.message)))?;
+    let (ours, theirs) = tokio::io::duplex(256 * 1024);
+    let (mut from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let server = c.id.clone();
+    let exec = ctx.exec.clone();
+    launch.pumps.push(tokio::spawn(async move {
+        let mut line = 0usize;
+        // Standard error seen live; what a quick exit left unsent is read from the ledger.
+        let mut stderr_seen = 0u64;
+        while let Ok(Some(ev)) = events.message().await {
+            match ev.event {
+                Some(pb::attach_event::Event::Output(chunk)) => {
+                    if chunk.stream == pb::OutputStream::Stderr as i32 {
+                        stderr_seen = chunk.offset + chunk.data.len() as u64;
+                        log.push(&chunk.data);
+                        continue;
+                    }
+                    line = match memchr_last_newline(&chunk.data) {
+                        Some(i) => chunk.data.len() - i - 1,
+                        None => line + chunk.data.len(),
+                    };
+                    if line > MAX_LINE {
+                        tracing::warn!(server = %server, "a line over 16 MiB: the server is stopped");
+                        log.push(b"\n[Argos: a message over 16 MiB; the server was stopped]\n");
+                        break;
+                    }
+                    if to_rmcp.write_all(&chunk.data).await.is_err() {
+                        break;
+                    }
+                }
+                Some(pb::attach_event::Event::Exit(e)) => {
+                    if let Ok(r) = exec.get(&e.id, true).await
+                        && let Some(err) = r.stderr
+                        && err.total_bytes > stderr_seen
+                        && !err.truncated
+                    {
+                        let from = usize::try_from(stderr_seen).unwrap_or(usize::MAX);
+                        log.push(err.head.get(from..).unwrap_or_default());
+                    }
+                    log.push(
+                        format!("\n[Argos: the server exited: status {}, exit code {:?}]\n", e.status, e.exit_code)
+                            .as_bytes(),
+                    );
+                    break;
+                }
+                _ => {}
+            }
+        }
+        // Its end reaches rmcp as the end of its stdout.
+        let _ = to_rmcp.shutdown().await;
+    }));
+    launch.pumps.push(tokio::spawn(async move {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let n = match from_rmcp.read(&mut buf).await {
+                Ok(0) | Err(_) => {
+                    let _ = input
+                        .send(pb::AttachRequest {
+                            msg: Some(pb::attach_request::Msg::CloseInput(pb::CloseInput {})),
+                        })
+                        .await;
+                    return;
+                }
+                Ok(n) => n,
+            };
+            let msg = pb::AttachRequest {
+                msg: Some(pb::attach_request::Msg::Input(buf[..n].to_vec())),
+            };
+            if input.send(msg).await.is_err() {
+                return;
+            }
+        }
+    }));
+    Ok((theirs, launch))
+}
+
+fn memchr_last_newline(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
 }
 
 /// What the server said about itself.
@@ -100,7 +300,11 @@ fn headers(
 type BTreeValues = std::collections::BTreeMap<String, crate::server::Value>;
 
 /// Connects to a server and completes MCP's handshake.
-pub async fn connect(c: &ServerConfig) -> Result<Upstream, ConnectError> {
+pub async fn connect(
+    c: &ServerConfig,
+    ctx: &Context,
+    log: std::sync::Arc<StderrLog>,
+) -> Result<Upstream, ConnectError> {
     match &c.transport {
         Transport::StreamableHttp { url, headers: h } => {
             let u = crate::server::check_url("url", url)
@@ -135,10 +339,23 @@ pub async fn connect(c: &ServerConfig) -> Result<Upstream, ConnectError> {
                     ConnectError::Failed(e.to_string())
                 }
             })?;
-            Ok(Upstream { service })
+            Ok(Upstream {
+                service,
+                _launch: None,
+            })
         }
         Transport::Sse { .. } => Err(ConnectError::Unsupported("legacy SSE")),
-        Transport::Stdio { .. } => Err(ConnectError::Unsupported("stdio")),
+        Transport::Stdio { .. } => {
+            let (io, launch) = stdio(c, ctx, log).await?;
+            // If the handshake fails, `launch` is dropped here: its process is killed.
+            let service = ().serve(io).await.map_err(|e| {
+                ConnectError::Failed(format!("the MCP handshake over its stdio: {e}"))
+            })?;
+            Ok(Upstream {
+                service,
+                _launch: Some(launch),
+            })
+        }
     }
 }
 

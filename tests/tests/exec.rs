@@ -641,8 +641,29 @@ fn profiles_report_what_this_host_enforces() {
         .block_on(async { stack.exec().profiles().await })
         .unwrap();
     let names: Vec<&str> = resp.profiles.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["agent", "host", "inspect", "mcp-server"]);
+    assert_eq!(
+        names,
+        [
+            "agent",
+            "host",
+            "inspect",
+            "mcp-server",
+            "mcp-server-offline"
+        ]
+    );
     let by_name = |n: &str| resp.profiles.iter().find(|p| p.name == n).unwrap();
+    // A stdio MCP server registered without network gets none, as enforced as an agent's.
+    let offline = by_name("mcp-server-offline");
+    for d in &offline.dimensions {
+        if d.name != "wall_clock" {
+            assert_eq!(
+                d.would_be,
+                DimensionState::Enforced as i32,
+                "offline {}",
+                d.name
+            );
+        }
+    }
     let agent = by_name("agent");
     for d in &agent.dimensions {
         assert_eq!(d.need, "required");

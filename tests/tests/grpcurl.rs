@@ -534,9 +534,10 @@ fn grpcurl_feeds_an_open_stdin_through_attach_and_mcp_may_not() {
             messages,
         )
     };
-    // Nor may mcp write into it.
+    // Nor may mcp write into it: mcp attaches only to the launches it started (its stdio
+    // servers); another's is not found, as if it did not exist.
     let (ok, out) = attach_as(MCP_UID, &messages);
-    assert!(!ok && out.contains("PermissionDenied"), "{out}");
+    assert!(!ok && out.contains("NotFound"), "{out}");
     let (ok, out) = attach_as(0, &messages);
     assert!(ok, "{out}");
     let events: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)

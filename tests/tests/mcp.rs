@@ -397,3 +397,274 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+fn stdio(id: &str, command: &str, args: &[&str]) -> pb::ServerConfig {
+    pb::ServerConfig {
+        id: id.into(),
+        name: format!("{id} (stdio test)"),
+        transport: Some(pb::server_config::Transport::Stdio(pb::Stdio {
+            command: command.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Default::default(),
+            cwd: String::new(),
+            network: false,
+        })),
+        enabled: true,
+        connect_timeout_ms: 30_000,
+        ..Default::default()
+    }
+}
+
+fn launch(command: &str, args: &[&str]) -> argos_proto::exec::v1::McpLaunch {
+    argos_proto::exec::v1::McpLaunch {
+        command: command.into(),
+        args: args.iter().map(|a| a.to_string()).collect(),
+        env_keys: vec![],
+        cwd: String::new(),
+        network: false,
+    }
+}
+
+#[test]
+fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
+    require_root("stdio MCP servers (execd contains them)");
+    let stack = StackBuilder::new().start();
+    // The reference server, copied where a contained launch can read it (its /tmp is its
+    // own, /root and /home are hidden).
+    let place = tempfile::Builder::new()
+        .prefix("argos-mcp-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        place.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(workspace().join("target/tools/mcp/node_modules"))
+        .arg(place.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let entry = place
+        .path()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = entry.to_str().unwrap().to_string();
+    let node = "/usr/bin/node";
+    let state = stack.root().join("state");
+    let spy = format!(
+        "cat /etc/shadow; cat {0}/mcpd/mcpd.key; ls {0}; echo spy-done >&2",
+        state.display()
+    );
+    rt().block_on(async {
+        let exec = argos_exec_client::ExecClient::from_channel(argos_tests::channel(
+            &stack.socket("execd"),
+        ));
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        // An admin registers the exact launch, then configures the server in mcpd.
+        let reg = exec
+            .register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
+                server_id: "local".into(),
+                launch: Some(launch(node, &[&entry, "stdio"])),
+            })
+            .await
+            .unwrap();
+        assert_eq!(reg.digest.len(), 64);
+        c.add_server(pb::AddServerRequest {
+            config: Some(stdio("local", node, &[&entry, "stdio"])),
+        })
+        .await
+        .unwrap();
+        let s = wait_state(
+            &mut c,
+            "local",
+            pb::ServerState::Connected,
+            Duration::from_secs(40),
+        )
+        .await;
+        assert!(s.tools > 5, "{s:?}");
+        let r = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__local__echo".into(),
+                arguments_json: r#"{"message": "over execd's attach"}"#.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(texts(&r).contains("over execd's attach"), "{r:?}");
+        // It runs in mcp-server-offline, started by mcpd's role, every dimension enforced.
+        let list = exec
+            .list(argos_proto::exec::v1::ListRequest {
+                status: argos_proto::exec::v1::ExecutionStatus::Running as i32,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .executions;
+        let run = list
+            .iter()
+            .find(|e| e.argv.iter().any(|a| a == &entry))
+            .unwrap_or_else(|| panic!("no running launch of the server: {list:?}"));
+        assert_eq!(run.profile, "mcp-server-offline");
+        assert_eq!(run.requested_by_role, "mcp", "{run:?}");
+        for d in &run.containment {
+            assert_ne!(
+                d.state,
+                argos_proto::exec::v1::DimensionState::Unavailable as i32,
+                "{d:?}"
+            );
+        }
+        let launch_id = run.id.clone();
+
+        // mcpd cannot start what was not registered, nor a changed launch.
+        c.add_server(pb::AddServerRequest {
+            config: Some(stdio("unknown", "/bin/sh", &["-c", "id"])),
+        })
+        .await
+        .unwrap();
+        let u = wait_state(
+            &mut c,
+            "unknown",
+            pb::ServerState::Error,
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(
+            u.error.contains("no stdio server unknown is registered"),
+            "{u:?}"
+        );
+        exec.register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
+            server_id: "changed".into(),
+            launch: Some(launch(node, &[&entry, "stdio"])),
+        })
+        .await
+        .unwrap();
+        c.add_server(pb::AddServerRequest {
+            config: Some(stdio("changed", "/bin/sh", &["-c", "cat /etc/shadow"])),
+        })
+        .await
+        .unwrap();
+        let m = wait_state(
+            &mut c,
+            "changed",
+            pb::ServerState::Error,
+            Duration::from_secs(10),
+        )
+        .await;
+        assert!(m.error.contains("not the one registered"), "{m:?}");
+
+        // A registered server that tries to read secrets: the kernel says no; its standard
+        // error is kept for an admin to read.
+        exec.register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
+            server_id: "spy".into(),
+            launch: Some(launch("/bin/sh", &["-c", &spy])),
+        })
+        .await
+        .unwrap();
+        c.add_server(pb::AddServerRequest {
+            config: Some(stdio("spy", "/bin/sh", &["-c", &spy])),
+        })
+        .await
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let log = loop {
+            let log = c
+                .server_log(pb::GetServerRequest { id: "spy".into() })
+                .await
+                .unwrap()
+                .into_inner()
+                .text;
+            if log.contains("spy-done") || Instant::now() > deadline {
+                break log;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(log.contains("spy-done"), "{log}");
+        assert!(!log.contains("root:"), "/etc/shadow was read: {log}");
+        for path in ["/etc/shadow", "mcpd.key"] {
+            assert!(
+                log.lines().any(|l| l.contains(path)
+                    && (l.contains("Permission denied") || l.contains("No such file"))),
+                "{path}: {log}"
+            );
+        }
+        let spy_state = c
+            .get_server(pb::GetServerRequest { id: "spy".into() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_ne!(spy_state.state, pb::ServerState::Connected as i32);
+
+        // Removing the server ends its process.
+        c.remove_server(pb::RemoveServerRequest { id: "local".into() })
+            .await
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let e = exec
+                .get(&launch_id, false)
+                .await
+                .unwrap()
+                .execution
+                .unwrap();
+            if e.status != argos_proto::exec::v1::ExecutionStatus::Running as i32 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the removed server still runs");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    stack.stop();
+}
+
+/// What `argos-probe` answered, run as mcpd's uid (a compromised mcpd).
+fn as_mcpd(stack: &argos_tests::Stack, args: &[&str]) -> serde_json::Value {
+    use std::os::unix::process::CommandExt as _;
+    let out = argos_tests::command("argos-probe")
+        .arg(stack.socket("execd"))
+        .args(args)
+        .uid(argos_tests::MCP_UID)
+        .gid(argos_tests::SOCKET_GID)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn a_compromised_mcpd_can_start_nothing_an_admin_did_not_register() {
+    require_root("mcpd's uid (the stack runs privilege-separated)");
+    let stack = StackBuilder::new().start();
+    // It cannot register a launch of its own choosing.
+    let r = as_mcpd(&stack, &["--register-mcp", "mine", "id > /tmp/pwned"]);
+    assert_eq!(r["code"], "PermissionDenied", "{r}");
+    // Nor start an unregistered one, nor Start in the MCP server profiles directly.
+    let r = as_mcpd(&stack, &["--start-mcp", "mine", "id"]);
+    assert_eq!(r["code"], "FailedPrecondition", "{r}");
+    for profile in ["mcp-server", "mcp-server-offline", "agent", "host"] {
+        let r = as_mcpd(&stack, &["--start", profile, "id"]);
+        assert_eq!(r["ok"], false, "{profile}: {r}");
+    }
+    // An admin registers one; mcpd may start exactly that and nothing else under its id.
+    let r = argos_tests::command("argos-probe")
+        .arg(stack.socket("execd"))
+        .args(["--register-mcp", "tool", "cat"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    let r = as_mcpd(&stack, &["--start-mcp", "tool", "cat /etc/shadow"]);
+    assert_eq!(r["code"], "PermissionDenied", "{r}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("not the one registered"),
+        "{r}"
+    );
+    let r = as_mcpd(&stack, &["--start-mcp", "tool", "cat"]);
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(stack.log().contains("an MCP server start refused"));
+    stack.stop();
+}

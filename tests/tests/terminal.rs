@@ -334,6 +334,10 @@ fn open_stdin_takes_one_writer_through_attach_until_its_input_is_closed() {
             .unwrap();
         assert_eq!(e.status, ExecutionStatus::Running as i32, "{e:?}");
         let (tx, mut events) = attach(&c, &e.id, true, 0).await.unwrap();
+        // The shim takes a writer's claim when execd's relay connects to it, a moment
+        // after the call returns: let the first claim land before the second is tried
+        // (under load the second could otherwise arrive first and hold the input).
+        tokio::time::sleep(Duration::from_millis(300)).await;
         // While it holds the input, nobody else writes; a viewer is welcome.
         let (_tx2, mut second) = attach(&c, &e.id, true, 0).await.unwrap();
         let refused = second.message().await.unwrap_err();

@@ -221,6 +221,53 @@ impl ExecClient {
         Ok(self.grpc().attach(self.req(requests)).await?.into_inner())
     }
 
+    /// Registers a stdio MCP server's exact launch (gateway and operator).
+    pub async fn register_mcp_server(
+        &self,
+        r: pb::RegisterMcpServerRequest,
+    ) -> Result<pb::McpRegistration, ExecError> {
+        Ok(self
+            .grpc()
+            .register_mcp_server(self.req(r))
+            .await?
+            .into_inner())
+    }
+
+    /// Forgets a stdio MCP server's registration.
+    pub async fn forget_mcp_server(&self, server_id: &str) -> Result<(), ExecError> {
+        let r = pb::ForgetMcpServerRequest {
+            server_id: server_id.to_string(),
+        };
+        self.grpc().forget_mcp_server(self.req(r)).await?;
+        Ok(())
+    }
+
+    /// The registered stdio MCP servers.
+    pub async fn list_mcp_servers(&self) -> Result<Vec<pb::McpRegistration>, ExecError> {
+        Ok(self
+            .grpc()
+            .list_mcp_servers(self.req(pb::ListMcpServersRequest {}))
+            .await?
+            .into_inner()
+            .servers)
+    }
+
+    /// Starts a registered stdio MCP server (its launch must be the registered one);
+    /// answers at once: carry its stdio with `attach`.
+    pub async fn start_mcp_server(
+        &self,
+        r: pb::StartMcpServerRequest,
+    ) -> Result<pb::Execution, ExecError> {
+        self.grpc()
+            .start_mcp_server(self.req(r))
+            .await?
+            .into_inner()
+            .execution
+            .ok_or_else(|| {
+                ExecError::new(ErrorKind::Internal, "StartMcpServer answered no execution")
+            })
+    }
+
     /// Every execution's start and end and every approval change, as they happen.
     pub async fn watch(&self) -> Result<tonic::Streaming<pb::WatchEvent>, ExecError> {
         Ok(self

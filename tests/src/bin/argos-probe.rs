@@ -12,7 +12,7 @@ use serde_json::json;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     argos_tests::answer_help(
-        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND]\n  call Status (or a launch) on a daemon socket as this process, and print what it answered as JSON",
+        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND | --register-mcp|--start-mcp SERVER COMMAND]\n  call Status (or a launch, or a stdio MCP server's registration or start) on a daemon socket as this process, and print what it answered as JSON",
     );
     let mut args = std::env::args().skip(1);
     let Some(socket) = args.next().map(PathBuf::from) else {
@@ -29,7 +29,11 @@ async fn main() -> ExitCode {
                 principal = Some(p.clone());
                 i += 2;
             }
-            (verb @ ("--run" | "--start"), Some(profile), Some(cmd)) => {
+            (
+                verb @ ("--run" | "--start" | "--register-mcp" | "--start-mcp"),
+                Some(profile),
+                Some(cmd),
+            ) => {
                 launch = Some((verb.to_string(), profile.clone(), cmd.clone()));
                 i += 3;
             }
@@ -42,6 +46,48 @@ async fn main() -> ExitCode {
         }
     }
     let ch = argos_tests::channel(&socket);
+    // A stdio MCP server `/bin/sh -c COMMAND` for server id SERVER: registered, or started.
+    if let Some((verb, server, command)) = launch
+        .clone()
+        .filter(|(v, _, _)| v == "--register-mcp" || v == "--start-mcp")
+    {
+        use argos_proto::exec::v1 as pb;
+        let l = pb::McpLaunch {
+            command: "/bin/sh".into(),
+            args: vec!["-c".into(), command],
+            ..Default::default()
+        };
+        let mut c = pb::exec_client::ExecClient::new(ch);
+        let r = if verb == "--register-mcp" {
+            c.register_mcp_server(pb::RegisterMcpServerRequest {
+                server_id: server,
+                launch: Some(l),
+            })
+            .await
+            .map(|r| json!({"ok": true, "digest": r.into_inner().digest}))
+        } else {
+            c.start_mcp_server(pb::StartMcpServerRequest {
+                server_id: server,
+                launch: Some(l),
+                env: Default::default(),
+            })
+            .await
+            .map(|r| json!({"ok": true, "id": r.into_inner().execution.unwrap_or_default().id}))
+        };
+        return match r {
+            Ok(v) => {
+                println!("{v}");
+                ExitCode::SUCCESS
+            }
+            Err(status) => {
+                println!(
+                    "{}",
+                    json!({"ok": false, "code": format!("{:?}", status.code()), "message": status.message()})
+                );
+                ExitCode::from(3)
+            }
+        };
+    }
     if let Some((verb, profile, command)) = launch {
         let req = argos_common::grpc::with_principal(
             tonic::Request::new(argos_proto::exec::v1::RunRequest {
