@@ -209,6 +209,29 @@ pub async fn register(
     })
 }
 
+/// The launch a server runs as now (empty: none started yet).
+pub async fn current_launch(pool: &SqlitePool, server_id: &str) -> Result<String, sqlx::Error> {
+    let r = sqlx::query("SELECT launch_id FROM mcp_servers WHERE server_id = ?")
+        .bind(server_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(r.map(|r| r.get("launch_id")).unwrap_or_default())
+}
+
+/// Records the launch a server now runs as.
+pub async fn set_launch(
+    pool: &SqlitePool,
+    server_id: &str,
+    launch_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE mcp_servers SET launch_id = ? WHERE server_id = ?")
+        .bind(launch_id)
+        .bind(server_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// Forgets a registration; whether there was one.
 pub async fn forget(pool: &SqlitePool, server_id: &str) -> Result<bool, sqlx::Error> {
     let r = sqlx::query("DELETE FROM mcp_servers WHERE server_id = ?")

@@ -493,9 +493,35 @@ impl Exec for ExecService {
                 tracing::warn!(server = %reg.server_id, role = %a.who.role, error = %e, "an MCP server start refused");
                 edge::mcp(e)
             })?;
+        // One launch per server: the one started before (mcpd restarted, or lost its
+        // connection to it) ends first, so none is left running unattended.
+        let pool = self.manager.ledger.pool();
+        let previous = crate::mcp::current_launch(pool, &reg.server_id)
+            .await
+            .map_err(edge::store)?;
+        if let Some(rec) = self
+            .manager
+            .ledger
+            .get(&previous)
+            .await
+            .map_err(edge::store)?
+            && !rec.status.is_final()
+        {
+            let outcome = launch::kill_launch(&self.manager.dir(&previous), self.grace()).await;
+            tracing::info!(server = %reg.server_id, launch = %previous, ?outcome, "a stdio MCP server's previous launch ended before a new start");
+            if matches!(outcome, KillOutcome::Killed | KillOutcome::AlreadyGone) {
+                let _ = self.manager.wait(&previous).await;
+            }
+        }
         // The registration is the permission: the profile's `launchers` (which admit no
         // unprivileged role through Start) are not asked.
-        self.start_detached(&launch.request(env), &a, None).await
+        let started = self.start_detached(&launch.request(env), &a, None).await?;
+        if let Some(e) = &started.get_ref().execution {
+            crate::mcp::set_launch(pool, &reg.server_id, &e.id)
+                .await
+                .map_err(edge::store)?;
+        }
+        Ok(started)
     }
 
     type FollowStream = FollowStream;

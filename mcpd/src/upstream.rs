@@ -93,13 +93,27 @@ impl Drop for Launch {
         for p in &self.pumps {
             p.abort();
         }
-        // The launch goes with its connection (a verified kill by execd).
+        // The launch goes with its connection (a verified kill by execd), asked again while
+        // execd is away (restarting) for up to about a minute; execd also ends a server's
+        // previous launch when it starts the next.
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             let (exec, id) = (self.exec.clone(), self.id.clone());
             rt.spawn(async move {
-                if let Err(e) = exec.kill(&id).await {
-                    tracing::debug!(launch = %id, error = %e, "killing a stdio server's launch");
+                let mut wait = std::time::Duration::from_millis(250);
+                for _ in 0..16 {
+                    match exec.kill(&id).await {
+                        Ok(_) => return,
+                        Err(e) if e.kind == argos_exec_client::ErrorKind::Unavailable => {
+                            tokio::time::sleep(wait).await;
+                            wait = (wait * 2).min(std::time::Duration::from_secs(8));
+                        }
+                        Err(e) => {
+                            tracing::debug!(launch = %id, error = %e, "killing a stdio server's launch");
+                            return;
+                        }
+                    }
                 }
+                tracing::warn!(launch = %id, "execd did not come back to kill a stdio server's launch");
             });
         }
     }

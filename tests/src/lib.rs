@@ -9,6 +9,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod mcp_peer;
 pub mod measure;
 pub mod runs;
 pub mod web;
@@ -142,6 +143,14 @@ pub fn servers() -> argos_common::connect::ServerUids {
         MCP_UID,
         JOB_UID,
     ])
+}
+
+/// The workspace's root directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives in the workspace")
+        .to_path_buf()
 }
 
 /// A gRPC channel to a test stack's socket.

@@ -4,11 +4,12 @@
 //! mcpd's own gRPC socket, as an operator at the console would.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use argos_proto::mcp::v1 as pb;
 use argos_proto::mcp::v1::mcp_client::McpClient;
+use argos_tests::mcp_peer::Everything;
 use argos_tests::{StackBuilder, require_root};
 use tonic::Code;
 
@@ -24,58 +25,6 @@ fn workspace() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
-}
-
-/// `server-everything` serving Streamable HTTP on a free port; killed when dropped.
-struct Everything {
-    child: Child,
-    port: u16,
-}
-
-impl Everything {
-    fn start() -> Everything {
-        let entry = workspace().join(
-            "target/tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        );
-        assert!(
-            entry.is_file(),
-            "{} is missing: scripts/install-test-tools installs it",
-            entry.display()
-        );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("node")
-            .arg(&entry)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "server-everything did not listen"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Everything { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-}
-
-impl Drop for Everything {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn http(id: &str, url: &str, local: bool) -> pb::ServerConfig {
@@ -516,6 +465,55 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
             );
         }
         let launch_id = run.id.clone();
+        // One launch per server: starting it again (as a restarted mcpd would) ends the
+        // one before, so nothing is left running unattended.
+        let again = exec
+            .start_mcp_server(argos_proto::exec::v1::StartMcpServerRequest {
+                server_id: "local".into(),
+                launch: Some(launch(node, &[&entry, "stdio"])),
+                env: Default::default(),
+            })
+            .await
+            .unwrap();
+        assert_ne!(again.id, launch_id);
+        let e = exec
+            .get(&launch_id, false)
+            .await
+            .unwrap()
+            .execution
+            .unwrap();
+        assert_ne!(
+            e.status,
+            argos_proto::exec::v1::ExecutionStatus::Running as i32,
+            "{e:?}"
+        );
+        // mcpd lost its server with it, and connects again (ending the operator's).
+        wait_state(
+            &mut c,
+            "local",
+            pb::ServerState::Connected,
+            Duration::from_secs(40),
+        )
+        .await;
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let launch_id = loop {
+            let running: Vec<_> = exec
+                .list(argos_proto::exec::v1::ListRequest {
+                    status: argos_proto::exec::v1::ExecutionStatus::Running as i32,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .executions
+                .into_iter()
+                .filter(|e| e.argv.iter().any(|a| a == &entry))
+                .collect();
+            if running.len() == 1 && running[0].id != again.id {
+                break running[0].id.clone();
+            }
+            assert!(Instant::now() < deadline, "{running:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
 
         // mcpd cannot start what was not registered, nor a changed launch.
         c.add_server(pb::AddServerRequest {

@@ -1,0 +1,63 @@
+//! The npm MCP reference server `server-everything` (installed by
+//! `scripts/install-test-tools` into `target/tools/mcp`), run as a real peer.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server's entry point.
+pub fn entry() -> PathBuf {
+    let p = crate::workspace_root().join(
+        "target/tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    assert!(
+        p.is_file(),
+        "{} is missing: scripts/install-test-tools installs it",
+        p.display()
+    );
+    p
+}
+
+/// `server-everything` serving Streamable HTTP on a free port; killed when dropped.
+pub struct Everything {
+    child: Child,
+    pub port: u16,
+}
+
+impl Everything {
+    pub fn start() -> Everything {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("node")
+            .arg(entry())
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "server-everything did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Everything { child, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
