@@ -115,6 +115,70 @@ fn grpcurl_lists_describes_and_calls_status_on_every_socket() {
                 .all(|d| d["state"] == "DIMENSION_STATE_ENFORCED"),
             "{v}"
         );
+        // mcpd's own service: a server added, listed with its state, its tools listed
+        // (none: nothing answers there), and a bad field named.
+        let mcpd = stack.socket("mcpd");
+        let added = call(
+            &mcpd,
+            &[
+                "-d",
+                r#"{"config": {"id": "nowhere", "name": "Nowhere", "enabled": true, "local": true, "connectTimeoutMs": 1000, "streamableHttp": {"url": "http://127.0.0.1:9/mcp"}}}"#,
+            ],
+            &["argos.mcp.v1.Mcp/AddServer"],
+        );
+        assert!(added.contains("\"id\": \"nowhere\""), "{added}");
+        let listed = call(&mcpd, &[], &["argos.mcp.v1.Mcp/ListServers"]);
+        let v: serde_json::Value = serde_json::from_str(&listed).unwrap();
+        let state = v["servers"][0]["state"].as_str().unwrap();
+        assert!(state.starts_with("SERVER_STATE_"), "{v}");
+        let tools = call(&mcpd, &[], &["argos.mcp.v1.Mcp/ListTools"]);
+        let v: serde_json::Value = serde_json::from_str(&tools).unwrap();
+        assert_eq!(v, serde_json::json!({}), "{tools}");
+        let (ok, out) = call_as(
+            &grpcurl(),
+            &mcpd,
+            None,
+            None,
+            "argos.mcp.v1.Mcp/AddServer",
+            r#"{"config": {"id": "Bad", "name": "x", "streamableHttp": {"url": "http://x/"}}}"#,
+        );
+        assert!(
+            !ok && out.contains("InvalidArgument") && out.contains("id:"),
+            "{out}"
+        );
+        // jobd may list and call tools, never configure a server.
+        let (_keep, other) = reachable_grpcurl();
+        let add = r#"{"config": {"id": "jobs", "name": "x", "streamableHttp": {"url": "https://example.com/mcp"}}}"#;
+        let (ok, out) = call_as(
+            &other,
+            &mcpd,
+            Some(argos_tests::JOB_UID),
+            None,
+            "argos.mcp.v1.Mcp/AddServer",
+            add,
+        );
+        assert!(!ok && out.contains("PermissionDenied"), "{out}");
+        let (ok, out) = call_as(
+            &other,
+            &mcpd,
+            Some(argos_tests::JOB_UID),
+            None,
+            "argos.mcp.v1.Mcp/ListTools",
+            "{}",
+        );
+        assert!(ok, "{out}");
+        let (ok, out) = call_as(
+            &other,
+            &mcpd,
+            Some(argos_tests::MCP_UID),
+            None,
+            "argos.mcp.v1.Mcp/AddServer",
+            add,
+        );
+        assert!(
+            !ok && out.contains("PermissionDenied"),
+            "mcpd's own uid is no admin: {out}"
+        );
     }
     stack.stop();
 }
