@@ -320,7 +320,7 @@ impl Broker {
                     );
                 }
                 // Nothing a retry would change: it waits for an admin (or Reconnect).
-                Ok(Err(e @ (ConnectError::Refused(_) | ConnectError::Unsupported(_)))) => {
+                Ok(Err(e @ ConnectError::Refused(_))) => {
                     self.set_state(&id, generation, State::Error, e.to_string());
                     return;
                 }

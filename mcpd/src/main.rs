@@ -29,8 +29,6 @@ fn main() -> ExitCode {
     daemon::run(
         Spec::new("mcpd", Privilege::Unprivileged),
         |ctx| async move {
-            // TLS to upstream servers with ring's primitives (one provider for the process).
-            let _ = rustls::crypto::ring::default_provider().install_default();
             let key = Arc::new(
                 argos_store::key::Key::load_or_create(&ctx.state_dir.join("mcpd.key"))
                     .context("mcpd's key")?,

@@ -25,8 +25,6 @@ pub enum ConnectError {
     NeedsAuth(String),
     #[error("{0}")]
     Failed(String),
-    #[error("{0} servers are not available yet")]
-    Unsupported(&'static str),
 }
 
 /// Why a call failed (the server's own error, or the way to it).
@@ -45,7 +43,8 @@ pub enum CallError {
 /// A connected server.
 pub struct Upstream {
     pub service: RunningService<RoleClient, ()>,
-    /// A stdio server's launch: its pumps stop and the launch is killed when dropped.
+    /// What carries its bytes (a stdio server's launch, a legacy SSE stream): stopped, and
+    /// the launch killed, when dropped.
     _launch: Option<Launch>,
 }
 
@@ -81,9 +80,10 @@ impl StderrLog {
 /// rather than growing mcpd's memory without bound.
 const MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// A running stdio server: the tasks carrying its stdio, and its launch in execd.
+/// The tasks carrying a connection's bytes, and a stdio server's launch in execd (killed
+/// with it).
 struct Launch {
-    exec: argos_exec_client::ExecClient,
+    exec: Option<argos_exec_client::ExecClient>,
     id: String,
     pumps: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -96,8 +96,10 @@ impl Drop for Launch {
         // The launch goes with its connection (a verified kill by execd), asked again while
         // execd is away (restarting) for up to about a minute; execd also ends a server's
         // previous launch when it starts the next.
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let (exec, id) = (self.exec.clone(), self.id.clone());
+        if let Some(exec) = self.exec.clone()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let id = self.id.clone();
             rt.spawn(async move {
                 let mut wait = std::time::Duration::from_millis(250);
                 for _ in 0..16 {
@@ -163,7 +165,7 @@ async fn stdio(
         })?;
     let id = started.id;
     let mut launch = Launch {
-        exec: ctx.exec.clone(),
+        exec: Some(ctx.exec.clone()),
         id: id.clone(),
         pumps: Vec::new(),
     };
@@ -313,6 +315,181 @@ fn headers(
 
 type BTreeValues = std::collections::BTreeMap<String, crate::server::Value>;
 
+/// An HTTP client for a server's URL: its addresses resolved and checked, the connection
+/// pinned to them (never to a second lookup's), no redirect followed (it could lead
+/// anywhere), no proxy.
+async fn pinned_client(
+    c: &ServerConfig,
+    url: &str,
+) -> Result<(url::Url, reqwest::Client), ConnectError> {
+    // TLS with ring's primitives, one provider for the process (installed once).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let u =
+        crate::server::check_url("url", url).map_err(|e| ConnectError::Refused(e.to_string()))?;
+    let addrs = resolve(&u, c.local).await?;
+    let host = u.host_str().unwrap_or_default().to_string();
+    let http = reqwest::Client::builder()
+        .resolve_to_addrs(&host, &addrs)
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(c.connect_timeout())
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|e| ConnectError::Failed(format!("HTTP client: {e}")))?;
+    Ok((u, http))
+}
+
+/// The most an SSE event (one message) may hold.
+const MAX_EVENT: usize = 16 * 1024 * 1024;
+
+/// Reads server-sent events from a byte stream: (event name, data) pairs.
+struct Events<S> {
+    body: S,
+    buf: Vec<u8>,
+}
+
+impl<S> Events<S>
+where
+    S: futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin,
+{
+    async fn next(&mut self) -> Result<Option<(String, String)>, String> {
+        use futures_util::StreamExt as _;
+        loop {
+            // An event ends at a blank line (LF or CRLF line ends).
+            let text_end = self
+                .buf
+                .windows(2)
+                .position(|w| w == b"\n\n")
+                .map(|i| (i, 2))
+                .or_else(|| {
+                    self.buf
+                        .windows(4)
+                        .position(|w| w == b"\r\n\r\n")
+                        .map(|i| (i, 4))
+                });
+            if let Some((end, sep)) = text_end {
+                let block: Vec<u8> = self.buf.drain(..end + sep).collect();
+                let block = String::from_utf8_lossy(&block[..end]).replace("\r\n", "\n");
+                let (mut event, mut data) = ("message".to_string(), String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        event = v.trim().to_string();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        if !data.is_empty() {
+                            data.push('\n');
+                        }
+                        data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                    }
+                }
+                if data.is_empty() && event == "message" {
+                    continue; // a comment or keep-alive
+                }
+                return Ok(Some((event, data)));
+            }
+            if self.buf.len() > MAX_EVENT {
+                return Err("an event over 16 MiB".into());
+            }
+            match self.body.next().await {
+                Some(Ok(b)) => self.buf.extend_from_slice(&b),
+                Some(Err(e)) => return Err(e.to_string()),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The legacy HTTP+SSE transport (MCP 2024-11-05), which rmcp no longer speaks: a GET
+/// opens the event stream, whose first event names the endpoint to POST messages to (on
+/// the same origin, or refused); the server's messages come as `message` events.
+async fn legacy_sse(
+    c: &ServerConfig,
+    url: &str,
+    h: &BTreeValues,
+) -> Result<(tokio::io::DuplexStream, Vec<tokio::task::JoinHandle<()>>), ConnectError> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let (u, http) = pinned_client(c, url).await?;
+    let headers: reqwest::header::HeaderMap = headers(h)?.into_iter().collect();
+    let resp = http
+        .get(u.clone())
+        .headers(headers.clone())
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .send()
+        .await
+        .map_err(|e| ConnectError::Failed(format!("opening its event stream: {e}")))?;
+    match resp.status() {
+        s if s.is_success() => {}
+        s @ (reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN) => {
+            return Err(ConnectError::NeedsAuth(format!("HTTP {s}")));
+        }
+        s => {
+            return Err(ConnectError::Failed(format!(
+                "its event stream answered HTTP {s}"
+            )));
+        }
+    }
+    let mut events = Events {
+        body: Box::pin(resp.bytes_stream()),
+        buf: Vec::new(),
+    };
+    let endpoint = loop {
+        match events.next().await {
+            Ok(Some((e, data))) if e == "endpoint" => break data,
+            Ok(Some(_)) => continue,
+            Ok(None) => {
+                return Err(ConnectError::Failed(
+                    "the event stream ended before naming its endpoint".into(),
+                ));
+            }
+            Err(e) => return Err(ConnectError::Failed(format!("its event stream: {e}"))),
+        }
+    };
+    let post_to = u
+        .join(endpoint.trim())
+        .map_err(|e| ConnectError::Failed(format!("its endpoint {endpoint:?}: {e}")))?;
+    if post_to.origin() != u.origin() {
+        return Err(ConnectError::Refused(format!(
+            "its endpoint {post_to} is not on the server's own origin"
+        )));
+    }
+    let (ours, theirs) = tokio::io::duplex(256 * 1024);
+    let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let reader = tokio::spawn(async move {
+        while let Ok(Some((event, data))) = events.next().await {
+            if event == "message"
+                && (to_rmcp.write_all(data.as_bytes()).await.is_err()
+                    || to_rmcp.write_all(b"\n").await.is_err())
+            {
+                break;
+            }
+        }
+        let _ = to_rmcp.shutdown().await;
+    });
+    let writer = tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(from_rmcp).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let sent = http
+                .post(post_to.clone())
+                .headers(headers.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(line)
+                .send()
+                .await;
+            match sent {
+                Ok(r) if r.status().is_success() => {}
+                Ok(r) => {
+                    tracing::warn!(status = %r.status(), "a legacy SSE server refused a message");
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "posting to a legacy SSE server");
+                    break;
+                }
+            }
+        }
+    });
+    Ok((theirs, vec![reader, writer]))
+}
+
 /// Connects to a server and completes MCP's handshake.
 pub async fn connect(
     c: &ServerConfig,
@@ -321,20 +498,7 @@ pub async fn connect(
 ) -> Result<Upstream, ConnectError> {
     match &c.transport {
         Transport::StreamableHttp { url, headers: h } => {
-            let u = crate::server::check_url("url", url)
-                .map_err(|e| ConnectError::Refused(e.to_string()))?;
-            let addrs = resolve(&u, c.local).await?;
-            let host = u.host_str().unwrap_or_default().to_string();
-            // The connection goes to the addresses checked, never to a second lookup's,
-            // and follows no redirect (which could lead anywhere).
-            let http = reqwest::Client::builder()
-                .resolve_to_addrs(&host, &addrs)
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .connect_timeout(c.connect_timeout())
-                .pool_max_idle_per_host(0)
-                .build()
-                .map_err(|e| ConnectError::Failed(format!("HTTP client: {e}")))?;
+            let (_, http) = pinned_client(c, url).await?;
             let mut cfg =
                 rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
@@ -358,7 +522,22 @@ pub async fn connect(
                 _launch: None,
             })
         }
-        Transport::Sse { .. } => Err(ConnectError::Unsupported("legacy SSE")),
+        Transport::Sse { url, headers: h } => {
+            let (io, pumps) = legacy_sse(c, url, h).await?;
+            let carrier = Launch {
+                exec: None,
+                id: String::new(),
+                pumps,
+            };
+            let service = ()
+                .serve(io)
+                .await
+                .map_err(|e| ConnectError::Failed(format!("the MCP handshake over SSE: {e}")))?;
+            Ok(Upstream {
+                service,
+                _launch: Some(carrier),
+            })
+        }
         Transport::Stdio { .. } => {
             let (io, launch) = stdio(c, ctx, log).await?;
             // If the handshake fails, `launch` is dropped here: its process is killed.
@@ -512,6 +691,59 @@ mod tests {
         let v6 = url::Url::parse("http://[::1]:8/").unwrap();
         assert!(resolve(&v6, false).await.is_err());
         assert!(resolve(&v6, true).await.is_ok());
+    }
+
+    /// A legacy SSE server on loopback that answers the stream's GET with `body`.
+    async fn sse_server(body: &'static str) -> String {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/sse", l.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n";
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(body.as_bytes()).await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        });
+        url
+    }
+
+    fn sse(url: &str) -> ServerConfig {
+        ServerConfig {
+            id: "legacy".into(),
+            name: "legacy".into(),
+            transport: Transport::Sse {
+                url: url.into(),
+                headers: Default::default(),
+            },
+            enabled: true,
+            disabled_tools: vec![],
+            connect_timeout_ms: 2_000,
+            call_timeout_ms: 0,
+            local: true,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_legacy_sse_endpoint_on_another_origin_is_refused() {
+        // A server naming a metadata address (or any other origin) as where to POST.
+        let url =
+            sse_server(": hi\n\nevent: endpoint\ndata: http://169.254.169.254/latest\n\n").await;
+        let c = sse(&url);
+        let e = legacy_sse(&c, &url, &Default::default()).await.unwrap_err();
+        assert!(
+            e.to_string().contains("not on the server's own origin"),
+            "{e}"
+        );
+        // The same origin, relative or absolute, is taken (CRLF line ends too).
+        let url = sse_server("event: endpoint\r\ndata: /message?sessionId=1\r\n\r\n").await;
+        assert!(
+            legacy_sse(&sse(&url), &url, &Default::default())
+                .await
+                .is_ok()
+        );
     }
 
     #[test]

@@ -18,14 +18,25 @@ pub fn entry() -> PathBuf {
     p
 }
 
-/// `server-everything` serving Streamable HTTP on a free port; killed when dropped.
+/// `server-everything` serving Streamable HTTP (or the legacy HTTP+SSE transport) on a
+/// free port; killed when dropped.
 pub struct Everything {
     child: Child,
     pub port: u16,
+    sse: bool,
 }
 
 impl Everything {
     pub fn start() -> Everything {
+        Self::start_as("streamableHttp")
+    }
+
+    /// The legacy HTTP+SSE transport (`/sse`, then POSTs to the endpoint it names).
+    pub fn start_sse() -> Everything {
+        Self::start_as("sse")
+    }
+
+    fn start_as(mode: &str) -> Everything {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -33,7 +44,7 @@ impl Everything {
             .port();
         let child = Command::new("node")
             .arg(entry())
-            .arg("streamableHttp")
+            .arg(mode)
             .env("PORT", port.to_string())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -47,11 +58,16 @@ impl Everything {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Everything { child, port }
+        Everything {
+            child,
+            port,
+            sse: mode == "sse",
+        }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        let path = if self.sse { "sse" } else { "mcp" };
+        format!("http://127.0.0.1:{}/{path}", self.port)
     }
 }
 

@@ -317,6 +317,30 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         }
         assert!(!stack.log().contains("argos-secret"));
 
+        // The legacy HTTP+SSE transport, through mcpd's own client of it.
+        let legacy = Everything::start_sse();
+        c.add_server(pb::AddServerRequest {
+            config: Some(pb::ServerConfig {
+                transport: Some(pb::server_config::Transport::Sse(pb::Remote {
+                    url: legacy.url(),
+                    headers: Default::default(),
+                })),
+                ..http("legacy", "", true)
+            }),
+        })
+        .await
+        .unwrap();
+        wait_state(&mut c, "legacy", pb::ServerState::Connected, Duration::from_secs(15)).await;
+        let r = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__legacy__echo".into(),
+                arguments_json: r#"{"message": "over the old SSE transport"}"#.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(texts(&r).contains("over the old SSE transport"), "{r:?}");
+
         // Removed: gone from the listing, its tools with it.
         c.remove_server(pb::RemoveServerRequest {
             id: "hung".into(),
