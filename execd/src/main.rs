@@ -133,6 +133,7 @@ fn main() -> ExitCode {
         manager.pool.fill();
         let svc = ExecService {
             manager: manager.clone(),
+            mcp_starts: Default::default(),
         };
         let mut serve = Serve::new(service::server(svc), argos_execd::access::policy());
         let retention_s = ctx.config.exec.retention_s;

@@ -49,6 +49,59 @@ fn env_key(k: &str) -> bool {
         && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Environment names that choose the program, its loader, interpreter or start-up code.
+fn steers(k: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "PATH",
+        "HOME",
+        "SHELL",
+        "ENV",
+        "BASH_ENV",
+        "IFS",
+        "CDPATH",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PYTHONUSERBASE",
+        "PERL5LIB",
+        "PERL5OPT",
+        "PERLLIB",
+        "RUBYLIB",
+        "RUBYOPT",
+        "GEM_PATH",
+        "GEM_HOME",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "CLASSPATH",
+        "GCONV_PATH",
+        "LOCPATH",
+        "NLSPATH",
+        "TMPDIR",
+        "GIT_EXEC_PATH",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "DENO_DIR",
+        "BUN_INSTALL",
+        "UV_PYTHON",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+    ];
+    const PREFIX: &[&str] = &[
+        "LD_",
+        "DYLD_",
+        "NPM_CONFIG_",
+        "NODE_",
+        "PYTHON",
+        "UV_",
+        "PIP_",
+    ];
+    let upper = k.to_ascii_uppercase();
+    EXACT.contains(&upper.as_str()) || PREFIX.iter().any(|p| upper.starts_with(p))
+}
+
 /// A server id as mcpd makes them.
 pub fn check_id(id: &str) -> Result<(), McpError> {
     let ok = (1..=32).contains(&id.len())
@@ -103,6 +156,14 @@ impl McpLaunch {
             return Err(McpError::Invalid(
                 "launch.env_keys",
                 format!("{k:?} is not a variable name"),
+            ));
+        }
+        // mcpd gives the values: a name that decides what runs or what it loads would
+        // let it run anything under the registered launch's name.
+        if let Some(k) = self.env_keys.iter().find(|k| steers(k)) {
+            return Err(McpError::Invalid(
+                "launch.env_keys",
+                format!("{k}: it chooses what the server runs or loads, so mcpd may not set it"),
             ));
         }
         self.env_keys.sort();
@@ -376,5 +437,21 @@ mod tests {
             bad(|l| l.args = vec!["a\0".into()]),
             McpError::Invalid("launch", _)
         ));
+        // mcpd gives the values: names that choose what runs or loads are refused.
+        for steering in [
+            "PATH",
+            "LD_PRELOAD",
+            "NODE_OPTIONS",
+            "npm_config_prefix",
+            "PYTHONPATH",
+            "BASH_ENV",
+        ] {
+            let mut l = launch();
+            l.env_keys = vec![steering.into()];
+            assert!(
+                matches!(l.canonical(), Err(McpError::Invalid("launch.env_keys", _))),
+                "{steering}"
+            );
+        }
     }
 }

@@ -23,6 +23,9 @@ use crate::wire;
 
 pub struct ExecService {
     pub manager: Arc<Manager>,
+    /// Stdio MCP server starts, one at a time: each ends the server's previous launch
+    /// and records the new one, which two at once could interleave.
+    pub mcp_starts: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Refuses what only a started launch can do for an execution still waiting for its
@@ -122,6 +125,29 @@ impl ExecService {
     }
 
     /// The record of a launch the caller may see, or NOT_FOUND (never "exists but hidden").
+    /// Ends the launch a stdio MCP server runs as now, if any (a verified kill).
+    async fn end_mcp_launch(&self, server_id: &str) -> Result<(), Status> {
+        let pool = self.manager.ledger.pool();
+        let current = crate::mcp::current_launch(pool, server_id)
+            .await
+            .map_err(edge::store)?;
+        if let Some(rec) = self
+            .manager
+            .ledger
+            .get(&current)
+            .await
+            .map_err(edge::store)?
+            && !rec.status.is_final()
+        {
+            let outcome = launch::kill_launch(&self.manager.dir(&current), self.grace()).await;
+            tracing::info!(server = %server_id, launch = %current, ?outcome, "a stdio MCP server's launch ended");
+            if matches!(outcome, KillOutcome::Killed | KillOutcome::AlreadyGone) {
+                let _ = self.manager.wait(&current).await;
+            }
+        }
+        Ok(())
+    }
+
     /// Starts a detached launch and answers its record as it stands.
     async fn start_detached(
         &self,
@@ -449,6 +475,11 @@ impl Exec for ExecService {
         let a = self.access(&req);
         let id = req.into_inner().server_id;
         let by = crate::ledger::actor(&a.who.role, &a.who.principal);
+        // What it runs as now ends with its registration.
+        {
+            let _one = self.mcp_starts.lock().await;
+            self.end_mcp_launch(&id).await?;
+        }
         if !crate::mcp::forget(self.manager.ledger.pool(), &id)
             .await
             .map_err(edge::store)?
@@ -494,34 +525,29 @@ impl Exec for ExecService {
                 edge::mcp(e)
             })?;
         // One launch per server: the one started before (mcpd restarted, or lost its
-        // connection to it) ends first, so none is left running unattended.
-        let pool = self.manager.ledger.pool();
-        let previous = crate::mcp::current_launch(pool, &reg.server_id)
-            .await
-            .map_err(edge::store)?;
-        if let Some(rec) = self
-            .manager
-            .ledger
-            .get(&previous)
-            .await
-            .map_err(edge::store)?
-            && !rec.status.is_final()
-        {
-            let outcome = launch::kill_launch(&self.manager.dir(&previous), self.grace()).await;
-            tracing::info!(server = %reg.server_id, launch = %previous, ?outcome, "a stdio MCP server's previous launch ended before a new start");
-            if matches!(outcome, KillOutcome::Killed | KillOutcome::AlreadyGone) {
-                let _ = self.manager.wait(&previous).await;
+        // connection to it) ends first, so none is left running unattended. Done in a
+        // task of its own, one start at a time: a caller that goes away mid-way cannot
+        // leave a launch started but unrecorded.
+        let me = ExecService {
+            manager: self.manager.clone(),
+            mcp_starts: self.mcp_starts.clone(),
+        };
+        let server_id = reg.server_id.clone();
+        tokio::spawn(async move {
+            let _one = me.mcp_starts.clone().lock_owned().await;
+            me.end_mcp_launch(&server_id).await?;
+            // The registration is the permission: the profile's `launchers` (which admit
+            // no unprivileged role through Start) are not asked.
+            let started = me.start_detached(&launch.request(env), &a, None).await?;
+            if let Some(e) = &started.get_ref().execution {
+                crate::mcp::set_launch(me.manager.ledger.pool(), &server_id, &e.id)
+                    .await
+                    .map_err(edge::store)?;
             }
-        }
-        // The registration is the permission: the profile's `launchers` (which admit no
-        // unprivileged role through Start) are not asked.
-        let started = self.start_detached(&launch.request(env), &a, None).await?;
-        if let Some(e) = &started.get_ref().execution {
-            crate::mcp::set_launch(pool, &reg.server_id, &e.id)
-                .await
-                .map_err(edge::store)?;
-        }
-        Ok(started)
+            Ok(started)
+        })
+        .await
+        .map_err(|_| edge::store("a stdio server's start task ended early"))?
     }
 
     type FollowStream = FollowStream;

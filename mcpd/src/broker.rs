@@ -280,7 +280,7 @@ impl Broker {
             let timeout = config.connect_timeout();
             let attempt = tokio::time::timeout(timeout, async {
                 let up = upstream::connect(&config, &self.ctx, log).await?;
-                let tools = upstream::tools(&up.peer())
+                let tools = upstream::tools(&up.peer(), self.limits.tools_per_server)
                     .await
                     .map_err(|e| ConnectError::Failed(format!("listing its tools: {e}")))?;
                 Ok::<_, ConnectError>((up, tools))
@@ -360,10 +360,40 @@ impl Broker {
                 "the server offers more tools than the cap");
             raw.truncate(self.limits.tools_per_server);
         }
+        // A name an admin could not name to disable it (the MCP spec's 1 to 128 of
+        // letters, digits, '_', '-', '.') is not offered at all.
+        raw.retain(|t| {
+            let ok = (1..=128).contains(&t.name.len())
+                && t.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+            if !ok {
+                tracing::warn!(server = %config.id, "a tool with a name outside the MCP charset is not offered");
+            }
+            ok
+        });
+        // Tools pinned before this listing: a tool first seen after the server's first
+        // listing is held like a changed one (a server must not add an unreviewed tool by
+        // reconnecting).
+        let seen_before = self.store.has_pins(&config.id).await?;
         let mut out = Vec::with_capacity(raw.len());
         for t in raw {
-            let offered = pin::digest(&t.name, &t.description, &t.input_schema, &t.annotations);
-            let pinned = self.store.pin_first(&config.id, &t.name, &offered).await?;
+            let offered = pin::digest(
+                &t.name,
+                &t.title,
+                &t.description,
+                &t.input_schema,
+                &t.annotations,
+            );
+            let first_sight = if seen_before {
+                pin::UNREVIEWED
+            } else {
+                offered.as_str()
+            };
+            let pinned = self
+                .store
+                .pin_first(&config.id, &t.name, first_sight)
+                .await?;
             let (description, input_schema, _) =
                 caps::definition(&t.description, &t.input_schema, &self.limits);
             out.push(ToolEntry {
@@ -616,9 +646,31 @@ impl Broker {
     }
 }
 
-/// An update's secrets sent empty keep their stored values (answers never carry them).
+/// Where a configuration's secrets go: the stdio program, or the URL's origin.
+fn destination(c: &ServerConfig) -> String {
+    use server::Transport as T;
+    match &c.transport {
+        T::Stdio { command, args, .. } => format!("stdio:{command}\0{}", args.join("\0")),
+        T::StreamableHttp { url, .. } | T::Sse { url, .. } => url::Url::parse(url)
+            .map(|u| {
+                format!(
+                    "{}:{}",
+                    c.transport.word(),
+                    u.origin().ascii_serialization()
+                )
+            })
+            .unwrap_or_default(),
+    }
+}
+
+/// An update's secrets sent empty keep their stored values (answers never carry them) —
+/// only while they still go where they went: a changed URL origin or program takes its
+/// secrets anew, so a stored token is never sent somewhere else.
 fn keep_secrets(old: &ServerConfig, new: &mut ServerConfig) {
     use server::Transport as T;
+    if destination(old) != destination(new) {
+        return;
+    }
     let old_values: BTreeMap<String, server::Value> = match &old.transport {
         T::Stdio { env, .. } => env.clone(),
         T::StreamableHttp { headers, .. } | T::Sse { headers, .. } => headers.clone(),
@@ -701,5 +753,16 @@ mod tests {
         let expect = changed.clone();
         keep_secrets(&old, &mut changed);
         assert_eq!(changed, expect);
+        // Sent elsewhere, a stored secret is not kept: it must be given again.
+        let mut moved = config();
+        if let Transport::StreamableHttp { url, headers } = &mut moved.transport {
+            *url = "https://elsewhere.example/mcp".into();
+            headers.get_mut("Authorization").unwrap().value.clear();
+        }
+        keep_secrets(&old, &mut moved);
+        let Transport::StreamableHttp { headers, .. } = &moved.transport else {
+            panic!()
+        };
+        assert_eq!(headers["Authorization"].value, "");
     }
 }

@@ -6,11 +6,21 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// The pin of a definition, as hex.
-pub fn digest(name: &str, description: &str, schema: &Value, annotations: &Value) -> String {
+/// The pin of a tool first seen after its server's first listing: no definition hashes to
+/// it, so the tool is held until an admin accepts it.
+pub const UNREVIEWED: &str = "unreviewed";
+
+/// The pin of a definition, as hex: every field offered to a caller is in it.
+pub fn digest(
+    name: &str,
+    title: &str,
+    description: &str,
+    schema: &Value,
+    annotations: &Value,
+) -> String {
     // The audit trail's canonical form: keys sorted at every level.
     let text = argos_store::audit::canonical(&serde_json::json!({
-        "name": name, "description": description,
+        "name": name, "title": title, "description": description,
         "input_schema": schema, "annotations": annotations,
     }));
     Sha256::digest(text.as_bytes())
@@ -31,12 +41,20 @@ mod tests {
         let b: Value =
             serde_json::from_str(r#"{"properties":{"y":{},"x":{}},"type":"object"}"#).unwrap();
         let ann = json!({"readOnlyHint": true});
-        let base = digest("t", "d", &a, &ann);
-        assert_eq!(base, digest("t", "d", &b, &ann));
+        let base = digest("t", "T", "d", &a, &ann);
+        assert_eq!(base, digest("t", "T", "d", &b, &ann));
         assert_eq!(base.len(), 64);
-        assert_ne!(base, digest("t2", "d", &a, &ann));
-        assert_ne!(base, digest("t", "d ", &a, &ann));
-        assert_ne!(base, digest("t", "d", &json!({"type": "object"}), &ann));
-        assert_ne!(base, digest("t", "d", &a, &json!({"readOnlyHint": false})));
+        assert_ne!(base, digest("t2", "T", "d", &a, &ann));
+        assert_ne!(base, digest("t", "T2", "d", &a, &ann));
+        assert_ne!(base, digest("t", "T", "d ", &a, &ann));
+        assert_ne!(
+            base,
+            digest("t", "T", "d", &json!({"type": "object"}), &ann)
+        );
+        assert_ne!(
+            base,
+            digest("t", "T", "d", &a, &json!({"readOnlyHint": false}))
+        );
+        assert_ne!(base, UNREVIEWED);
     }
 }

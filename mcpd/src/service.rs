@@ -321,7 +321,16 @@ impl Mcp for McpService {
         &self,
         r: Request<pb::ListToolsRequest>,
     ) -> Result<Response<pb::ListToolsResponse>, Status> {
-        let r = r.into_inner();
+        // The admin listing (held and disabled tools, with the definitions offered) is for
+        // admins: jobd gets what may be called, whatever it asks.
+        let admin = r
+            .extensions()
+            .get::<argos_common::principal::Caller>()
+            .is_some_and(|c| {
+                c.roles.contains(PeerRole::Gateway) || c.roles.contains(PeerRole::Operator)
+            });
+        let mut r = r.into_inner();
+        r.all &= admin;
         Ok(Response::new(pb::ListToolsResponse {
             tools: self
                 .broker

@@ -17,6 +17,22 @@ pub fn refused(ip: IpAddr, local: bool) -> Option<&'static str> {
                 return refused_v4(v4, local);
             }
             let s = v6.segments();
+            // IPv4-compatible (::a.b.c.d, deprecated but still routed by some stacks).
+            if s[..6] == [0, 0, 0, 0, 0, 0] && (s[6] != 0 || s[7] > 1) {
+                return refused_v4(v4_of(s[6], s[7]), local);
+            }
+            // 6to4 (2002:AABB:CCDD::/48) carries the IPv4 address it reaches.
+            if s[0] == 0x2002 {
+                return refused_v4(v4_of(s[1], s[2]), local);
+            }
+            // Teredo tunnels to an address it hides (obfuscated): never followed.
+            if s[0] == 0x2001 && s[1] == 0 {
+                return Some("a Teredo address");
+            }
+            // NAT64 local-use prefix (64:ff9b:1::/48): its IPv4 is in the last 32 bits.
+            if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
+                return refused_v4(v4_of(s[6], s[7]), local);
+            }
             if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
                 let v4 =
                     Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
@@ -27,12 +43,18 @@ pub fn refused(ip: IpAddr, local: bool) -> Option<&'static str> {
     }
 }
 
+fn v4_of(hi: u16, lo: u16) -> Ipv4Addr {
+    Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8)
+}
+
 fn refused_v4(ip: Ipv4Addr, local: bool) -> Option<&'static str> {
     let o = ip.octets();
     // Metadata services: AWS, GCP, Azure, OpenStack (169.254.169.254), AWS ECS task
-    // metadata (169.254.170.2), Alibaba (100.100.100.200).
+    // metadata (169.254.170.2), EKS Pod Identity (169.254.170.23), Alibaba
+    // (100.100.100.200).
     if ip == Ipv4Addr::new(169, 254, 169, 254)
         || ip == Ipv4Addr::new(169, 254, 170, 2)
+        || ip == Ipv4Addr::new(169, 254, 170, 23)
         || ip == Ipv4Addr::new(100, 100, 100, 200)
     {
         return Some("a cloud metadata address");
@@ -66,7 +88,9 @@ fn refused_v4(ip: Ipv4Addr, local: bool) -> Option<&'static str> {
 
 fn refused_v6(ip: Ipv6Addr, local: bool) -> Option<&'static str> {
     let s = ip.segments();
-    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254) {
+    if ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        || ip == Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)
+    {
         return Some("a cloud metadata address");
     }
     if ip.is_unspecified() {
@@ -84,8 +108,8 @@ fn refused_v6(ip: Ipv6Addr, local: bool) -> Option<&'static str> {
     if (s[0] & 0xfe00) == 0xfc00 {
         return Some("a private (unique local) address (mark the server local to allow it)");
     }
-    if (s[0] & 0xffc0) == 0xfe80 {
-        return Some("a link-local address (mark the server local to allow it)");
+    if (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0 {
+        return Some("a link-local or site-local address (mark the server local to allow it)");
     }
     if s[0] == 0x2001 && s[1] == 0xdb8 {
         return Some("a documentation address (mark the server local to allow it)");
@@ -108,6 +132,8 @@ mod tests {
             "1.1.1.1",
             "2606:4700::1111",
             "::ffff:8.8.8.8",
+            "2002:808:808::1",
+            "2001:db9::1",
         ] {
             assert_eq!(refused(ip(public), false), None, "{public}");
         }
@@ -126,6 +152,12 @@ mod tests {
             "::ffff:10.0.0.1",
             "64:ff9b::a00:1",
             "192.0.0.8",
+            "::127.0.0.1",
+            "::a00:1",
+            "2002:7f00:1::1",
+            "2002:a00:1::",
+            "64:ff9b:1::a00:1",
+            "fec0::1",
         ] {
             assert!(refused(ip(private), false).is_some(), "{private}");
             assert_eq!(refused(ip(private), true), None, "{private} when local");
@@ -148,6 +180,11 @@ mod tests {
             "224.0.0.1",
             "ff02::1",
             "240.0.0.1",
+            "169.254.170.23",
+            "fd00:ec2::23",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2002:a9fe:a9fe::",
+            "::169.254.169.254",
         ] {
             assert!(refused(ip(never), true).is_some(), "{never}");
         }

@@ -174,6 +174,15 @@ impl Store {
         Ok(())
     }
 
+    /// Whether any tool of a server has been pinned (it was listed before).
+    pub async fn has_pins(&self, server: &str) -> Result<bool, StoreError> {
+        let r = sqlx::query("SELECT 1 FROM pins WHERE server = ? LIMIT 1")
+            .bind(server)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(r.is_some())
+    }
+
     /// Pins a tool's definition anew (an admin accepted its change).
     pub async fn pin(&self, server: &str, tool: &str, sha256: &str) -> Result<(), StoreError> {
         self.write_pin(server, tool, sha256, true).await

@@ -346,6 +346,8 @@ const MAX_EVENT: usize = 16 * 1024 * 1024;
 struct Events<S> {
     body: S,
     buf: Vec<u8>,
+    /// How much of `buf` holds no event end (searched already: each byte once).
+    scanned: usize,
 }
 
 impl<S> Events<S>
@@ -355,19 +357,23 @@ where
     async fn next(&mut self) -> Result<Option<(String, String)>, String> {
         use futures_util::StreamExt as _;
         loop {
-            // An event ends at a blank line (LF or CRLF line ends).
-            let text_end = self
-                .buf
+            // An event ends at a blank line (LF or CRLF line ends); the search resumes
+            // where the last one stopped.
+            let from = self.scanned.saturating_sub(3);
+            let tail = &self.buf[from..];
+            let text_end = tail
                 .windows(2)
                 .position(|w| w == b"\n\n")
-                .map(|i| (i, 2))
-                .or_else(|| {
-                    self.buf
-                        .windows(4)
+                .map(|i| (from + i, 2))
+                .into_iter()
+                .chain(
+                    tail.windows(4)
                         .position(|w| w == b"\r\n\r\n")
-                        .map(|i| (i, 4))
-                });
+                        .map(|i| (from + i, 4)),
+                )
+                .min();
             if let Some((end, sep)) = text_end {
+                self.scanned = 0;
                 let block: Vec<u8> = self.buf.drain(..end + sep).collect();
                 let block = String::from_utf8_lossy(&block[..end]).replace("\r\n", "\n");
                 let (mut event, mut data) = ("message".to_string(), String::new());
@@ -386,6 +392,7 @@ where
                 }
                 return Ok(Some((event, data)));
             }
+            self.scanned = self.buf.len();
             if self.buf.len() > MAX_EVENT {
                 return Err("an event over 16 MiB".into());
             }
@@ -430,6 +437,7 @@ async fn legacy_sse(
     let mut events = Events {
         body: Box::pin(resp.bytes_stream()),
         buf: Vec::new(),
+        scanned: 0,
     };
     let endpoint = loop {
         match events.next().await {
@@ -453,6 +461,7 @@ async fn legacy_sse(
     }
     let (ours, theirs) = tokio::io::duplex(256 * 1024);
     let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
+    let post_timeout = c.call_timeout();
     let reader = tokio::spawn(async move {
         while let Ok(Some((event, data))) = events.next().await {
             if event == "message"
@@ -467,10 +476,13 @@ async fn legacy_sse(
     let writer = tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(from_rmcp).lines();
         while let Ok(Some(line)) = lines.next_line().await {
+            // A POST that never answers ends the connection (and so its reconnection)
+            // rather than stalling every later message.
             let sent = http
                 .post(post_to.clone())
                 .headers(headers.clone())
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .timeout(post_timeout)
                 .body(line)
                 .send()
                 .await;
@@ -584,9 +596,33 @@ pub struct RawTool {
     pub annotations: Json,
 }
 
-/// Every tool the server offers (all pages).
-pub async fn tools(peer: &Peer<RoleClient>) -> Result<Vec<RawTool>, CallError> {
-    let all = peer.list_all_tools().await.map_err(service_error)?;
+/// Pages of a tool listing read at most: a server that pages forever is cut off here,
+/// not when mcpd's memory runs out.
+const MAX_PAGES: usize = 32;
+
+/// The tools the server offers, page by page, stopping at `max` tools or `MAX_PAGES`.
+pub async fn tools(peer: &Peer<RoleClient>, max: usize) -> Result<Vec<RawTool>, CallError> {
+    let mut all = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_PAGES {
+        let page = peer
+            .list_tools(
+                cursor
+                    .take()
+                    .map(|c| rmcp::model::PaginatedRequestParams::default().with_cursor(Some(c))),
+            )
+            .await
+            .map_err(service_error)?;
+        all.extend(page.tools);
+        if all.len() >= max {
+            all.truncate(max);
+            break;
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
     Ok(all
         .into_iter()
         .filter_map(|t| serde_json::to_value(&t).ok())

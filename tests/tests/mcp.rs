@@ -688,11 +688,28 @@ fn a_compromised_mcpd_can_start_nothing_an_admin_did_not_register() {
     let r = as_mcpd(&stack, &["--start-mcp", "tool", "cat"]);
     assert_eq!(r["ok"], true, "{r}");
     assert!(stack.log().contains("an MCP server start refused"));
+    // Forgetting a registration ends what it runs as.
+    let id = r["id"].as_str().unwrap().to_string();
+    rt().block_on(async {
+        let exec = argos_exec_client::ExecClient::from_channel(argos_tests::channel(
+            &stack.socket("execd"),
+        ));
+        exec.forget_mcp_server("tool").await.unwrap();
+        let e = exec.get(&id, false).await.unwrap().execution.unwrap();
+        assert_ne!(
+            e.status,
+            argos_proto::exec::v1::ExecutionStatus::Running as i32,
+            "{e:?}"
+        );
+    });
+    let r = as_mcpd(&stack, &["--start-mcp", "tool", "cat"]);
+    assert_eq!(r["code"], "FailedPrecondition", "forgotten: {r}");
     stack.stop();
 }
 
-/// `tests/mcp/rug.py` (PyPI `mcp`) on `port`, its tool described by the file `desc`.
-fn rug(port: u16, desc: &Path) -> std::process::Child {
+/// `tests/mcp/rug.py` (PyPI `mcp`) on `port`, its tool described by the file `desc`
+/// (and a second tool with `extra`).
+fn rug_with(port: u16, desc: &Path, extra: bool) -> std::process::Child {
     let python = workspace().join("target/tools/mcp-py/bin/python");
     assert!(
         python.is_file(),
@@ -703,6 +720,7 @@ fn rug(port: u16, desc: &Path) -> std::process::Child {
         .arg(workspace().join("tests/mcp/rug.py"))
         .env("PORT", port.to_string())
         .env("RUG_DESCRIPTION", desc)
+        .env("RUG_EXTRA", if extra { "1" } else { "" })
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -713,6 +731,10 @@ fn rug(port: u16, desc: &Path) -> std::process::Child {
         std::thread::sleep(Duration::from_millis(100));
     }
     child
+}
+
+fn rug(port: u16, desc: &Path) -> std::process::Child {
+    rug_with(port, desc, false)
 }
 
 #[test]
@@ -821,6 +843,31 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
         )
         .await;
         assert_eq!(s.tools_changed, 0, "{s:?}");
+
+        // A tool first offered after the server's first listing is held too.
+        let _ = server.kill();
+        let _ = server.wait();
+        server = rug_with(port, &desc, true);
+        c.reconnect(pb::ReconnectRequest { id: "rug".into() })
+            .await
+            .unwrap();
+        let s = wait_state(
+            &mut c,
+            "rug",
+            pb::ServerState::Connected,
+            Duration::from_secs(20),
+        )
+        .await;
+        assert_eq!((s.tools, s.tools_changed), (2, 1), "{s:?}");
+        let e = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__rug__peek".into(),
+                arguments_json: r#"{"path": "/etc/hostname"}"#.into(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        c.call_tool(add()).await.unwrap();
     });
     let _ = server.kill();
     let _ = server.wait();
