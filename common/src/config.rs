@@ -38,6 +38,19 @@ pub struct Config {
     pub exec: ExecConfig,
     pub quota: QuotaConfig,
     pub approvals: ApprovalsConfig,
+    pub mcp: McpConfig,
+}
+
+/// What mcpd lets an upstream MCP server put in front of an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpConfig {
+    pub result_text_bytes: u64,
+    pub result_image_bytes: u64,
+    pub result_total_bytes: u64,
+    pub description_chars: u64,
+    pub schema_bytes: u64,
+    pub schema_depth: u64,
+    pub tools_per_server: u64,
 }
 
 /// Who may decide an approval.
@@ -414,6 +427,50 @@ impl Config {
                     "Require another admin to decide a request (four eyes). Off: the user who owns the requesting agent's token may approve or deny it — from a session or an approve-scoped token, never with an agent-scoped one — so a one-admin host works with one account. The audit trail records which rule applied.",
                 ),
             },
+            mcp: McpConfig {
+                result_text_bytes: r.get_with(
+                    "mcp.result_text_bytes",
+                    64 * 1024u64,
+                    "Bytes of text one tool call's result may bring back (its text, embedded resources and structured content together); the rest is cut, and the result says so. 1024 to 16777216.",
+                    Between(1024, 16 << 20),
+                ),
+                result_image_bytes: r.get_with(
+                    "mcp.result_image_bytes",
+                    1024 * 1024u64,
+                    "Bytes of one image in a tool call's result; a larger one is replaced by a line saying so. 0 to 67108864.",
+                    Between(0, 64 << 20),
+                ),
+                result_total_bytes: r.get_with(
+                    "mcp.result_total_bytes",
+                    4 * 1024 * 1024u64,
+                    "Bytes of one tool call's result, everything together. 1024 to 268435456.",
+                    Between(1024, 256 << 20),
+                ),
+                description_chars: r.get_with(
+                    "mcp.description_chars",
+                    2048u64,
+                    "Characters of a tool's description offered to agents; the rest is cut, and the description says so. 64 to 65536.",
+                    Between(64, 65536),
+                ),
+                schema_bytes: r.get_with(
+                    "mcp.schema_bytes",
+                    16 * 1024u64,
+                    "Bytes of a tool's input schema (as JSON); a larger one is left out (the tool takes any object) and its description says so. 256 to 1048576.",
+                    Between(256, 1 << 20),
+                ),
+                schema_depth: r.get_with(
+                    "mcp.schema_depth",
+                    16u64,
+                    "Nesting depth of a tool's input schema, as for schema_bytes. 2 to 64.",
+                    Between(2, 64),
+                ),
+                tools_per_server: r.get_with(
+                    "mcp.tools_per_server",
+                    256u64,
+                    "Tools one MCP server may offer; the first ones are kept. 1 to 4096.",
+                    Between(1, 4096),
+                ),
+            },
             quota: QuotaConfig {
                 launches: r.get(
                     "quota.launches",
@@ -633,6 +690,31 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn mcp_caps_are_read_within_their_bounds() {
+        let c = Config::parse(&src(
+            "[mcp]\nresult_text_bytes = 2048\n",
+            &[("ARGOS_MCP__TOOLS_PER_SERVER", "10")],
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.mcp.result_text_bytes, c.mcp.tools_per_server),
+            (2048, 10)
+        );
+        assert_eq!(Config::defaults().mcp.result_text_bytes, 65536);
+        let e = Config::parse(&src(
+            "[mcp]\nschema_depth = 1\nresult_text_bytes = 0\n",
+            &[],
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("mcp.schema_depth (file test.toml): 1 is outside 2 to 64"),
+            "{e}"
+        );
+        assert!(e.contains("mcp.result_text_bytes"), "{e}");
     }
 
     #[test]

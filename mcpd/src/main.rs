@@ -42,10 +42,20 @@ fn main() -> ExitCode {
                 &ctx.config.socket_path(Daemon::Execd.name()),
                 ServerUids::for_daemon(&ctx.peers, Daemon::Execd),
             );
-            let broker =
-                broker::Broker::start(store, caps::Limits::default(), upstream::Context { exec })
-                    .await
-                    .context("loading the configured servers")?;
+            let m = &ctx.config.mcp;
+            let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+            let limits = caps::Limits {
+                result_text: size(m.result_text_bytes),
+                result_image: size(m.result_image_bytes),
+                result_total: size(m.result_total_bytes),
+                description: size(m.description_chars),
+                schema_bytes: size(m.schema_bytes),
+                schema_depth: size(m.schema_depth),
+                tools_per_server: size(m.tools_per_server),
+            };
+            let broker = broker::Broker::start(store, limits, upstream::Context { exec })
+                .await
+                .context("loading the configured servers")?;
             Ok(Serve::new(
                 McpServer::new(service::McpService { broker }),
                 service::policy(),

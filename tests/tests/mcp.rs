@@ -83,7 +83,10 @@ fn texts(r: &pb::CallToolResponse) -> String {
 #[test]
 fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped() {
     require_root("mcpd's broker (the stack runs privilege-separated)");
-    let stack = StackBuilder::new().start();
+    // A text cap of 32 KiB (`mcp.result_text_bytes`; 64 KiB by default).
+    let stack = StackBuilder::new()
+        .env("ARGOS_MCP__RESULT_TEXT_BYTES", "32768")
+        .start();
     let everything = Everything::start();
     // A server that takes the connection and never answers.
     let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -194,7 +197,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
                 "{r:?}"
             );
         }
-        // The cap: 100 KiB echoed back is cut at 64 KiB of text, and says so.
+        // The cap: 100 KiB echoed back is cut at the configured 32 KiB, and says so.
         let big = "x".repeat(100 * 1024);
         let r = c
             .call_tool(pb::CallToolRequest {
@@ -206,7 +209,11 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
             .into_inner();
         assert!(r.truncated, "{}", texts(&r).len());
         let text = texts(&r);
-        assert!(text.len() < 66 * 1024 && text.contains("cut by Argos"), "{}", text.len());
+assert!(
+            text.len() < 33 * 1024 && text.len() > 31 * 1024 && text.contains("cut by Argos"),
+            "{}",
+            text.len()
+        );
         // Arguments that are not an object are refused here, not sent.
         let e = c
             .call_tool(pb::CallToolRequest {

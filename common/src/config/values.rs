@@ -31,6 +31,31 @@ impl<T: Setting> Codec<T> for Plain {
     }
 }
 
+/// A whole number within `[min, max]`.
+pub(super) struct Between(pub(super) u64, pub(super) u64);
+
+impl Between {
+    fn check(&self, v: u64) -> Result<u64, String> {
+        if (self.0..=self.1).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("{v} is outside {} to {}", self.0, self.1))
+        }
+    }
+}
+
+impl Codec<u64> for Between {
+    fn read_toml(&self, v: &toml::Value) -> Result<u64, String> {
+        self.check(u64::from_toml(v)?)
+    }
+    fn read_env(&self, s: &str) -> Result<u64, String> {
+        self.check(u64::from_env(s)?)
+    }
+    fn show(&self, v: &u64) -> toml::Value {
+        v.to_toml()
+    }
+}
+
 /// Octal permission bits written as a string, e.g. `"0660"`.
 pub(super) struct Mode;
 
