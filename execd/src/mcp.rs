@@ -43,12 +43,6 @@ pub enum McpError {
     Mismatch(String),
 }
 
-fn env_key(k: &str) -> bool {
-    (1..=128).contains(&k.len())
-        && k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 /// Environment names that choose the program, its loader, interpreter or start-up code.
 fn steers(k: &str) -> bool {
     const EXACT: &[&str] = &[
@@ -104,19 +98,12 @@ fn steers(k: &str) -> bool {
 
 /// A server id as mcpd makes them.
 pub fn check_id(id: &str) -> Result<(), McpError> {
-    let ok = (1..=32).contains(&id.len())
-        && id.starts_with(|c: char| c.is_ascii_lowercase())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if argos_common::names::is_server_id(id) {
         Ok(())
     } else {
         Err(McpError::Invalid(
             "server_id",
-            format!(
-                "{id:?}: a lowercase letter, then lowercase letters, digits and '-', 32 at most"
-            ),
+            format!("{id:?}: {}", argos_common::names::SERVER_ID_RULE),
         ))
     }
 }
@@ -152,7 +139,11 @@ impl McpLaunch {
         if self.env_keys.len() > 64 {
             return Err(McpError::Invalid("launch.env_keys", "more than 64".into()));
         }
-        if let Some(k) = self.env_keys.iter().find(|k| !env_key(k)) {
+        if let Some(k) = self
+            .env_keys
+            .iter()
+            .find(|k| !argos_common::names::is_env_name(k))
+        {
             return Err(McpError::Invalid(
                 "launch.env_keys",
                 format!("{k:?} is not a variable name"),

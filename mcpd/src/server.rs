@@ -108,18 +108,14 @@ fn bad(field: impl Into<String>, why: impl Into<String>) -> FieldError {
 
 /// A server id: a letter, then letters, digits and '-', 32 at most.
 pub fn check_id(id: &str) -> Result<(), FieldError> {
-    let ok = (1..=32).contains(&id.len())
-        && id.starts_with(|c: char| c.is_ascii_lowercase())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
-    if ok {
+    if argos_common::names::is_server_id(id) {
         Ok(())
     } else {
         Err(bad(
             "id",
             format!(
-                "{id:?} is not an id: a lowercase letter, then lowercase letters, digits and '-', 32 at most"
+                "{id:?} is not an id: {}",
+                argos_common::names::SERVER_ID_RULE
             ),
         ))
     }
@@ -133,12 +129,6 @@ fn text(field: &str, s: &str, max: usize) -> Result<(), FieldError> {
         return Err(bad(field, "contains a NUL byte"));
     }
     Ok(())
-}
-
-fn env_key(k: &str) -> bool {
-    (1..=128).contains(&k.len())
-        && k.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Header names mcpd sets itself, or that would change how the request is framed.
@@ -225,7 +215,7 @@ pub fn validate(c: &ServerConfig) -> Result<(), FieldError> {
                 return Err(bad("stdio.env", "more than 64 variables"));
             }
             for (k, v) in env {
-                if !env_key(k) {
+                if !argos_common::names::is_env_name(k) {
                     return Err(bad(
                         "stdio.env",
                         format!(

@@ -617,6 +617,21 @@ pub struct ProbeResult {
     pub stderr: String,
 }
 
+/// Runs `argos-probe SOCKET ARGS…` as `uid` (in the socket group) and answers the JSON
+/// it printed: a launch, a stdio MCP server's registration or start, as that peer would.
+pub fn probe_as(socket: &Path, uid: u32, args: &[&str]) -> serde_json::Value {
+    use std::os::unix::process::CommandExt as _;
+    let out = command("argos-probe")
+        .arg(socket)
+        .args(args)
+        .uid(uid)
+        .gid(SOCKET_GID)
+        .output()
+        .expect("running argos-probe");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+}
+
 /// Runs `argos-probe` (a minimal gRPC client) against a socket, optionally as another
 /// uid/gid (std drops supplementary groups when root sets a uid).
 pub fn probe(socket: &Path, as_ids: Option<(u32, u32)>, principal: Option<&str>) -> ProbeResult {

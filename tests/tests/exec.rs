@@ -698,20 +698,12 @@ fn launch_as(
     profile: &str,
     cmd: &str,
 ) -> serde_json::Value {
-    let mut c = argos_tests::command("argos-probe");
-    c.arg(stack.socket("execd"));
+    let mut args = Vec::new();
     if let Some(p) = principal {
-        c.args(["--principal", p]);
+        args.extend(["--principal", p]);
     }
-    use std::os::unix::process::CommandExt;
-    let out = c
-        .args([verb, profile, cmd])
-        .uid(uid)
-        .gid(argos_tests::SOCKET_GID)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    args.extend([verb, profile, cmd]);
+    argos_tests::probe_as(&stack.socket("execd"), uid, &args)
 }
 
 #[test]

@@ -43,6 +43,29 @@ fn http(id: &str, url: &str, local: bool) -> pb::ServerConfig {
 
 type Client = McpClient<tonic::transport::Channel>;
 
+/// Adds a server to mcpd (it must be accepted).
+async fn add(c: &mut Client, config: pb::ServerConfig) {
+    c.add_server(pb::AddServerRequest {
+        config: Some(config),
+    })
+    .await
+    .unwrap();
+}
+
+/// Registers a stdio server's launch with execd, as an admin (root is an operator).
+async fn register(
+    exec: &argos_exec_client::ExecClient,
+    id: &str,
+    launch: argos_proto::exec::v1::McpLaunch,
+) -> argos_proto::exec::v1::McpRegistration {
+    exec.register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
+        server_id: id.into(),
+        launch: Some(launch),
+    })
+    .await
+    .unwrap()
+}
+
 /// Waits until `id` reaches `state`; answers the server as then reported.
 async fn wait_state(
     c: &mut Client,
@@ -102,13 +125,9 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         // The hung one first: it must not hold up the other.
         let mut slow = http("hung", &hung_url, true);
         slow.connect_timeout_ms = 2_000;
-        c.add_server(pb::AddServerRequest { config: Some(slow) }).await.unwrap();
+        add(&mut c, slow).await;
         let t = Instant::now();
-        c.add_server(pb::AddServerRequest {
-            config: Some(http("everything", &everything.url(), true)),
-        })
-        .await
-        .unwrap();
+        add(&mut c, http("everything", &everything.url(), true)).await;
         let s = wait_state(&mut c, "everything", pb::ServerState::Connected, Duration::from_secs(15)).await;
         eprintln!("everything connected in {:?}: {s:?}", t.elapsed());
         assert!(s.tools > 5, "{s:?}");
@@ -117,18 +136,10 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         assert!(h.error.contains("2000 ms"), "{h:?}");
 
         // The SSRF rule: a loopback URL without `local`, a metadata address even with it.
-        c.add_server(pb::AddServerRequest {
-            config: Some(http("nonlocal", &everything.url(), false)),
-        })
-        .await
-        .unwrap();
+        add(&mut c, http("nonlocal", &everything.url(), false)).await;
         let n = wait_state(&mut c, "nonlocal", pb::ServerState::Error, Duration::from_secs(5)).await;
         assert!(n.error.contains("loopback"), "{n:?}");
-        c.add_server(pb::AddServerRequest {
-            config: Some(http("metadata", "http://169.254.169.254/latest", true)),
-        })
-        .await
-        .unwrap();
+        add(&mut c, http("metadata", "http://169.254.169.254/latest", true)).await;
         let m = wait_state(&mut c, "metadata", pb::ServerState::Error, Duration::from_secs(5)).await;
         assert!(m.error.contains("metadata"), "{m:?}");
 
@@ -326,17 +337,13 @@ assert!(
 
         // The legacy HTTP+SSE transport, through mcpd's own client of it.
         let legacy = Everything::start_sse();
-        c.add_server(pb::AddServerRequest {
-            config: Some(pb::ServerConfig {
+        add(&mut c, pb::ServerConfig {
                 transport: Some(pb::server_config::Transport::Sse(pb::Remote {
                     url: legacy.url(),
                     headers: Default::default(),
                 })),
                 ..http("legacy", "", true)
-            }),
-        })
-        .await
-        .unwrap();
+            }).await;
         wait_state(&mut c, "legacy", pb::ServerState::Connected, Duration::from_secs(15)).await;
         let r = c
             .call_tool(pb::CallToolRequest {
@@ -443,19 +450,9 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
         ));
         let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
         // An admin registers the exact launch, then configures the server in mcpd.
-        let reg = exec
-            .register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
-                server_id: "local".into(),
-                launch: Some(launch(node, &[&entry, "stdio"])),
-            })
-            .await
-            .unwrap();
+        let reg = register(&exec, "local", launch(node, &[&entry, "stdio"])).await;
         assert_eq!(reg.digest.len(), 64);
-        c.add_server(pb::AddServerRequest {
-            config: Some(stdio("local", node, &[&entry, "stdio"])),
-        })
-        .await
-        .unwrap();
+        add(&mut c, stdio("local", node, &[&entry, "stdio"])).await;
         let s = wait_state(
             &mut c,
             "local",
@@ -547,11 +544,7 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
         };
 
         // mcpd cannot start what was not registered, nor a changed launch.
-        c.add_server(pb::AddServerRequest {
-            config: Some(stdio("unknown", "/bin/sh", &["-c", "id"])),
-        })
-        .await
-        .unwrap();
+        add(&mut c, stdio("unknown", "/bin/sh", &["-c", "id"])).await;
         let u = wait_state(
             &mut c,
             "unknown",
@@ -563,17 +556,12 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
             u.error.contains("no stdio server unknown is registered"),
             "{u:?}"
         );
-        exec.register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
-            server_id: "changed".into(),
-            launch: Some(launch(node, &[&entry, "stdio"])),
-        })
-        .await
-        .unwrap();
-        c.add_server(pb::AddServerRequest {
-            config: Some(stdio("changed", "/bin/sh", &["-c", "cat /etc/shadow"])),
-        })
-        .await
-        .unwrap();
+        register(&exec, "changed", launch(node, &[&entry, "stdio"])).await;
+        add(
+            &mut c,
+            stdio("changed", "/bin/sh", &["-c", "cat /etc/shadow"]),
+        )
+        .await;
         let m = wait_state(
             &mut c,
             "changed",
@@ -585,17 +573,8 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
 
         // A registered server that tries to read secrets: the kernel says no; its standard
         // error is kept for an admin to read.
-        exec.register_mcp_server(argos_proto::exec::v1::RegisterMcpServerRequest {
-            server_id: "spy".into(),
-            launch: Some(launch("/bin/sh", &["-c", &spy])),
-        })
-        .await
-        .unwrap();
-        c.add_server(pb::AddServerRequest {
-            config: Some(stdio("spy", "/bin/sh", &["-c", &spy])),
-        })
-        .await
-        .unwrap();
+        register(&exec, "spy", launch("/bin/sh", &["-c", &spy])).await;
+        add(&mut c, stdio("spy", "/bin/sh", &["-c", &spy])).await;
         let deadline = Instant::now() + Duration::from_secs(20);
         let log = loop {
             let log = c
@@ -649,16 +628,7 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
 
 /// What `argos-probe` answered, run as mcpd's uid (a compromised mcpd).
 fn as_mcpd(stack: &argos_tests::Stack, args: &[&str]) -> serde_json::Value {
-    use std::os::unix::process::CommandExt as _;
-    let out = argos_tests::command("argos-probe")
-        .arg(stack.socket("execd"))
-        .args(args)
-        .uid(argos_tests::MCP_UID)
-        .gid(argos_tests::SOCKET_GID)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
+    argos_tests::probe_as(&stack.socket("execd"), argos_tests::MCP_UID, args)
 }
 
 #[test]
@@ -675,6 +645,13 @@ fn a_compromised_mcpd_can_start_nothing_an_admin_did_not_register() {
         let r = as_mcpd(&stack, &["--start", profile, "id"]);
         assert_eq!(r["ok"], false, "{profile}: {r}");
     }
+    // Nor may a compromised jobd do either.
+    let as_jobd =
+        |args: &[&str]| argos_tests::probe_as(&stack.socket("execd"), argos_tests::JOB_UID, args);
+    let r = as_jobd(&["--register-mcp", "mine", "id"]);
+    assert_eq!(r["code"], "PermissionDenied", "{r}");
+    let r = as_jobd(&["--start-mcp", "mine", "id"]);
+    assert_eq!(r["code"], "PermissionDenied", "{r}");
     // An admin registers one; mcpd may start exactly that and nothing else under its id.
     let r = argos_tests::command("argos-probe")
         .arg(stack.socket("execd"))
@@ -760,11 +737,7 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     rt().block_on(async {
         let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
-        c.add_server(pb::AddServerRequest {
-            config: Some(http("rug", &url, true)),
-        })
-        .await
-        .unwrap();
+        add(&mut c, http("rug", &url, true)).await;
         wait_state(
             &mut c,
             "rug",
