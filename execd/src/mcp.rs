@@ -43,59 +43,6 @@ pub enum McpError {
     Mismatch(String),
 }
 
-/// Environment names that choose the program, its loader, interpreter or start-up code.
-fn steers(k: &str) -> bool {
-    const EXACT: &[&str] = &[
-        "PATH",
-        "HOME",
-        "SHELL",
-        "ENV",
-        "BASH_ENV",
-        "IFS",
-        "CDPATH",
-        "NODE_OPTIONS",
-        "NODE_PATH",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "PYTHONHOME",
-        "PYTHONUSERBASE",
-        "PERL5LIB",
-        "PERL5OPT",
-        "PERLLIB",
-        "RUBYLIB",
-        "RUBYOPT",
-        "GEM_PATH",
-        "GEM_HOME",
-        "JAVA_TOOL_OPTIONS",
-        "_JAVA_OPTIONS",
-        "JDK_JAVA_OPTIONS",
-        "CLASSPATH",
-        "GCONV_PATH",
-        "LOCPATH",
-        "NLSPATH",
-        "TMPDIR",
-        "GIT_EXEC_PATH",
-        "XDG_CONFIG_HOME",
-        "XDG_DATA_HOME",
-        "DENO_DIR",
-        "BUN_INSTALL",
-        "UV_PYTHON",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
-    ];
-    const PREFIX: &[&str] = &[
-        "LD_",
-        "DYLD_",
-        "NPM_CONFIG_",
-        "NODE_",
-        "PYTHON",
-        "UV_",
-        "PIP_",
-    ];
-    let upper = k.to_ascii_uppercase();
-    EXACT.contains(&upper.as_str()) || PREFIX.iter().any(|p| upper.starts_with(p))
-}
-
 /// A server id as mcpd makes them.
 pub fn check_id(id: &str) -> Result<(), McpError> {
     if argos_common::names::is_server_id(id) {
@@ -151,7 +98,11 @@ impl McpLaunch {
         }
         // mcpd gives the values: a name that decides what runs or what it loads would
         // let it run anything under the registered launch's name.
-        if let Some(k) = self.env_keys.iter().find(|k| steers(k)) {
+        if let Some(k) = self
+            .env_keys
+            .iter()
+            .find(|k| argos_common::names::steers(k))
+        {
             return Err(McpError::Invalid(
                 "launch.env_keys",
                 format!("{k}: it chooses what the server runs or loads, so mcpd may not set it"),

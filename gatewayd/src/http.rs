@@ -49,6 +49,10 @@ impl State {
     pub fn exec_channel(&self) -> Channel {
         self.exec.clone()
     }
+
+    pub fn mcp_channel(&self) -> Channel {
+        self.mcp.clone()
+    }
 }
 
 pub fn router(state: State, api: api::Shared) -> axum::Router {
@@ -84,6 +88,36 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/terminals/{id}", delete(api::close_terminal))
         .route("/api/terminals/{id}/ticket", post(api::ticket))
         .route("/api/terminals/{id}/ws", get(api::terminal_ws))
+        .route(
+            "/api/mcp/servers",
+            get(api::mcp_servers).post(api::add_mcp_server),
+        )
+        .route(
+            "/api/mcp/servers/{server}",
+            get(api::mcp_server)
+                .put(api::update_mcp_server)
+                .delete(api::remove_mcp_server),
+        )
+        .route(
+            "/api/mcp/servers/{server}/enable",
+            post(api::enable_mcp_server),
+        )
+        .route(
+            "/api/mcp/servers/{server}/disable",
+            post(api::disable_mcp_server),
+        )
+        .route(
+            "/api/mcp/servers/{server}/reconnect",
+            post(api::reconnect_mcp_server),
+        )
+        .route("/api/mcp/servers/{server}/log", get(api::mcp_server_log))
+        .route(
+            "/api/mcp/servers/{server}/disabled_tools",
+            axum::routing::put(api::set_disabled_tools),
+        )
+        .route("/api/mcp/tools", get(api::mcp_tools))
+        .route("/api/mcp/tools/{tool}/accept", post(api::accept_mcp_tool))
+        .route("/api/mcp/tools/{tool}/call", post(api::call_mcp_tool))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,

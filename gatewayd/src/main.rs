@@ -105,8 +105,11 @@ fn main() -> ExitCode {
                 changes: tokio::sync::broadcast::channel(256).0,
                 resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
                 host_history: api::HostHistory::default(),
+                mcp: argos_proto::mcp::v1::mcp_client::McpClient::new(state.mcp_channel()),
+                mcp_config: tokio::sync::Mutex::new(()),
             });
             tokio::spawn(api::watch_execd(api.clone()));
+            tokio::spawn(api::watch_mcpd(api.clone()));
             tokio::spawn(api::sample_host(api.clone()));
             tokio::spawn(anchor::run(
                 api.clone(),

@@ -433,6 +433,29 @@ impl Broker {
         ids.iter().filter_map(|id| self.view(id)).collect()
     }
 
+    /// What [`Broker::add`] would keep, or why it would refuse; nothing is kept.
+    pub fn check_add(&self, config: &ServerConfig) -> Result<(), BrokerError> {
+        server::validate(config)?;
+        if self.slots().contains_key(&config.id) {
+            return Err(BrokerError::Exists(config.id.clone()));
+        }
+        Ok(())
+    }
+
+    /// What [`Broker::update`] would keep (secrets sent empty filled in), or why it would
+    /// refuse; nothing is kept.
+    pub fn check_update(&self, mut config: ServerConfig) -> Result<ServerConfig, BrokerError> {
+        server::check_id(&config.id)?;
+        let old = self
+            .slots()
+            .get(&config.id)
+            .map(|s| s.config.clone())
+            .ok_or_else(|| BrokerError::NoServer(config.id.clone()))?;
+        keep_secrets(&old, &mut config);
+        server::validate(&config)?;
+        Ok(config)
+    }
+
     pub async fn add(self: &Arc<Self>, config: ServerConfig) -> Result<ServerView, BrokerError> {
         server::validate(&config)?;
         match self.store.add(&config).await {
@@ -445,18 +468,8 @@ impl Broker {
     }
 
     /// Replaces a configuration; a secret sent empty keeps the value stored.
-    pub async fn update(
-        self: &Arc<Self>,
-        mut config: ServerConfig,
-    ) -> Result<ServerView, BrokerError> {
-        server::check_id(&config.id)?;
-        let old = self
-            .slots()
-            .get(&config.id)
-            .map(|s| s.config.clone())
-            .ok_or_else(|| BrokerError::NoServer(config.id.clone()))?;
-        keep_secrets(&old, &mut config);
-        server::validate(&config)?;
+    pub async fn update(self: &Arc<Self>, config: ServerConfig) -> Result<ServerView, BrokerError> {
+        let config = self.check_update(config)?;
         self.store.update(&config).await.map_err(|e| match e {
             StoreError::NotFound(id) => BrokerError::NoServer(id),
             e => e.into(),

@@ -131,23 +131,6 @@ fn text(field: &str, s: &str, max: usize) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// Header names mcpd sets itself, or that would change how the request is framed.
-const OWN_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "content-type",
-    "transfer-encoding",
-    "connection",
-    "upgrade",
-    "te",
-    "accept",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "mcp-method",
-    "mcp-name",
-    "last-event-id",
-];
-
 fn header_name(k: &str) -> bool {
     (1..=128).contains(&k.len())
         && k.bytes()
@@ -223,6 +206,14 @@ pub fn validate(c: &ServerConfig) -> Result<(), FieldError> {
                         ),
                     ));
                 }
+                if argos_common::names::steers(k) {
+                    return Err(bad(
+                        "stdio.env",
+                        format!(
+                            "{k}: it chooses what the server runs or loads, so it is not configurable"
+                        ),
+                    ));
+                }
                 text(&format!("stdio.env.{k}"), &v.value, 8192)?;
             }
             if !cwd.is_empty() && (!cwd.starts_with('/') || cwd.split('/').any(|p| p == "..")) {
@@ -243,7 +234,9 @@ pub fn validate(c: &ServerConfig) -> Result<(), FieldError> {
                         format!("{k:?} is not a header name"),
                     ));
                 }
-                if OWN_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                if argos_common::names::MCP_RESERVED_HEADERS
+                    .contains(&k.to_ascii_lowercase().as_str())
+                {
                     return Err(bad(
                         format!("{which}.headers"),
                         format!("{k} is set by Argos, not by configuration"),

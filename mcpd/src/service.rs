@@ -169,6 +169,14 @@ fn config_out(c: &ServerConfig) -> pb::ServerConfig {
     }
 }
 
+/// A configuration checked but not kept: no state, no tools.
+fn unkept(c: &ServerConfig) -> pb::Server {
+    pb::Server {
+        config: Some(config_out(c)),
+        ..Default::default()
+    }
+}
+
 fn state_out(s: State) -> pb::ServerState {
     match s {
         State::Connecting => pb::ServerState::Connecting,
@@ -270,7 +278,12 @@ impl Mcp for McpService {
         &self,
         r: Request<pb::AddServerRequest>,
     ) -> Result<Response<pb::Server>, Status> {
-        let c = config_in(r.into_inner().config)?;
+        let r = r.into_inner();
+        let c = config_in(r.config)?;
+        if r.validate_only {
+            self.broker.check_add(&c).map_err(status)?;
+            return Ok(Response::new(unkept(&c)));
+        }
         let v = self.broker.add(c).await.map_err(status)?;
         tracing::info!(server = %v.config.id, transport = v.config.transport.word(), "server added");
         Ok(Response::new(server_out(&v)))
@@ -280,7 +293,12 @@ impl Mcp for McpService {
         &self,
         r: Request<pb::UpdateServerRequest>,
     ) -> Result<Response<pb::Server>, Status> {
-        let c = config_in(r.into_inner().config)?;
+        let r = r.into_inner();
+        let c = config_in(r.config)?;
+        if r.validate_only {
+            let c = self.broker.check_update(c).map_err(status)?;
+            return Ok(Response::new(unkept(&c)));
+        }
         let v = self.broker.update(c).await.map_err(status)?;
         tracing::info!(server = %v.config.id, "server updated");
         Ok(Response::new(server_out(&v)))

@@ -1,7 +1,8 @@
 // Drives the Argos web UI in headless Debian Chromium with playwright-core:
 // first-admin setup, the dashboard, running `echo hello`, watching a live stream, killing
 // a sleeping command, an agent's commands approved live (a destructive one only with its
-// short id typed), the audit trail, logging out. Usage: node ui.mjs <setup-url>
+// short id typed), the audit trail, an MCP server added with its tools toggled and called,
+// logging out. Usage: node ui.mjs <setup-url> <mcp-url> (an MCP server over Streamable HTTP)
 // Exits non-zero (with the reason) on the first expectation that fails.
 import { createRequire } from "node:module";
 
@@ -12,6 +13,8 @@ const { chromium } = require("playwright-core");
 const setupUrl = process.argv[2];
 if (!setupUrl) throw new Error("usage: node ui.mjs <setup-url>");
 const base = new URL(setupUrl).origin;
+const mcpUrl = process.argv[3];
+if (!mcpUrl) throw new Error("usage: node ui.mjs <setup-url> <mcp-url>");
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -40,10 +43,19 @@ const problems = [];
 page.on("pageerror", (e) => problems.push("page error: " + e.message));
 // A 401 while logged out is expected (the page asks who it is talking to).
 page.on("console", (m) => {
-  if (m.type() === "error" && !m.text().includes("status of 401")) problems.push("console: " + m.text());
+  // (A 400 is judged by its request, below: the browser's line does not name it.)
+  if (m.type() === "error" && !m.text().includes("status of 401") && !m.text().includes("status of 400")) {
+    problems.push("console: " + m.text());
+  }
 });
 let unauthorized = 0;
-page.on("response", (r) => { if (r.status() === 401) unauthorized += 1; });
+page.on("response", (r) => {
+  if (r.status() === 401) unauthorized += 1;
+  // The one refusal asked for: the MCP form sent with a bad id.
+  if (r.status() === 400 && !(r.request().method() === "POST" && r.url().endsWith("/api/mcp/servers"))) {
+    problems.push(`400 from ${r.request().method()} ${r.url()}`);
+  }
+});
 page.setDefaultTimeout(15000);
 
 function step(name) { console.log("step: " + name); }
@@ -215,11 +227,48 @@ try {
   await page.click("button[type=submit]");
   await page.waitForSelector("#done");
 
+  step("MCP: a bad id is named at its field; a server added connects live");
+  await page.click("a[href='#/mcp']");
+  await page.waitForSelector("#mcp-servers");
+  await page.fill("#add-mcp-server input[name=id]", "Bad Id");
+  await page.fill("#add-mcp-server input[name=name]", "Everything");
+  await page.selectOption("#add-mcp-server select[name=transport]", "streamable_http");
+  await page.fill("#add-mcp-server input[name=url]", mcpUrl);
+  await page.check("#add-mcp-server input[name=local]");
+  await page.click("#add-mcp-server button[type=submit]");
+  await page.waitForSelector("#add-mcp-server .field-error[data-field=id]");
+  await page.fill("#add-mcp-server input[name=id]", "everything");
+  await page.click("#add-mcp-server button[type=submit]");
+  await page.waitForSelector("main[data-route='#/mcp/everything'] #mcp-server");
+  // The state follows the event stream: no reload.
+  await page.waitForFunction(() => document.querySelector("#mcp-server .status")?.textContent === "connected");
+  await page.waitForSelector("#mcp-tools tbody tr");
+  await looksRight("admin-mcp-server");
+
+  step("MCP: a tool switched off is shown so, and a call's result is marked untrusted");
+  await page.uncheck("#mcp-tools input[aria-label='enable echo']");
+  await page.waitForFunction(() => [...document.querySelectorAll("#mcp-tools tbody tr")]
+    .some((tr) => tr.textContent.includes("mcp__everything__echo") && tr.textContent.includes("disabled")));
+  await page.check("#mcp-tools input[aria-label='enable echo']");
+  await page.waitForFunction(() => [...document.querySelectorAll("#mcp-call option")]
+    .some((o) => o.value === "mcp__everything__echo"));
+  await page.selectOption("#mcp-call select[name=tool]", "mcp__everything__echo");
+  await page.fill("#mcp-call textarea[name=arguments]", '{"message": "from the browser"}');
+  await page.click("#mcp-call button[type=submit]");
+  await page.waitForSelector("#mcp-result pre");
+  const result = await page.textContent("#mcp-result");
+  if (!result.includes("from the browser") || !result.includes("Untrusted")) {
+    throw new Error(`the call's result reads ${JSON.stringify(result)}`);
+  }
+  await visit("#/mcp");
+  if (!(await page.textContent("#mcp-servers")).includes("connected")) throw new Error("the list does not show the server connected");
+
   step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
   const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
     ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
-    ["terminals", "#/terminals"], ["tokens", "#/tokens"], ["users", "#/users"], ["account", "#/account"]]) {
+    ["terminals", "#/terminals"], ["mcp", "#/mcp"], ["tokens", "#/tokens"], ["users", "#/users"],
+    ["account", "#/account"]]) {
     await visit(hash);
     await looksRight("admin-" + name);
   }
@@ -291,7 +340,7 @@ try {
   await page.click("button[type=submit]");
   await page.waitForSelector("#daemons");
   const userNav = await visibleNav();
-  for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/users"]) {
+  for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/mcp", "#/users"]) {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
   for (const [name, hash] of [["dashboard", "#/"], ["tokens", "#/tokens"], ["account", "#/account"]]) {

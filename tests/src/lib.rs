@@ -407,6 +407,31 @@ impl Stack {
             .collect()
     }
 
+    /// Kills one daemon with SIGKILL (`argosctl up` then stops the others and exits) and
+    /// starts the stack again on the same root, as a supervisor would after a crash.
+    /// What the killed daemon left (its launches, for execd) is left for the next start.
+    pub fn crash_and_restart(&mut self, daemon: &str) {
+        let name = format!("argos-{daemon}");
+        let pid = self
+            .daemon_pids()
+            .into_iter()
+            .find(|(_, cmd)| {
+                cmd.split(' ')
+                    .next()
+                    .is_some_and(|exe| exe.rsplit('/').next() == Some(name.as_str()))
+            })
+            .unwrap_or_else(|| panic!("no running argos-{daemon}: {:?}", self.daemon_pids()))
+            .0;
+        kill(Pid::from_raw(pid), Signal::SIGKILL).expect("SIGKILL");
+        let _ = self.wait_exit(Duration::from_secs(30));
+        self.child = None;
+        self.launch();
+        assert!(
+            self.daemon_pids().iter().all(|(p, _)| *p != pid),
+            "argos-{daemon} ({pid}) is still running"
+        );
+    }
+
     /// Sends SIGTERM to `argosctl up` and waits for it to exit.
     pub fn terminate(&mut self) -> ExitStatus {
         let pid = self.launcher_pid();

@@ -15,10 +15,13 @@ fn the_web_ui_works_in_chromium() {
         "playwright-core or Chromium is missing: run scripts/install-test-tools"
     );
     let stack = StackBuilder::new().start();
+    // The npm MCP reference server over Streamable HTTP, for the MCP page.
+    let everything = argos_tests::mcp_peer::Everything::start();
     let url = format!("http://{}/setup#{}", stack.listen, stack.setup_secret());
     let out = std::process::Command::new("node")
         .arg(root.join("tests/browser/ui.mjs"))
         .arg(&url)
+        .arg(everything.url())
         .env("ARGOS_NODE_TOOLS", root.join("target/tools/node"))
         .env("ARGOS_SCREENS", root.join("target/ui-screens"))
         .current_dir(root.join("target/tools/node"))

@@ -115,6 +115,43 @@ fn authorization_matrix() {
             "POST /api/terminals/{id}/ticket" => {
                 (format!("/api/terminals/{id}/ticket"), Some(json!({})))
             }
+            // MCP: a server that does not exist (404 past the rule), a body with a bad
+            // field (400 past the rule): nothing is configured or called.
+            "GET /api/mcp/servers" => ("/api/mcp/servers".into(), None),
+            "POST /api/mcp/servers" => (
+                "/api/mcp/servers".into(),
+                Some(json!({"id": "matrix", "name": "M", "stdio": {"command": ""}})),
+            ),
+            "GET /api/mcp/servers/{server}" => ("/api/mcp/servers/nosuch".into(), None),
+            "PUT /api/mcp/servers/{server}" => (
+                "/api/mcp/servers/nosuch".into(),
+                Some(
+                    json!({"name": "N", "streamable_http": {"url": "https://mcp.example.com/mcp"}}),
+                ),
+            ),
+            "DELETE /api/mcp/servers/{server}" => ("/api/mcp/servers/nosuch".into(), None),
+            "POST /api/mcp/servers/{server}/enable" => {
+                ("/api/mcp/servers/nosuch/enable".into(), None)
+            }
+            "POST /api/mcp/servers/{server}/disable" => {
+                ("/api/mcp/servers/nosuch/disable".into(), None)
+            }
+            "POST /api/mcp/servers/{server}/reconnect" => {
+                ("/api/mcp/servers/nosuch/reconnect".into(), None)
+            }
+            "GET /api/mcp/servers/{server}/log" => ("/api/mcp/servers/nosuch/log".into(), None),
+            "PUT /api/mcp/servers/{server}/disabled_tools" => (
+                "/api/mcp/servers/nosuch/disabled_tools".into(),
+                Some(json!({"tools": ["x"]})),
+            ),
+            "GET /api/mcp/tools" => ("/api/mcp/tools".into(), None),
+            "POST /api/mcp/tools/{tool}/accept" => {
+                ("/api/mcp/tools/mcp__nosuch__x/accept".into(), None)
+            }
+            "POST /api/mcp/tools/{tool}/call" => (
+                "/api/mcp/tools/mcp__nosuch__x/call".into(),
+                Some(json!({"arguments": {}})),
+            ),
             _ => return None,
         };
         Some((path, body))
@@ -448,6 +485,19 @@ fn the_openapi_document_covers_every_route() {
         "GET /api/terminals",
         "DELETE /api/terminals/{id}",
         "POST /api/terminals/{id}/ticket",
+        "GET /api/mcp/servers",
+        "POST /api/mcp/servers",
+        "GET /api/mcp/servers/{server}",
+        "PUT /api/mcp/servers/{server}",
+        "DELETE /api/mcp/servers/{server}",
+        "POST /api/mcp/servers/{server}/enable",
+        "POST /api/mcp/servers/{server}/disable",
+        "POST /api/mcp/servers/{server}/reconnect",
+        "GET /api/mcp/servers/{server}/log",
+        "PUT /api/mcp/servers/{server}/disabled_tools",
+        "GET /api/mcp/tools",
+        "POST /api/mcp/tools/{tool}/accept",
+        "POST /api/mcp/tools/{tool}/call",
     ];
     served.sort();
     assert_eq!(documented, served);
@@ -461,8 +511,12 @@ fn the_openapi_document_covers_every_route() {
     // Each documented route exists: anonymously it is refused or answered, never 404/405.
     for op in &documented {
         let (method, path) = op.split_once(' ').unwrap();
-        let path = path.replace("{name}", "nobody").replace("{id}", "1");
-        let body = (method == "POST").then(|| json!({}));
+        let path = path
+            .replace("{name}", "nobody")
+            .replace("{id}", "1")
+            .replace("{server}", "nosuch")
+            .replace("{tool}", "mcp__nosuch__x");
+        let body = matches!(method, "POST" | "PUT").then(|| json!({}));
         let got = anon.call(method, &path, body.as_ref(), &[]);
         assert!(got.status != 404 && got.status != 405, "{op}: {got:?}");
     }

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use argos_proto::mcp::v1 as pb;
 use argos_proto::mcp::v1::mcp_client::McpClient;
 use argos_tests::mcp_peer::Everything;
+use argos_tests::web::Web;
 use argos_tests::{StackBuilder, require_root};
+use serde_json::json;
 use tonic::Code;
 
 fn rt() -> tokio::runtime::Runtime {
@@ -47,6 +49,7 @@ type Client = McpClient<tonic::transport::Channel>;
 async fn add(c: &mut Client, config: pb::ServerConfig) {
     c.add_server(pb::AddServerRequest {
         config: Some(config),
+        validate_only: false,
     })
     .await
     .unwrap();
@@ -147,6 +150,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         let e = c
             .add_server(pb::AddServerRequest {
                 config: Some(http("Bad Id", &everything.url(), true)),
+                validate_only: false,
             })
             .await
             .unwrap_err();
@@ -155,6 +159,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         let e = c
             .add_server(pb::AddServerRequest {
                 config: Some(http("everything", &everything.url(), true)),
+                validate_only: false,
             })
             .await
             .unwrap_err();
@@ -162,6 +167,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         let e = c
             .add_server(pb::AddServerRequest {
                 config: Some(http("ftp", "ftp://127.0.0.1/", true)),
+                validate_only: false,
             })
             .await
             .unwrap_err();
@@ -318,6 +324,7 @@ assert!(
         }
         c.update_server(pb::UpdateServerRequest {
             config: Some(with_secret),
+            validate_only: false,
         })
         .await
         .unwrap();
@@ -385,6 +392,38 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A copy of `dir`'s contents where a contained launch can read them (its /tmp is its
+/// own, /root and /home are hidden); gone with the answer.
+fn readable_copy(dir: &Path) -> tempfile::TempDir {
+    let place = tempfile::Builder::new()
+        .prefix("argos-mcp-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        place.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(dir)
+        .arg(place.path())
+        .status()
+        .unwrap();
+    assert!(copied.success(), "copying {}", dir.display());
+    place
+}
+
+/// The reference server, copied for a contained launch: the copy and its entry point.
+fn everything_copy() -> (tempfile::TempDir, String) {
+    let place = readable_copy(&workspace().join("target/tools/mcp/node_modules"));
+    let entry = place
+        .path()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = entry.to_str().unwrap().to_string();
+    (place, entry)
+}
+
 fn stdio(id: &str, command: &str, args: &[&str]) -> pb::ServerConfig {
     pb::ServerConfig {
         id: id.into(),
@@ -416,28 +455,7 @@ fn launch(command: &str, args: &[&str]) -> argos_proto::exec::v1::McpLaunch {
 fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
     require_root("stdio MCP servers (execd contains them)");
     let stack = StackBuilder::new().start();
-    // The reference server, copied where a contained launch can read it (its /tmp is its
-    // own, /root and /home are hidden).
-    let place = tempfile::Builder::new()
-        .prefix("argos-mcp-test-")
-        .tempdir_in("/var/tmp")
-        .unwrap();
-    std::fs::set_permissions(
-        place.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    let copied = Command::new("cp")
-        .arg("-a")
-        .arg(workspace().join("target/tools/mcp/node_modules"))
-        .arg(place.path())
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    let entry = place
-        .path()
-        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    let entry = entry.to_str().unwrap().to_string();
+    let (_place, entry) = everything_copy();
     let node = "/usr/bin/node";
     let state = stack.root().join("state");
     let spy = format!(
@@ -851,5 +869,282 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     });
     let _ = server.kill();
     let _ = server.wait();
+    stack.stop();
+}
+
+/// Waits until the gateway reports `id` in `state`; answers the server as reported.
+fn wait_web_state(admin: &mut Web, id: &str, state: &str, within: Duration) -> serde_json::Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let r = admin.get(&format!("/api/mcp/servers/{id}"));
+        assert_eq!(r.status, 200, "{r:?}");
+        let s = r.json()["server"].clone();
+        if s["state"] == state {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id} is {} ({}), not {state}, after {within:?}",
+            s["state"],
+            s["error"]
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn registrations(stack: &argos_tests::Stack) -> Vec<argos_proto::exec::v1::McpRegistration> {
+    rt().block_on(async { stack.exec().list_mcp_servers().await })
+        .unwrap()
+}
+
+/// The way an admin adds stdio servers: through the gateway, which registers the exact
+/// launch with execd in the admin's name and then configures mcpd. The npm reference
+/// server and PyPI `mcp-server-time` (Python, `python3 -m mcp_server_time`), both
+/// contained; their tools listed and called through the gateway and mcpd's gRPC; a
+/// refused field leaves nothing registered; a secret is in no answer and no audit line;
+/// a plain user and a read-only token are refused; after kill -9 of mcpd, then of execd,
+/// every enabled server is connected again; removing a server forgets its registration.
+#[test]
+fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
+    require_root("stdio MCP servers (execd contains them)");
+    let time_dir = workspace().join("target/tools/mcp-time");
+    assert!(
+        time_dir.join("mcp_server_time").is_dir(),
+        "mcp-server-time is missing: run scripts/install-test-tools"
+    );
+    let mut stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let (_everything, entry) = everything_copy();
+    let time = readable_copy(&time_dir);
+    let time_cwd = time.path().join("mcp-time");
+    let secret = "hunter2-never-shown";
+
+    // A field the gateway refuses: named, and nothing registered at execd.
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "everything", "name": "Everything", "stdio": {"command": "/usr/bin/node",
+               "args": [entry, "stdio"], "env": {"LD_PRELOAD": {"value": "/var/tmp/x.so"}}}}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.text.contains("stdio.env"), "{r:?}");
+    assert!(registrations(&stack).is_empty());
+
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "everything", "name": "Everything", "stdio": {"command": "/usr/bin/node",
+               "args": [entry, "stdio"], "env": {"API_TOKEN": {"value": secret, "secret": true}}},
+               "connect_timeout_ms": 40000}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let s = r.json()["server"].clone();
+    assert_eq!(s["transport"], "stdio");
+    assert_eq!(
+        s["stdio"]["env"]["API_TOKEN"],
+        json!({"value": "", "secret": true})
+    );
+    // execd names the peer it took the principal from, and the principal.
+    assert_eq!(
+        s["registration"]["registered_by"], "gateway:root-admin",
+        "{s}"
+    );
+    let digest = s["registration"]["digest"].as_str().unwrap().to_string();
+    assert_eq!(digest.len(), 64);
+    // The same id again: a conflict, and the registration is untouched.
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "everything", "name": "Again", "stdio": {"command": "/bin/sh"}}),
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    let regs = registrations(&stack);
+    assert_eq!(regs.len(), 1, "{regs:?}");
+    assert_eq!(regs[0].digest, digest);
+    assert_eq!(regs[0].launch.as_ref().unwrap().env_keys, ["API_TOKEN"]);
+
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "time", "name": "Time", "stdio": {"command": "/usr/bin/python3",
+               "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+               "cwd": time_cwd.to_str().unwrap()}, "connect_timeout_ms": 60000}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    for id in ["everything", "time"] {
+        wait_web_state(&mut admin, id, "connected", Duration::from_secs(60));
+    }
+
+    // Tools listed and called through the gateway; the result marked untrusted.
+    let tools = admin.get("/api/mcp/tools").json();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["qualified_name"].as_str().unwrap())
+        .collect();
+    for want in [
+        "mcp__everything__echo",
+        "mcp__time__get_current_time",
+        "mcp__time__convert_time",
+    ] {
+        assert!(names.contains(&want), "{want} missing: {names:?}");
+    }
+    let r = admin.post(
+        "/api/mcp/tools/mcp__everything__echo/call",
+        json!({"arguments": {"message": "through the gateway"}}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let result = r.json()["result"].clone();
+    assert_eq!(result["untrusted"], true);
+    assert_eq!(result["server"], "everything");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("through the gateway"),
+        "{result}"
+    );
+    let r = admin.post(
+        "/api/mcp/tools/mcp__time__get_current_time/call",
+        json!({"arguments": {"timezone": "Europe/Paris"}}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let text = r.json()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("Europe/Paris"), "{text}");
+    // And through mcpd's gRPC, as an operator at the console.
+    rt().block_on(async {
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        let r = c
+            .call_tool(pb::CallToolRequest {
+                qualified_name: "mcp__time__convert_time".into(),
+                arguments_json: r#"{"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}"#.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(texts(&r).contains("Asia/Tokyo"), "{r:?}");
+        assert!(r.untrusted);
+    });
+
+    // A disabled tool: hidden from callers, refused when called, shown to the admin.
+    let r = admin.call(
+        "PUT",
+        "/api/mcp/servers/everything/disabled_tools",
+        Some(&json!({"tools": ["echo"]})),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = admin.post(
+        "/api/mcp/tools/mcp__everything__echo/call",
+        json!({"arguments": {"message": "x"}}),
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    let callable = admin.get("/api/mcp/tools?server=everything").text;
+    assert!(!callable.contains("mcp__everything__echo"), "{callable}");
+    let all = admin
+        .get("/api/mcp/tools?server=everything&all=true")
+        .json();
+    let echo = all["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "echo")
+        .unwrap()
+        .clone();
+    assert_eq!(echo["state"], "disabled");
+
+    // Not for a plain user, nor for a token without `exec`.
+    assert_eq!(bob.get("/api/mcp/servers").status, 403);
+    let r = admin.post("/api/tokens", json!({"name": "ro", "scopes": ["read"]}));
+    let mut ro = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    assert_eq!(ro.get("/api/mcp/servers").status, 200);
+    let r = ro.post(
+        "/api/mcp/tools/mcp__time__get_current_time/call",
+        json!({"arguments": {"timezone": "UTC"}}),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = ro.post(
+        "/api/mcp/servers",
+        json!({"id": "sneaky", "name": "S", "stdio": {"command": "/bin/sh"}}),
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+
+    // The secret: in no answer, no audit line; the additions are audited in the admin's name.
+    for path in [
+        "/api/mcp/servers",
+        "/api/mcp/servers/everything",
+        "/api/audit?limit=500",
+    ] {
+        let text = admin.get(path).text;
+        assert!(!text.contains(secret), "{path} shows the secret");
+    }
+    let audit = admin.get("/api/audit?limit=500").text;
+    assert!(audit.contains("mcp.server.add"), "{audit}");
+
+    // kill -9 of mcpd, then of execd: after each restart every enabled server is back.
+    for daemon in ["mcpd", "execd"] {
+        stack.crash_and_restart(daemon);
+        for id in ["everything", "time"] {
+            wait_web_state(&mut admin, id, "connected", Duration::from_secs(90));
+        }
+        let r = admin.post(
+            "/api/mcp/tools/mcp__time__get_current_time/call",
+            json!({"arguments": {"timezone": "UTC"}}),
+        );
+        assert_eq!(r.status, 200, "after kill -9 of {daemon}: {r:?}");
+        let running: Vec<_> = rt()
+            .block_on(async {
+                stack
+                    .exec()
+                    .list(argos_proto::exec::v1::ListRequest {
+                        status: argos_proto::exec::v1::ExecutionStatus::Running as i32,
+                        ..Default::default()
+                    })
+                    .await
+            })
+            .unwrap()
+            .executions
+            .into_iter()
+            .filter(|e| e.profile.starts_with("mcp-server"))
+            .collect();
+        assert_eq!(
+            running.len(),
+            2,
+            "one launch per server after kill -9 of {daemon}: {running:?}"
+        );
+    }
+
+    // Changing a server registers its new launch; removing one forgets it.
+    let r = admin.call(
+        "PUT",
+        "/api/mcp/servers/time",
+        Some(
+            &json!({"name": "Time (Tokyo)", "stdio": {"command": "/usr/bin/python3",
+               "args": ["-m", "mcp_server_time", "--local-timezone", "Asia/Tokyo"],
+               "cwd": time_cwd.to_str().unwrap()}, "connect_timeout_ms": 60000}),
+        ),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let time_reg = registrations(&stack)
+        .into_iter()
+        .find(|r| r.server_id == "time")
+        .unwrap();
+    assert!(
+        time_reg
+            .launch
+            .unwrap()
+            .args
+            .contains(&"Asia/Tokyo".to_string())
+    );
+    wait_web_state(&mut admin, "time", "connected", Duration::from_secs(60));
+    let r = admin.call("DELETE", "/api/mcp/servers/everything", None, &[]);
+    assert_eq!(r.status, 204, "{r:?}");
+    assert_eq!(admin.get("/api/mcp/servers/everything").status, 404);
+    let left: Vec<String> = registrations(&stack)
+        .into_iter()
+        .map(|r| r.server_id)
+        .collect();
+    assert_eq!(left, ["time"]);
     stack.stop();
 }

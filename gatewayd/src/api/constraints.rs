@@ -126,6 +126,84 @@ fn bodies(doc: &mut Value) {
     });
 }
 
+/// The MCP bodies, with the patterns `mcp.rs` checks them against (the same constants).
+fn mcp_bodies(doc: &mut Value) {
+    use super::mcp::*;
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let text = json!({"type": "string", "pattern": NO_NUL, "maxLength": TEXT_MAX});
+    let value = |pattern: Value| {
+        json!({"type": "object", "required": ["value"], "additionalProperties": false,
+               "properties": {"value": pattern, "secret": {"type": "boolean"}}})
+    };
+    let env_value = value(json!({"type": "string", "pattern": NO_NUL, "maxLength": ENV_VALUE_MAX}));
+    let header_value = value(json!({"type": "string", "pattern": HEADER_VALUE}));
+    let stdio = json!({"type": "object", "required": ["command"], "additionalProperties": false,
+        "properties": {
+            "command": {"type": "string", "pattern": NO_NUL, "minLength": 1, "maxLength": TEXT_MAX},
+            "args": {"type": "array", "maxItems": MAX_ARGS, "items": text},
+            "env": {"type": "object", "maxProperties": MAX_ENV,
+                    "propertyNames": {"pattern": ENV_NAME, "not": {"pattern": steering_names()}},
+                    "additionalProperties": env_value},
+            "cwd": {"type": "string", "pattern": CWD, "maxLength": TEXT_MAX},
+            "network": {"type": "boolean"}}});
+    let remote = json!({"type": "object", "required": ["url"], "additionalProperties": false,
+        "properties": {
+            "url": {"type": "string", "pattern": URL, "maxLength": URL_MAX},
+            "headers": {"type": "object", "maxProperties": MAX_HEADERS,
+                        "propertyNames": {"pattern": HEADER_NAME, "not": {"pattern": reserved_headers()}},
+                        "additionalProperties": header_value}}});
+    let timeout = |max: u64| {
+        json!({"oneOf": [{"type": "null"}, {"type": "integer", "enum": [0]},
+                         {"type": "integer", "minimum": 1000, "maximum": max}]})
+    };
+    let tools = json!({"type": "array", "maxItems": MAX_DISABLED,
+                       "items": {"type": "string", "pattern": TOOL_NAME}});
+    // Exactly one transport; the others absent or null.
+    let one_of = json!([
+        {"required": ["stdio"], "properties": {"stdio": {"type": "object"},
+            "streamable_http": {"type": "null"}, "sse": {"type": "null"}}},
+        {"required": ["streamable_http"], "properties": {"streamable_http": {"type": "object"},
+            "stdio": {"type": "null"}, "sse": {"type": "null"}}},
+        {"required": ["sse"], "properties": {"sse": {"type": "object"},
+            "stdio": {"type": "null"}, "streamable_http": {"type": "null"}}}
+    ]);
+    let nullable = |v: &Value| json!({"oneOf": [{"type": "null"}, v]});
+    let mut body = json!({"type": "object", "required": ["name"], "additionalProperties": false,
+        "oneOf": one_of,
+        "properties": {
+            "name": {"type": "string", "pattern": SERVER_NAME, "minLength": 1, "maxLength": SERVER_NAME_MAX},
+            "stdio": nullable(&stdio),
+            "streamable_http": nullable(&remote),
+            "sse": nullable(&remote),
+            "enabled": {"type": "boolean"},
+            "disabled_tools": tools.clone(),
+            "connect_timeout_ms": timeout(300_000),
+            "call_timeout_ms": timeout(3_600_000),
+            "local": {"type": "boolean"}}});
+    schemas.insert("McpServerBody".into(), body.clone());
+    body["required"] = json!(["id", "name"]);
+    body["properties"]["id"] = json!({"type": "string", "pattern": SERVER_ID});
+    schemas.insert("NewMcpServer".into(), body);
+    schemas.insert("McpStdio".into(), stdio);
+    schemas.insert("McpRemote".into(), remote);
+    schemas.insert("McpValue".into(), env_value);
+    schemas.insert(
+        "DisabledToolsBody".into(),
+        json!({"type": "object", "required": ["tools"], "additionalProperties": false,
+               "properties": {"tools": tools}}),
+    );
+    schemas.insert(
+        "ToolCallBody".into(),
+        json!({"type": "object", "additionalProperties": false,
+               "properties": {"arguments": {"type": ["object", "null"]}}}),
+    );
+}
+
 /// `POST /api/shell/stream` takes what `/api/shell/exec` takes, and `resume`: its own
 /// schema, `StreamBody`.
 fn stream_body(doc: &mut Value) {
@@ -164,6 +242,7 @@ fn stream_body(doc: &mut Value) {
 /// Adds the constraints and answers to every operation of `doc` (the document as JSON).
 pub fn document(doc: &mut Value) {
     bodies(doc);
+    mcp_bodies(doc);
     stream_body(doc);
     let statuses: Vec<&str> = (1..=10)
         .map(crate::views::status_word)
@@ -229,6 +308,20 @@ pub fn document(doc: &mut Value) {
                             p["schema"] = json!({"type": "integer", "minimum": 0,
                                                  "maximum": super::MAX_WAIT_MS});
                             answers.push(("400", "wait_ms is above 30000, or not a number"));
+                        }
+                        ("path", "server") | ("query", "server") => {
+                            p["schema"] =
+                                json!({"type": "string", "pattern": super::mcp::SERVER_ID});
+                            answers.push(("400", "not a server id"));
+                        }
+                        ("path", "tool") => {
+                            p["schema"] = json!({"type": "string", "pattern": super::mcp::QUALIFIED,
+                                       "maxLength": super::mcp::QUALIFIED_MAX});
+                            answers.push(("400", "not a qualified tool name"));
+                        }
+                        ("query", "all") => {
+                            p["schema"] = json!({"type": "boolean"});
+                            answers.push(("400", "all is not true or false"));
                         }
                         ("query", "state") => {
                             p["schema"] = json!({"type": "string", "enum": states});

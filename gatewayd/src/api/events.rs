@@ -7,6 +7,10 @@ use super::*;
 pub enum Change {
     Execution(Arc<pb::Execution>),
     Approval(Arc<pb::Approval>),
+    /// An MCP server's state or configuration (from mcpd's `WatchServers`).
+    McpServer(Arc<argos_proto::mcp::v1::Server>),
+    /// An MCP server was removed.
+    McpRemoved(String),
     /// Changes were dropped (a slow subscriber, or execd's stream lagged): re-list.
     Missed(u64),
 }
@@ -40,10 +44,42 @@ pub async fn watch_execd(api: Shared) {
     }
 }
 
+/// Keeps one `WatchServers` stream on mcpd open for the life of the gateway
+/// (reconnecting with back-off): MCP server states for `/api/events`.
+pub async fn watch_mcpd(api: Shared) {
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let mut c = api.mcp.clone();
+        match c
+            .watch_servers(argos_proto::mcp::v1::WatchServersRequest {})
+            .await
+        {
+            Ok(stream) => {
+                backoff = Duration::from_millis(200);
+                let mut stream = stream.into_inner();
+                while let Ok(Some(s)) = stream.message().await {
+                    let change = match s.config.as_ref() {
+                        // A removal comes as its id alone, with no state.
+                        Some(c) if s.state == 0 => Change::McpRemoved(c.id.clone()),
+                        Some(_) => Change::McpServer(Arc::new(s)),
+                        None => continue,
+                    };
+                    let _ = api.changes.send(change);
+                }
+                let _ = api.changes.send(Change::Missed(0));
+            }
+            Err(e) => tracing::debug!(error = %e, "watching mcpd"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
 /// Server-sent events of the state changes this caller may see: `execution` (an
 /// execution started or ended; admins see all, others their own), `approval` (created or
-/// decided; admins only) and `missed` (some were dropped: re-list).
-#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own), approval changes (admins), and `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+/// decided; admins only), `mcp_server` (an MCP server's state, or its removal; admins
+/// only) and `missed` (some were dropped: re-list).
+#[utoipa::path(get, path = "/api/events", tag = "events", description = "Server-sent events of execution changes the caller may see (admins all, users their own), approval changes and MCP server states (admins), and `missed` when some were dropped.",   responses((status = 200, description = "text/event-stream"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStream, ApiError> {
     // Held for as long as the stream is open (`quota.event_streams` per user).
     let held = api.event_streams.take(&caller.user.name)?;
@@ -75,6 +111,21 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
                         continue;
                     }
                     event("approval", &json!({"approval": crate::views::approval(&a)}))
+                }
+                Ok(Change::McpServer(m)) => {
+                    if !caller.is_admin() {
+                        continue;
+                    }
+                    event(
+                        "mcp_server",
+                        &json!({"server": super::mcp::server_view(&m, None)}),
+                    )
+                }
+                Ok(Change::McpRemoved(id)) => {
+                    if !caller.is_admin() {
+                        continue;
+                    }
+                    event("mcp_server", &json!({"removed": id}))
                 }
                 Ok(Change::Missed(n)) => event("missed", &json!({"count": n})),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {

@@ -189,7 +189,9 @@ pub async fn execution(
         loop {
             match tokio::time::timeout_at(deadline, changes.recv()).await {
                 Ok(Ok(Change::Execution(e))) if e.id != id => continue,
-                Ok(Ok(Change::Approval(_))) => continue,
+                Ok(Ok(Change::Approval(_) | Change::McpServer(_) | Change::McpRemoved(_))) => {
+                    continue;
+                }
                 _ => break,
             }
         }

@@ -31,6 +31,7 @@ mod constraints;
 mod events;
 mod exec;
 mod host;
+mod mcp;
 mod policy;
 mod terminals;
 
@@ -41,6 +42,7 @@ pub use classify::*;
 pub use events::*;
 pub use exec::*;
 pub use host::*;
+pub use mcp::*;
 pub use policy::authorize;
 pub use terminals::*;
 
@@ -88,6 +90,11 @@ pub struct Api {
     pub event_streams: events::PerUser,
     /// The host's last 10 minutes, for the dashboard's charts (`host::sample_host`).
     pub host_history: HostHistory,
+    /// mcpd (configured MCP servers, their tools and calls).
+    pub mcp: argos_proto::mcp::v1::mcp_client::McpClient<tonic::transport::Channel>,
+    /// Held while an MCP server's configuration changes: the registration with execd and
+    /// the configuration in mcpd change together, one server at a time.
+    pub mcp_config: tokio::sync::Mutex<()>,
 }
 
 pub type Shared = Arc<Api>;
@@ -145,6 +152,19 @@ pub struct ErrorDetail {
         terminals,
         close_terminal,
         ticket,
+        mcp_servers,
+        add_mcp_server,
+        mcp_server,
+        update_mcp_server,
+        remove_mcp_server,
+        enable_mcp_server,
+        disable_mcp_server,
+        reconnect_mcp_server,
+        mcp_server_log,
+        set_disabled_tools,
+        mcp_tools,
+        accept_mcp_tool,
+        call_mcp_tool,
         crate::http::status
     ),
     components(schemas(
@@ -159,7 +179,14 @@ pub struct ErrorDetail {
         ClassifyBody,
         AgentRunBody,
         DecisionBody,
-        TerminalBody
+        TerminalBody,
+        NewMcpServer,
+        McpServerBody,
+        McpStdio,
+        McpRemote,
+        McpValue,
+        DisabledToolsBody,
+        ToolCallBody
     ))
 )]
 pub struct ApiDoc;

@@ -113,6 +113,21 @@ pub const RULES: &[Rule] = &[
     rule("DELETE", "/api/terminals/{id}", ADMIN, EXEC, TOKENS_TOO),
     rule("POST", "/api/terminals/{id}/ticket", ADMIN, EXEC, TOKENS_TOO),
     rule("GET", "/api/terminals/{id}/ws", ADMIN, NONE, TOKENS_TOO),
+    // MCP servers: reading is `read`; configuring one (a stdio server is a program run on
+    // this host), changing its tools and calling them is `exec`.
+    rule("GET", "/api/mcp/servers", ADMIN, READ, TOKENS_TOO),
+    rule("POST", "/api/mcp/servers", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/mcp/servers/{server}", ADMIN, READ, TOKENS_TOO),
+    rule("PUT", "/api/mcp/servers/{server}", ADMIN, EXEC, TOKENS_TOO),
+    rule("DELETE", "/api/mcp/servers/{server}", ADMIN, EXEC, TOKENS_TOO),
+    rule("POST", "/api/mcp/servers/{server}/enable", ADMIN, EXEC, TOKENS_TOO),
+    rule("POST", "/api/mcp/servers/{server}/disable", ADMIN, EXEC, TOKENS_TOO),
+    rule("POST", "/api/mcp/servers/{server}/reconnect", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/mcp/servers/{server}/log", ADMIN, READ, TOKENS_TOO),
+    rule("PUT", "/api/mcp/servers/{server}/disabled_tools", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/mcp/tools", ADMIN, READ, TOKENS_TOO),
+    rule("POST", "/api/mcp/tools/{tool}/accept", ADMIN, EXEC, TOKENS_TOO),
+    rule("POST", "/api/mcp/tools/{tool}/call", ADMIN, EXEC, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.

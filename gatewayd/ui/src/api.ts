@@ -196,3 +196,55 @@ export interface Token {
   created_at_ms: number;
   last_used_ms: number | null;
 }
+
+export interface McpValue {
+  value: string;
+  secret: boolean;
+}
+
+export interface McpServer {
+  id: string;
+  name: string;
+  transport: "stdio" | "streamable_http" | "sse";
+  stdio?: { command: string; args: string[]; env: Record<string, McpValue>; cwd: string; network: boolean };
+  streamable_http?: { url: string; headers: Record<string, McpValue> };
+  sse?: { url: string; headers: Record<string, McpValue> };
+  enabled: boolean;
+  disabled_tools: string[];
+  connect_timeout_ms: number;
+  call_timeout_ms: number;
+  local: boolean;
+  state: string;
+  error: string;
+  state_since_ms: number;
+  connected_at_ms: number;
+  server_name: string;
+  server_version: string;
+  protocol_version: string;
+  tools: number;
+  tools_changed: number;
+  registration?: { digest: string; registered_by: string; registered_at_ms: number };
+}
+
+export interface McpTool {
+  qualified_name: string;
+  server: string;
+  name: string;
+  title: string;
+  description: string;
+  input_schema: unknown;
+  annotations: { read_only?: boolean; destructive?: boolean; idempotent?: boolean; open_world?: boolean };
+  state: "enabled" | "disabled" | "changed";
+  pinned_sha256: string;
+  offered_description?: string;
+  offered_input_schema?: unknown;
+}
+
+export interface McpResult {
+  server: string;
+  is_error: boolean;
+  truncated: boolean;
+  untrusted: boolean;
+  content: ({ type: "text"; text: string } | { type: "image"; mime_type: string; data: string } | { type: "resource"; resource: unknown })[];
+  structured: unknown;
+}

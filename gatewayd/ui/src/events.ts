@@ -1,9 +1,9 @@
 // One /api/events stream for the whole page while someone is logged in: pages subscribe
 // to the changes they show (an approval created or decided, an execution started or
-// ended, `missed` when some were dropped and everything should be re-read).
+// ended, an MCP server's state, `missed` when some were dropped and everything should be re-read).
 import { useEffect, useRef } from "preact/hooks";
 
-export type Change = "approval" | "execution" | "missed";
+export type Change = "approval" | "execution" | "mcp_server" | "missed";
 
 const listeners = new Set<(c: Change) => void>();
 let source: EventSource | null = null;
@@ -11,7 +11,7 @@ let source: EventSource | null = null;
 export function openEvents() {
   if (source) return;
   source = new EventSource("/api/events");
-  for (const name of ["approval", "execution", "missed"] as Change[]) {
+  for (const name of ["approval", "execution", "mcp_server", "missed"] as Change[]) {
     source.addEventListener(name, () => listeners.forEach((f) => f(name)));
   }
 }

@@ -12,6 +12,7 @@ import { Audit } from "./pages/audit";
 import { Dashboard } from "./pages/dashboard";
 import { ExecutionPage, Executions } from "./pages/executions";
 import { Login, Setup } from "./pages/login";
+import { McpServerPage, McpServers } from "./pages/mcp";
 import { Shell } from "./pages/shell";
 import { TerminalPage, Terminals } from "./pages/terminals";
 import { Tokens } from "./pages/tokens";
@@ -25,6 +26,7 @@ const NAV: { href: string; label: string; admin: boolean }[] = [
   { href: "#/terminals", label: "Terminals", admin: true },
   { href: "#/approvals", label: "Approvals", admin: true },
   { href: "#/audit", label: "Audit", admin: true },
+  { href: "#/mcp", label: "MCP", admin: true },
   { href: "#/tokens", label: "API tokens", admin: false },
   { href: "#/users", label: "Users", admin: true },
   { href: "#/account", label: "Account", admin: false },
@@ -98,6 +100,7 @@ function Route(props: { hash: string; me: User }) {
   if (section === "terminals") return id ? <TerminalPage id={id} /> : <Terminals />;
   if (section === "approvals" && !id) return <Approvals />;
   if (section === "audit" && !id) return <Audit />;
+  if (section === "mcp") return id ? <McpServerPage id={decodeURIComponent(id)} /> : <McpServers />;
   if (section === "users" && !id) return <Users me={me} />;
   return <Page title="Not found" lead="No page has this address." />;
 }

@@ -90,6 +90,7 @@ fn main() {
         // P5.
         c.add_server(pb::AddServerRequest {
             config: Some(http("everything", &everything.url(), 0)),
+            validate_only: false,
         })
         .await
         .unwrap();
@@ -180,6 +181,7 @@ fn main() {
             adds.push(tokio::spawn(async move {
                 c.add_server(pb::AddServerRequest {
                     config: Some(http(&format!("s{i:03}"), &url, timeout_ms)),
+                    validate_only: false,
                 })
                 .await
                 .unwrap();
