@@ -15,7 +15,7 @@ use crate::names;
 use crate::pin;
 use crate::server::{self, FieldError, ServerConfig};
 use crate::store::{Store, StoreError};
-use crate::upstream::{self, CallError, ConnectError, Info, RawTool, StderrLog};
+use crate::upstream::{self, CallError, ConnectError, Era, Info, RawTool, StderrLog};
 
 /// How a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,8 @@ pub struct ServerView {
     pub connected_ms: i64,
     pub info: Info,
     pub tools: Vec<ToolEntry>,
+    /// The lifecycle it speaks, as last found (kept across restarts).
+    pub era: Era,
 }
 
 /// A change for `WatchServers`.
@@ -129,8 +131,8 @@ struct Slot {
     generation: u64,
     /// A stdio server's standard error (the last 64 KiB, across reconnects).
     log: Arc<StderrLog>,
-    /// Held only to be dropped with the slot (which stops it).
-    _task: Option<Task>,
+    /// Its connection task, held to be dropped with the slot (which stops it).
+    task: Option<Task>,
 }
 
 pub struct Broker {
@@ -140,6 +142,8 @@ pub struct Broker {
     slots: Mutex<BTreeMap<String, Slot>>,
     changes: broadcast::Sender<Change>,
     generations: std::sync::atomic::AtomicU64,
+    /// Each server's era once found: it connects in that lifecycle without probing.
+    eras: Mutex<BTreeMap<String, Era>>,
 }
 
 fn now_ms() -> i64 {
@@ -160,7 +164,14 @@ impl Broker {
         ctx: upstream::Context,
     ) -> Result<Arc<Broker>, StoreError> {
         let configs = store.all().await?;
+        let eras = store
+            .eras()
+            .await?
+            .into_iter()
+            .map(|(id, era)| (id, Era::parse(&era)))
+            .collect();
         let b = Arc::new(Broker {
+            eras: Mutex::new(eras),
             store,
             limits,
             ctx,
@@ -176,6 +187,32 @@ impl Broker {
 
     fn slots(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Slot>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn era(&self, id: &str) -> Era {
+        let eras = self.eras.lock().unwrap_or_else(|e| e.into_inner());
+        eras.get(id).copied().unwrap_or_default()
+    }
+
+    /// Keeps the era a server was found to speak (or forgets it: `Unknown`).
+    async fn set_era(&self, id: &str, era: Era) {
+        let before = {
+            let mut eras = self.eras.lock().unwrap_or_else(|e| e.into_inner());
+            if era == Era::Unknown {
+                eras.remove(id)
+            } else {
+                eras.insert(id.to_string(), era)
+            }
+        };
+        if before.unwrap_or_default() == era {
+            return;
+        }
+        if let Err(e) = self.store.set_era(id, era.word()).await {
+            tracing::warn!(server = %id, error = %e, "keeping a server's era");
+        }
+        if era != Era::Unknown {
+            tracing::info!(server = %id, era = era.word(), "the server's era found");
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Change> {
@@ -194,13 +231,6 @@ impl Broker {
             .generations
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let enabled = config.enabled;
-        let task = enabled.then(|| {
-            let me = self.clone();
-            let id = id.clone();
-            Task(tokio::spawn(
-                async move { me.supervise(id, generation).await },
-            ))
-        });
         let slot = Slot {
             config,
             state: if enabled {
@@ -216,11 +246,29 @@ impl Broker {
             peer: None,
             generation,
             log: Arc::new(StderrLog::default()),
-            _task: task,
+            task: None,
         };
         // The old slot (and its task) is dropped outside the lock.
         let old = self.slots().insert(id.clone(), slot);
         drop(old);
+        // Started once its slot is in place: a task that ran first would find no slot of
+        // its generation and end, leaving the server `connecting` for good.
+        if enabled {
+            let me = self.clone();
+            let for_task = id.clone();
+            let task = Task(tokio::spawn(async move {
+                me.supervise(for_task, generation).await
+            }));
+            let stale = {
+                let mut slots = self.slots();
+                match slots.get_mut(&id) {
+                    Some(s) if s.generation == generation => s.task.replace(task),
+                    // Replaced meanwhile: this task stops (dropped below, outside the lock).
+                    _ => Some(task),
+                }
+            };
+            drop(stale);
+        }
         self.changed(&id);
     }
 
@@ -278,8 +326,9 @@ impl Broker {
                 return;
             }
             let timeout = config.connect_timeout();
+            let era = self.era(&id);
             let attempt = tokio::time::timeout(timeout, async {
-                let up = upstream::connect(&config, &self.ctx, log).await?;
+                let up = upstream::connect(&config, &self.ctx, log, era).await?;
                 let tools = upstream::tools(&up.peer(), self.limits.tools_per_server)
                     .await
                     .map_err(|e| ConnectError::Failed(format!("listing its tools: {e}")))?;
@@ -295,6 +344,7 @@ impl Broker {
                             return;
                         }
                     };
+                    self.set_era(&id, up.era()).await;
                     let (peer, info) = (up.peer(), up.info());
                     let live = self.write_slot(&id, generation, |s| {
                         s.state = State::Connected;
@@ -330,6 +380,9 @@ impl Broker {
                 }
                 Ok(Err(ConnectError::Failed(why))) => {
                     tracing::warn!(server = %id, %why, "connecting failed");
+                    // The server may have changed era (upgraded, or replaced): the next
+                    // attempt probes again.
+                    self.set_era(&id, Era::Unknown).await;
                     self.set_state(&id, generation, State::Error, why);
                 }
                 Err(_) => {
@@ -425,6 +478,7 @@ impl Broker {
             connected_ms: s.connected_ms,
             info: s.info.clone(),
             tools: s.tools.clone(),
+            era: self.era(id),
         })
     }
 
@@ -470,10 +524,18 @@ impl Broker {
     /// Replaces a configuration; a secret sent empty keeps the value stored.
     pub async fn update(self: &Arc<Self>, config: ServerConfig) -> Result<ServerView, BrokerError> {
         let config = self.check_update(config)?;
+        let moved = self
+            .slots()
+            .get(&config.id)
+            .is_some_and(|s| s.config.transport != config.transport);
         self.store.update(&config).await.map_err(|e| match e {
             StoreError::NotFound(id) => BrokerError::NoServer(id),
             e => e.into(),
         })?;
+        // Another server (or program) behind it: its era is found again.
+        if moved {
+            self.set_era(&config.id, Era::Unknown).await;
+        }
         let id = config.id.clone();
         self.install(config);
         self.view(&id).ok_or(BrokerError::NoServer(id))
@@ -486,6 +548,10 @@ impl Broker {
         })?;
         let old = self.slots().remove(id);
         drop(old);
+        self.eras
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
         let _ = self.changes.send(Change::Removed(id.to_string()));
         Ok(())
     }

@@ -206,6 +206,7 @@ fn server_out(v: &ServerView) -> pb::Server {
         protocol_version: v.info.protocol_version.clone(),
         tools: v.tools.len() as u32,
         tools_changed: changed as u32,
+        era: v.era.word().to_string(),
     }
 }
 

@@ -124,6 +124,24 @@ impl Store {
         Ok(())
     }
 
+    /// The era each server was found to speak (the known ones).
+    pub async fn eras(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT id, era FROM servers WHERE era != ''")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| (r.get("id"), r.get("era"))).collect())
+    }
+
+    /// Keeps the era a server was found to speak ("" forgets it).
+    pub async fn set_era(&self, id: &str, era: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE servers SET era = ? WHERE id = ?")
+            .bind(era)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Every server, by id.
     pub async fn all(&self) -> Result<Vec<ServerConfig>, StoreError> {
         let rows = sqlx::query("SELECT id, config FROM servers ORDER BY id")

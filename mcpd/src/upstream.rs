@@ -263,6 +263,60 @@ fn memchr_last_newline(b: &[u8]) -> Option<usize> {
     b.iter().rposition(|&c| c == b'\n')
 }
 
+/// Which of the two lifecycles in use a server speaks: MCP 2025-11-25 (`initialize`, a
+/// session) or 2026-07-28 (no `initialize`: `server/discover`, each request carrying its
+/// own metadata, the `Mcp-Method` headers over HTTP). Found on the first connection (a
+/// `server/discover` probe, falling back to `initialize`), kept, and used from then on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Era {
+    #[default]
+    Unknown,
+    Legacy,
+    Modern,
+}
+
+impl Era {
+    /// The protocol version that names it ("" while unknown).
+    pub fn word(self) -> &'static str {
+        match self {
+            Era::Unknown => "",
+            Era::Legacy => "2025-11-25",
+            Era::Modern => "2026-07-28",
+        }
+    }
+
+    pub fn parse(s: &str) -> Era {
+        match s {
+            "" => Era::Unknown,
+            v => Era::of(v),
+        }
+    }
+
+    /// The era of a negotiated protocol version (dates compare as text).
+    pub fn of(protocol_version: &str) -> Era {
+        if protocol_version >= rmcp::model::ProtocolVersion::NO_INITIALIZE.as_str() {
+            Era::Modern
+        } else {
+            Era::Legacy
+        }
+    }
+
+    fn lifecycle(self) -> rmcp::service::ClientLifecycleMode {
+        use rmcp::model::ProtocolVersion;
+        use rmcp::service::ClientLifecycleMode;
+        match self {
+            Era::Modern => ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+            Era::Legacy => ClientLifecycleMode::Initialize,
+            Era::Unknown => ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::V_2025_11_25),
+            },
+        }
+    }
+}
+
 /// What the server said about itself.
 #[derive(Debug, Clone, Default)]
 pub struct Info {
@@ -502,33 +556,62 @@ async fn legacy_sse(
     Ok((theirs, vec![reader, writer]))
 }
 
-/// Connects to a server and completes MCP's handshake.
+/// Connects to a server and completes MCP's handshake in the lifecycle of its `era`
+/// (found by probing while unknown: [`Upstream::era`] tells which it was).
 pub async fn connect(
     c: &ServerConfig,
     ctx: &Context,
     log: std::sync::Arc<StderrLog>,
+    era: Era,
 ) -> Result<Upstream, ConnectError> {
+    use rmcp::service::ClientServiceExt as _;
     match &c.transport {
         Transport::StreamableHttp { url, headers: h } => {
-            let (_, http) = pinned_client(c, url).await?;
-            let mut cfg =
-                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                    url.as_str(),
-                )
-                .custom_headers(headers(h)?);
-            // A dropped event stream ends the connection; the broker reconnects it with
-            // its own back-off and says so in the server's state.
-            cfg.retry_config = std::sync::Arc::new(
-                rmcp::transport::common::client_side_sse::NeverRetry::default(),
-            );
-            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(http, cfg);
-            let service = ().serve(transport).await.map_err(|e| {
+            let fresh = || async {
+                let (_, http) = pinned_client(c, url).await?;
+                let mut cfg =
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        url.as_str(),
+                    )
+                    .custom_headers(headers(h)?);
+                // A dropped event stream ends the connection; the broker reconnects it
+                // with its own back-off and says so in the server's state.
+                cfg.retry_config = std::sync::Arc::new(
+                    rmcp::transport::common::client_side_sse::NeverRetry::default(),
+                );
+                Ok::<_, ConnectError>(rmcp::transport::StreamableHttpClientTransport::with_client(
+                    http, cfg,
+                ))
+            };
+            let handshake_error = |e: rmcp::service::ClientInitializeError| {
                 if e.is_authorization_required() {
                     ConnectError::NeedsAuth(e.to_string())
                 } else {
                     ConnectError::Failed(e.to_string())
                 }
-            })?;
+            };
+            let service = match era {
+                Era::Legacy | Era::Modern => {
+                    ().serve_with_lifecycle(fresh().await?, era.lifecycle())
+                        .await
+                        .map_err(handshake_error)?
+                }
+                // A server of the older era may answer `server/discover` with an HTTP
+                // error rather than a JSON-RPC one: probe on one connection and, unless
+                // it asks for authorization, begin again on a fresh one with `initialize`.
+                Era::Unknown => {
+                    match ().serve_with_lifecycle(fresh().await?, Era::Modern.lifecycle()).await {
+                        Ok(service) => service,
+                        Err(e) if e.is_authorization_required() => return Err(handshake_error(e)),
+                        Err(probe) => {
+                            tracing::debug!(server = %c.id, error = %probe, "server/discover refused: trying initialize");
+                            ().serve_with_lifecycle(fresh().await?, Era::Legacy.lifecycle())
+                                .await
+                                .map_err(handshake_error)?
+                        }
+                    }
+                }
+            };
             Ok(Upstream {
                 service,
                 _launch: None,
@@ -541,6 +624,7 @@ pub async fn connect(
                 id: String::new(),
                 pumps,
             };
+            // The HTTP+SSE transport predates 2026-07-28: `initialize` it is.
             let service = ()
                 .serve(io)
                 .await
@@ -553,9 +637,14 @@ pub async fn connect(
         Transport::Stdio { .. } => {
             let (io, launch) = stdio(c, ctx, log).await?;
             // If the handshake fails, `launch` is dropped here: its process is killed.
-            let service = ().serve(io).await.map_err(|e| {
-                ConnectError::Failed(format!("the MCP handshake over its stdio: {e}"))
-            })?;
+            // While unknown, rmcp probes with `server/discover` and falls back to
+            // `initialize` on the same stream when the server answers as an older one.
+            let service =
+                ().serve_with_lifecycle(io, era.lifecycle())
+                    .await
+                    .map_err(|e| {
+                        ConnectError::Failed(format!("the MCP handshake over its stdio: {e}"))
+                    })?;
             Ok(Upstream {
                 service,
                 _launch: Some(launch),
@@ -567,6 +656,11 @@ pub async fn connect(
 impl Upstream {
     pub fn peer(&self) -> Peer<RoleClient> {
         self.service.peer().clone()
+    }
+
+    /// The era this connection speaks.
+    pub fn era(&self) -> Era {
+        Era::of(&self.info().protocol_version)
     }
 
     pub fn info(&self) -> Info {

@@ -134,7 +134,10 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         let s = wait_state(&mut c, "everything", pb::ServerState::Connected, Duration::from_secs(15)).await;
         eprintln!("everything connected in {:?}: {s:?}", t.elapsed());
         assert!(s.tools > 5, "{s:?}");
-        assert!(!s.protocol_version.is_empty(), "{s:?}");
+        // server-everything speaks the older lifecycle: server/discover was refused and
+        // initialize followed; the era is kept for the next connection.
+        assert_eq!(s.protocol_version, "2025-11-25", "{s:?}");
+        assert_eq!(s.era, "2025-11-25", "{s:?}");
         let h = wait_state(&mut c, "hung", pb::ServerState::Timeout, Duration::from_secs(6)).await;
         assert!(h.error.contains("2000 ms"), "{h:?}");
 
@@ -146,7 +149,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
         let m = wait_state(&mut c, "metadata", pb::ServerState::Error, Duration::from_secs(5)).await;
         assert!(m.error.contains("metadata"), "{m:?}");
 
-        // Bad configurations are refused naming their field; stdio is not offered yet.
+        // Bad configurations are refused naming their field.
         let e = c
             .add_server(pb::AddServerRequest {
                 config: Some(http("Bad Id", &everything.url(), true)),
@@ -742,7 +745,7 @@ fn rug(port: u16, desc: &Path) -> std::process::Child {
 #[test]
 fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     require_root("mcpd's broker (the stack runs privilege-separated)");
-    let stack = StackBuilder::new().start();
+    let mut stack = StackBuilder::new().start();
     let dir = tempfile::tempdir().unwrap();
     let desc = dir.path().join("description");
     std::fs::write(&desc, "Adds two numbers.").unwrap();
@@ -756,13 +759,16 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     rt().block_on(async {
         let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
         add(&mut c, http("rug", &url, true)).await;
-        wait_state(
+        let s = wait_state(
             &mut c,
             "rug",
             pb::ServerState::Connected,
             Duration::from_secs(20),
         )
         .await;
+        // The Python SDK speaks 2026-07-28: connected by server/discover, no initialize.
+        assert_eq!(s.protocol_version, "2026-07-28", "{s:?}");
+        assert_eq!(s.era, "2026-07-28", "{s:?}");
         let add = || pb::CallToolRequest {
             qualified_name: "mcp__rug__add".into(),
             arguments_json: r#"{"a": 2, "b": 3}"#.into(),
@@ -867,13 +873,45 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
         c.call_tool(add()).await.unwrap();
     });
+    // The era was found once: kept across a kill -9 of mcpd, known before the server
+    // connects again, and connected in it with no second probe.
+    stack.crash_and_restart("mcpd");
+    rt().block_on(async {
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        let s = c
+            .get_server(pb::GetServerRequest { id: "rug".into() })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(s.era, "2026-07-28", "{s:?}");
+        let s = wait_state(
+            &mut c,
+            "rug",
+            pb::ServerState::Connected,
+            Duration::from_secs(20),
+        )
+        .await;
+        assert_eq!(s.protocol_version, "2026-07-28", "{s:?}");
+    });
+    let found = stack
+        .log()
+        .lines()
+        .filter(|l| l.contains("era found") && l.contains("rug"))
+        .count();
+    assert_eq!(found, 1, "{}", stack.log());
     let _ = server.kill();
     let _ = server.wait();
     stack.stop();
 }
 
 /// Waits until the gateway reports `id` in `state`; answers the server as reported.
-fn wait_web_state(admin: &mut Web, id: &str, state: &str, within: Duration) -> serde_json::Value {
+fn wait_web_state(
+    stack: &argos_tests::Stack,
+    admin: &mut Web,
+    id: &str,
+    state: &str,
+    within: Duration,
+) -> serde_json::Value {
     let deadline = Instant::now() + within;
     loop {
         let r = admin.get(&format!("/api/mcp/servers/{id}"));
@@ -882,12 +920,16 @@ fn wait_web_state(admin: &mut Web, id: &str, state: &str, within: Duration) -> s
         if s["state"] == state {
             return s;
         }
-        assert!(
-            Instant::now() < deadline,
-            "{id} is {} ({}), not {state}, after {within:?}",
-            s["state"],
-            s["error"]
-        );
+        if Instant::now() >= deadline {
+            let log = stack.log();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            panic!(
+                "{id} is {} ({}), not {state}, after {within:?}; the stack's last lines:\n{}",
+                s["state"],
+                s["error"],
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -968,7 +1010,7 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
     );
     assert_eq!(r.status, 201, "{r:?}");
     for id in ["everything", "time"] {
-        wait_web_state(&mut admin, id, "connected", Duration::from_secs(60));
+        wait_web_state(&stack, &mut admin, id, "connected", Duration::from_secs(60));
     }
 
     // Tools listed and called through the gateway; the result marked untrusted.
@@ -1025,6 +1067,39 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
         assert!(texts(&r).contains("Asia/Tokyo"), "{r:?}");
         assert!(r.untrusted);
     });
+
+    // A server that dies at start: an error with its exit, the others unaffected, and no
+    // launch of it left running.
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "crash", "name": "Crash", "stdio": {"command": "/bin/sh",
+               "args": ["-c", "echo about to fail >&2; exit 3"]}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let crashed = wait_web_state(
+        &stack,
+        &mut admin,
+        "crash",
+        "error",
+        Duration::from_secs(30),
+    );
+    assert!(
+        crashed["error"].as_str().unwrap().contains("handshake"),
+        "{crashed}"
+    );
+    let log = admin.get("/api/mcp/servers/crash/log").json();
+    assert!(
+        log["log"].as_str().unwrap().contains("about to fail"),
+        "{log}"
+    );
+    for id in ["everything", "time"] {
+        assert_eq!(
+            admin.get(&format!("/api/mcp/servers/{id}")).json()["server"]["state"],
+            "connected"
+        );
+    }
+    let r = admin.call("DELETE", "/api/mcp/servers/crash", None, &[]);
+    assert_eq!(r.status, 204, "{r:?}");
 
     // A disabled tool: hidden from callers, refused when called, shown to the admin.
     let r = admin.call(
@@ -1085,7 +1160,7 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
     for daemon in ["mcpd", "execd"] {
         stack.crash_and_restart(daemon);
         for id in ["everything", "time"] {
-            wait_web_state(&mut admin, id, "connected", Duration::from_secs(90));
+            wait_web_state(&stack, &mut admin, id, "connected", Duration::from_secs(90));
         }
         let r = admin.post(
             "/api/mcp/tools/mcp__time__get_current_time/call",
@@ -1137,7 +1212,13 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
             .args
             .contains(&"Asia/Tokyo".to_string())
     );
-    wait_web_state(&mut admin, "time", "connected", Duration::from_secs(60));
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "time",
+        "connected",
+        Duration::from_secs(60),
+    );
     let r = admin.call("DELETE", "/api/mcp/servers/everything", None, &[]);
     assert_eq!(r.status, 204, "{r:?}");
     assert_eq!(admin.get("/api/mcp/servers/everything").status, 404);

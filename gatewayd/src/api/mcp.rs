@@ -548,6 +548,7 @@ pub fn server_view(
         "protocol_version": s.protocol_version,
         "tools": s.tools,
         "tools_changed": s.tools_changed,
+        "era": s.era,
     });
     match c.transport {
         Some(mpb::server_config::Transport::Stdio(st)) => {
@@ -653,6 +654,7 @@ fn audit_detail(c: &mpb::ServerConfig) -> serde_json::Value {
         "protocol_version",
         "tools",
         "tools_changed",
+        "era",
     ] {
         v.as_object_mut().map(|o| o.remove(k));
     }
