@@ -115,6 +115,11 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             "/api/mcp/servers/{server}/disabled_tools",
             axum::routing::put(api::set_disabled_tools),
         )
+        .route(
+            "/api/mcp/servers/{server}/authorize",
+            post(api::authorize_mcp_server),
+        )
+        .route("/api/mcp/oauth/callback", get(api::mcp_oauth_callback))
         .route("/api/mcp/tools", get(api::mcp_tools))
         .route("/api/mcp/tools/{tool}/accept", post(api::accept_mcp_tool))
         .route("/api/mcp/tools/{tool}/call", post(api::call_mcp_tool))

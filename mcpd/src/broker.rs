@@ -100,6 +100,8 @@ pub enum BrokerError {
     #[error("no tool {0}")]
     NoTool(String),
     #[error("{0}")]
+    NoAuthorization(String),
+    #[error("{0}")]
     Refused(String),
     #[error("{0}")]
     Unavailable(String),
@@ -144,6 +146,8 @@ pub struct Broker {
     generations: std::sync::atomic::AtomicU64,
     /// Each server's era once found: it connects in that lifecycle without probing.
     eras: Mutex<BTreeMap<String, Era>>,
+    /// OAuth authorizations an admin started and has not finished.
+    pending: crate::oauth::Pending,
 }
 
 fn now_ms() -> i64 {
@@ -172,6 +176,7 @@ impl Broker {
             .collect();
         let b = Arc::new(Broker {
             eras: Mutex::new(eras),
+            pending: crate::oauth::Pending::default(),
             store,
             limits,
             ctx,
@@ -532,9 +537,11 @@ impl Broker {
             StoreError::NotFound(id) => BrokerError::NoServer(id),
             e => e.into(),
         })?;
-        // Another server (or program) behind it: its era is found again.
+        // Another server (or program) behind it: its era is found again, and credentials
+        // issued for the old one are not sent to the new.
         if moved {
             self.set_era(&config.id, Era::Unknown).await;
+            self.store.clear_oauth(&config.id).await?;
         }
         let id = config.id.clone();
         self.install(config);
@@ -570,6 +577,53 @@ impl Broker {
         self.install(config);
         self.view(id)
             .ok_or_else(|| BrokerError::NoServer(id.to_string()))
+    }
+
+    /// Starts authorizing a server with OAuth: the URL an admin opens; the authorization
+    /// server redirects to `redirect_uri` (http or https).
+    pub async fn authorize(&self, id: &str, redirect_uri: &str) -> Result<String, BrokerError> {
+        let config = self
+            .view(id)
+            .ok_or_else(|| BrokerError::NoServer(id.to_string()))?
+            .config;
+        let ok = url::Url::parse(redirect_uri)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some());
+        if !ok || redirect_uri.len() > 2048 {
+            return Err(BrokerError::Invalid(crate::server::FieldError {
+                field: "redirect_uri".into(),
+                why: "an http(s) URL, at most 2048 bytes".into(),
+            }));
+        }
+        self.pending
+            .start(&self.store, &config, redirect_uri)
+            .await
+            .map_err(|e| BrokerError::Refused(format!("authorizing {id}: {e}")))
+    }
+
+    /// Finishes an authorization with the code its redirect brought: the credentials are
+    /// kept (sealed) and the server connects with them.
+    pub async fn finish_authorization(
+        self: &Arc<Self>,
+        state: &str,
+        code: &str,
+        iss: Option<&str>,
+    ) -> Result<ServerView, BrokerError> {
+        let id = self
+            .pending
+            .finish(state, code, iss)
+            .await
+            .map_err(|e| match e {
+                crate::oauth::FinishError::Unknown => {
+                    BrokerError::NoAuthorization(format!("state: {e}"))
+                }
+                e => BrokerError::Refused(e.to_string()),
+            })?;
+        tracing::info!(server = %id, "authorized with OAuth");
+        match self.view(&id) {
+            Some(v) if v.config.enabled => self.reconnect(&id),
+            Some(v) => Ok(v),
+            None => Err(BrokerError::NoServer(id)),
+        }
     }
 
     pub fn reconnect(self: &Arc<Self>, id: &str) -> Result<ServerView, BrokerError> {

@@ -9,6 +9,7 @@
 mod broker;
 mod caps;
 mod names;
+mod oauth;
 mod pin;
 mod server;
 mod service;
@@ -53,7 +54,11 @@ fn main() -> ExitCode {
                 schema_depth: size(m.schema_depth),
                 tools_per_server: size(m.tools_per_server),
             };
-            let broker = broker::Broker::start(store, limits, upstream::Context { exec })
+            let ctx = upstream::Context {
+                exec,
+                store: store.clone(),
+            };
+            let broker = broker::Broker::start(store, limits, ctx)
                 .await
                 .context("loading the configured servers")?;
             Ok(Serve::new(

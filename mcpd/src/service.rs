@@ -39,6 +39,8 @@ pub fn policy() -> MethodPolicy {
         .method(m("AcceptTool"), admin)
         .method(m("WatchServers"), admin)
         .method(m("ServerLog"), admin)
+        .method(m("Authorize"), admin)
+        .method(m("FinishAuthorization"), admin)
         .method(m("ListTools"), callers)
         .method(m("CallTool"), callers)
 }
@@ -47,7 +49,9 @@ fn status(e: BrokerError) -> Status {
     match e {
         BrokerError::Invalid(f) => Status::invalid_argument(f.to_string()),
         BrokerError::Exists(_) => Status::already_exists(e.to_string()),
-        BrokerError::NoServer(_) | BrokerError::NoTool(_) => Status::not_found(e.to_string()),
+        BrokerError::NoServer(_) | BrokerError::NoTool(_) | BrokerError::NoAuthorization(_) => {
+            Status::not_found(e.to_string())
+        }
         BrokerError::Refused(_) => Status::failed_precondition(e.to_string()),
         BrokerError::Unavailable(_) => Status::unavailable(e.to_string()),
         BrokerError::Call { ref error, .. } => match error {
@@ -429,6 +433,34 @@ impl Mcp for McpService {
             .stderr(&id)
             .ok_or_else(|| Status::not_found(format!("no server {id}")))?;
         Ok(Response::new(pb::ServerLogResponse { text }))
+    }
+
+    async fn authorize(
+        &self,
+        r: Request<pb::AuthorizeRequest>,
+    ) -> Result<Response<pb::AuthorizeResponse>, Status> {
+        let r = r.into_inner();
+        let url = self
+            .broker
+            .authorize(&r.id, &r.redirect_uri)
+            .await
+            .map_err(status)?;
+        tracing::info!(server = %r.id, "OAuth authorization started");
+        Ok(Response::new(pb::AuthorizeResponse { url }))
+    }
+
+    async fn finish_authorization(
+        &self,
+        r: Request<pb::FinishAuthorizationRequest>,
+    ) -> Result<Response<pb::Server>, Status> {
+        let r = r.into_inner();
+        let iss = (!r.iss.is_empty()).then_some(r.iss.as_str());
+        let v = self
+            .broker
+            .finish_authorization(&r.state, &r.code, iss)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(server_out(&v)))
     }
 
     type WatchServersStream = ServerStream;

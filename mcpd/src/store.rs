@@ -13,6 +13,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// The domain secrets are sealed in.
 const SEAL: &str = "mcp-secret";
+/// The domain OAuth credentials are sealed in.
+const SEAL_OAUTH: &str = "mcp-oauth";
 
 /// Why the store failed.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +31,7 @@ pub enum StoreError {
     Corrupt { id: String, why: String },
 }
 
+#[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
     key: Arc<Key>,
@@ -121,6 +124,55 @@ impl Store {
         if r.rows_affected() == 0 {
             return Err(StoreError::NotFound(id.to_string()));
         }
+        Ok(())
+    }
+
+    /// A server's OAuth credentials (JSON), opened.
+    pub async fn oauth(&self, server: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT sealed FROM oauth WHERE server = ?")
+            .bind(server)
+            .fetch_optional(&self.pool)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let sealed: String = row.get("sealed");
+        let plain = self
+            .key
+            .open(SEAL_OAUTH, server.as_bytes(), &sealed)
+            .ok_or_else(|| StoreError::Corrupt {
+                id: server.to_string(),
+                why: "its sealed OAuth credentials do not open".into(),
+            })?;
+        String::from_utf8(plain)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt {
+                id: server.to_string(),
+                why: e.to_string(),
+            })
+    }
+
+    /// Keeps a server's OAuth credentials (JSON), sealed.
+    pub async fn set_oauth(&self, server: &str, json: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO oauth (server, sealed, updated_at_ms) VALUES (?, ?, ?)
+             ON CONFLICT (server) DO UPDATE SET sealed = excluded.sealed,
+             updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(server)
+        .bind(
+            self.key
+                .seal(SEAL_OAUTH, server.as_bytes(), json.as_bytes()),
+        )
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub async fn clear_oauth(&self, server: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM oauth WHERE server = ?")
+            .bind(server)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

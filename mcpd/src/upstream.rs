@@ -53,6 +53,8 @@ pub struct Upstream {
 pub struct Context {
     /// execd, which starts stdio servers.
     pub exec: argos_exec_client::ExecClient,
+    /// mcpd's store: the OAuth credentials of servers an admin authorized.
+    pub store: crate::store::Store,
 }
 
 /// A stdio server's standard error, the last 64 KiB of it, for an admin to read.
@@ -567,50 +569,27 @@ pub async fn connect(
     use rmcp::service::ClientServiceExt as _;
     match &c.transport {
         Transport::StreamableHttp { url, headers: h } => {
-            let fresh = || async {
-                let (_, http) = pinned_client(c, url).await?;
-                let mut cfg =
-                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                        url.as_str(),
-                    )
-                    .custom_headers(headers(h)?);
-                // A dropped event stream ends the connection; the broker reconnects it
-                // with its own back-off and says so in the server's state.
-                cfg.retry_config = std::sync::Arc::new(
-                    rmcp::transport::common::client_side_sse::NeverRetry::default(),
-                );
-                Ok::<_, ConnectError>(rmcp::transport::StreamableHttpClientTransport::with_client(
-                    http, cfg,
-                ))
-            };
-            let handshake_error = |e: rmcp::service::ClientInitializeError| {
-                if e.is_authorization_required() {
-                    ConnectError::NeedsAuth(e.to_string())
-                } else {
-                    ConnectError::Failed(e.to_string())
+            let (_, http) = pinned_client(c, url).await?;
+            let mut cfg =
+                rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                    url.as_str(),
+                )
+                .custom_headers(headers(h)?);
+            // A dropped event stream ends the connection; the broker reconnects it with
+            // its own back-off and says so in the server's state.
+            cfg.retry_config = std::sync::Arc::new(
+                rmcp::transport::common::client_side_sse::NeverRetry::default(),
+            );
+            // A server an admin authorized: each request carries its bearer token,
+            // refreshed as it nears its end.
+            let authorized = crate::oauth::authorized(&ctx.store, c)
+                .await
+                .map_err(|e| ConnectError::NeedsAuth(format!("its OAuth credentials: {e}")))?;
+            let service = match authorized {
+                Some(m) => {
+                    handshake(rmcp::transport::AuthClient::new(http, m), cfg, era, &c.id).await?
                 }
-            };
-            let service = match era {
-                Era::Legacy | Era::Modern => {
-                    ().serve_with_lifecycle(fresh().await?, era.lifecycle())
-                        .await
-                        .map_err(handshake_error)?
-                }
-                // A server of the older era may answer `server/discover` with an HTTP
-                // error rather than a JSON-RPC one: probe on one connection and, unless
-                // it asks for authorization, begin again on a fresh one with `initialize`.
-                Era::Unknown => {
-                    match ().serve_with_lifecycle(fresh().await?, Era::Modern.lifecycle()).await {
-                        Ok(service) => service,
-                        Err(e) if e.is_authorization_required() => return Err(handshake_error(e)),
-                        Err(probe) => {
-                            tracing::debug!(server = %c.id, error = %probe, "server/discover refused: trying initialize");
-                            ().serve_with_lifecycle(fresh().await?, Era::Legacy.lifecycle())
-                                .await
-                                .map_err(handshake_error)?
-                        }
-                    }
-                }
+                None => handshake(http, cfg, era, &c.id).await?,
             };
             Ok(Upstream {
                 service,
@@ -649,6 +628,53 @@ pub async fn connect(
                 service,
                 _launch: Some(launch),
             })
+        }
+    }
+}
+
+/// MCP's handshake over Streamable HTTP in the lifecycle of `era`.
+async fn handshake<C>(
+    client: C,
+    cfg: rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig,
+    era: Era,
+    id: &str,
+) -> Result<RunningService<RoleClient, ()>, ConnectError>
+where
+    C: rmcp::transport::streamable_http_client::StreamableHttpClient + Sync,
+{
+    use rmcp::service::ClientServiceExt as _;
+    let transport = |client: C| {
+        rmcp::transport::StreamableHttpClientTransport::with_client(client, cfg.clone())
+    };
+    let failed = |e: rmcp::service::ClientInitializeError| {
+        if e.is_authorization_required() {
+            tracing::debug!(server = %id, error = %e, "the server asks for authorization");
+            ConnectError::NeedsAuth("HTTP 401: an admin authorizes it with OAuth".into())
+        } else {
+            ConnectError::Failed(e.to_string())
+        }
+    };
+    match era {
+        Era::Legacy | Era::Modern => {
+            ().serve_with_lifecycle(transport(client), era.lifecycle())
+                .await
+                .map_err(failed)
+        }
+        // A server of the older era may answer `server/discover` with an HTTP error
+        // rather than a JSON-RPC one: probe on one connection and, unless it asks for
+        // authorization, begin again on a fresh one with `initialize`.
+        Era::Unknown => {
+            match ().serve_with_lifecycle(transport(client.clone()), Era::Modern.lifecycle()).await
+            {
+                Ok(service) => Ok(service),
+                Err(e) if e.is_authorization_required() => Err(failed(e)),
+                Err(probe) => {
+                    tracing::debug!(server = %id, error = %probe, "server/discover refused: trying initialize");
+                    ().serve_with_lifecycle(transport(client), Era::Legacy.lifecycle())
+                        .await
+                        .map_err(failed)
+                }
+            }
         }
     }
 }

@@ -2,7 +2,9 @@
 // first-admin setup, the dashboard, running `echo hello`, watching a live stream, killing
 // a sleeping command, an agent's commands approved live (a destructive one only with its
 // short id typed), the audit trail, an MCP server added with its tools toggled and called,
-// logging out. Usage: node ui.mjs <setup-url> <mcp-url> (an MCP server over Streamable HTTP)
+// one that asks for OAuth authorized from its page, logging out.
+// Usage: node ui.mjs <setup-url> <mcp-url> <oauth-mcp-url> (MCP servers over Streamable HTTP,
+// the second asking for OAuth)
 // Exits non-zero (with the reason) on the first expectation that fails.
 import { createRequire } from "node:module";
 
@@ -14,7 +16,8 @@ const setupUrl = process.argv[2];
 if (!setupUrl) throw new Error("usage: node ui.mjs <setup-url>");
 const base = new URL(setupUrl).origin;
 const mcpUrl = process.argv[3];
-if (!mcpUrl) throw new Error("usage: node ui.mjs <setup-url> <mcp-url>");
+const oauthUrl = process.argv[4];
+if (!mcpUrl || !oauthUrl) throw new Error("usage: node ui.mjs <setup-url> <mcp-url> <oauth-mcp-url>");
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -262,6 +265,19 @@ try {
   }
   await visit("#/mcp");
   if (!(await page.textContent("#mcp-servers")).includes("connected")) throw new Error("the list does not show the server connected");
+
+  step("MCP: a server that asks for OAuth is authorized from its page, there and back");
+  const added = await page.evaluate(async (u) => (await fetch("/api/mcp/servers", { method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ id: "guarded", name: "Guarded", local: true, streamable_http: { url: u } }) })).status, oauthUrl);
+  if (added !== 201) throw new Error(`adding the OAuth server answered ${added}`);
+  await visit("#/mcp/guarded");
+  await page.waitForSelector("button.authorize");
+  await looksRight("admin-mcp-needs-auth");
+  await page.click("button.authorize");
+  // Off to its authorization server, which approves, and back through the callback.
+  await page.waitForURL((u) => u.toString().endsWith("/#/mcp/guarded") && u.toString().startsWith(base), { timeout: 20000 });
+  await page.waitForFunction(() => document.querySelector("#mcp-server .status")?.textContent === "connected");
 
   step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
   const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));

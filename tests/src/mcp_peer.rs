@@ -1,5 +1,7 @@
 //! The npm MCP reference server `server-everything` (installed by
-//! `scripts/install-test-tools` into `target/tools/mcp`), run as a real peer.
+//! `scripts/install-test-tools` into `target/tools/mcp`), run as a real peer; and the
+//! tests' own servers written with the Python SDK (`tests/mcp/*.py`, PyPI `mcp` in
+//! `target/tools/mcp-py`).
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -76,4 +78,33 @@ impl Drop for Everything {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `tests/mcp/{script}` with the Python SDK's interpreter, `PORT` and `env` set,
+/// and waits until it listens on 127.0.0.1:`port`. The caller kills it.
+pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Child {
+    let root = crate::workspace_root();
+    let python = root.join("target/tools/mcp-py/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: scripts/install-test-tools installs it",
+        python.display()
+    );
+    let child = Command::new(python)
+        .arg(root.join("tests/mcp").join(script))
+        .env("PORT", port.to_string())
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting a Python MCP server");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "tests/mcp/{script} did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
 }

@@ -17,11 +17,15 @@ fn the_web_ui_works_in_chromium() {
     let stack = StackBuilder::new().start();
     // The npm MCP reference server over Streamable HTTP, for the MCP page.
     let everything = argos_tests::mcp_peer::Everything::start();
+    // And one that asks for OAuth (the Python SDK's, with its own authorization server).
+    let port = argos_tests::free_port();
+    let mut oauth = argos_tests::mcp_peer::python("oauth.py", port, &[]);
     let url = format!("http://{}/setup#{}", stack.listen, stack.setup_secret());
     let out = std::process::Command::new("node")
         .arg(root.join("tests/browser/ui.mjs"))
         .arg(&url)
         .arg(everything.url())
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
         .env("ARGOS_NODE_TOOLS", root.join("target/tools/node"))
         .env("ARGOS_SCREENS", root.join("target/ui-screens"))
         .current_dir(root.join("target/tools/node"))
@@ -37,6 +41,8 @@ fn the_web_ui_works_in_chromium() {
         "the browser run failed:\n{text}\n{}",
         stack.log()
     );
+    let _ = oauth.kill();
+    let _ = oauth.wait();
     assert!(text.contains("ok: "), "{text}");
     stack.stop();
 }

@@ -144,6 +144,13 @@ fn authorization_matrix() {
                 "/api/mcp/servers/nosuch/disabled_tools".into(),
                 Some(json!({"tools": ["x"]})),
             ),
+            "POST /api/mcp/servers/{server}/authorize" => {
+                ("/api/mcp/servers/nosuch/authorize".into(), None)
+            }
+            // Anyone may come back from an authorization server; a forged state is a 404.
+            "GET /api/mcp/oauth/callback" => {
+                ("/api/mcp/oauth/callback?code=x&state=forged".into(), None)
+            }
             "GET /api/mcp/tools" => ("/api/mcp/tools".into(), None),
             "POST /api/mcp/tools/{tool}/accept" => {
                 ("/api/mcp/tools/mcp__nosuch__x/accept".into(), None)
@@ -495,6 +502,8 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/mcp/servers/{server}/reconnect",
         "GET /api/mcp/servers/{server}/log",
         "PUT /api/mcp/servers/{server}/disabled_tools",
+        "POST /api/mcp/servers/{server}/authorize",
+        "GET /api/mcp/oauth/callback",
         "GET /api/mcp/tools",
         "POST /api/mcp/tools/{tool}/accept",
         "POST /api/mcp/tools/{tool}/call",

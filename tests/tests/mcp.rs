@@ -715,27 +715,14 @@ fn a_compromised_mcpd_can_start_nothing_an_admin_did_not_register() {
 /// `tests/mcp/rug.py` (PyPI `mcp`) on `port`, its tool described by the file `desc`
 /// (and a second tool with `extra`).
 fn rug_with(port: u16, desc: &Path, extra: bool) -> std::process::Child {
-    let python = workspace().join("target/tools/mcp-py/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: scripts/install-test-tools installs it",
-        python.display()
-    );
-    let child = Command::new(python)
-        .arg(workspace().join("tests/mcp/rug.py"))
-        .env("PORT", port.to_string())
-        .env("RUG_DESCRIPTION", desc)
-        .env("RUG_EXTRA", if extra { "1" } else { "" })
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "rug.py did not listen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
+    argos_tests::mcp_peer::python(
+        "rug.py",
+        port,
+        &[
+            ("RUG_DESCRIPTION", desc.to_str().unwrap()),
+            ("RUG_EXTRA", if extra { "1" } else { "" }),
+        ],
+    )
 }
 
 fn rug(port: u16, desc: &Path) -> std::process::Child {
@@ -1227,5 +1214,129 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
         .map(|r| r.server_id)
         .collect();
     assert_eq!(left, ["time"]);
+    stack.stop();
+}
+
+/// Whether `bytes` hold a token of tests/mcp/oauth.py (`at-` or `rt-` and 32 URL-safe
+/// characters) in clear.
+fn holds_a_token(bytes: &[u8]) -> bool {
+    let urlsafe = |b: &u8| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_';
+    bytes
+        .windows(35)
+        .any(|w| (w.starts_with(b"at-") || w.starts_with(b"rt-")) && w[3..].iter().all(urlsafe))
+}
+
+/// A Streamable HTTP server that asks for OAuth 2.1 (tests/mcp/oauth.py: the Python SDK's
+/// resource server and authorization server, which approves at once): it waits in
+/// `needs_auth`; an admin's Authorize gives the authorization server's URL (PKCE, the
+/// gateway's callback); the browser's trip there comes back to the callback with no
+/// session, and the state alone (single use) finishes it; the server connects and its
+/// tool answers; the access token (4 s) is refreshed when it ends; the tokens are in no
+/// answer and no file in clear; after kill -9 of mcpd it connects again with the kept
+/// credentials; a forged state is refused.
+#[test]
+fn a_server_that_asks_for_oauth_is_authorized_by_an_admin_and_its_tokens_refreshed() {
+    require_root("mcpd's broker (the stack runs privilege-separated)");
+    let mut stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let port = argos_tests::free_port();
+    let mut server = argos_tests::mcp_peer::python("oauth.py", port, &[("OAUTH_TTL", "4")]);
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "guarded", "name": "Guarded", "local": true,
+               "streamable_http": {"url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "guarded",
+        "needs_auth",
+        Duration::from_secs(20),
+    );
+
+    let r = admin.post("/api/mcp/servers/guarded/authorize", json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let url = r.json()["url"].as_str().unwrap().to_string();
+    let as_origin = format!("http://127.0.0.1:{port}");
+    assert!(url.starts_with(&format!("{as_origin}/authorize?")), "{url}");
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+    let callback = format!("http://{}/api/mcp/oauth/callback", stack.listen);
+    let encoded: String = url::form_urlencoded::byte_serialize(callback.as_bytes()).collect();
+    assert!(url.contains(&format!("redirect_uri={encoded}")), "{url}");
+
+    // The browser's trip: the authorization server approves and sends it back.
+    let mut browser = Web::new(([127, 0, 0, 1], port).into());
+    let r = browser.get(url.strip_prefix(&as_origin).unwrap());
+    assert_eq!(r.status, 302, "{r:?}");
+    let back = r.header("location").unwrap().to_string();
+    assert!(back.starts_with(&format!("{callback}?")), "{back}");
+    let back = back
+        .strip_prefix(&format!("http://{}", stack.listen))
+        .unwrap();
+    // No session comes with a cross-site redirect (SameSite=Strict): the state does it.
+    let mut anon = Web::new(stack.listen);
+    let r = anon.get(back);
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(r.header("location"), Some("/#/mcp/guarded"));
+    let r = anon.get(back);
+    assert_eq!(r.status, 404, "a state is used once: {r:?}");
+    let r = anon.get("/api/mcp/oauth/callback?code=x&state=forged");
+    assert_eq!(r.status, 404, "{r:?}");
+    let r = anon.get("/api/mcp/oauth/callback?error=access_denied&state=forged");
+    assert_eq!(
+        (r.status, r.code()),
+        (409, "not_authorized".into()),
+        "{r:?}"
+    );
+
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "guarded",
+        "connected",
+        Duration::from_secs(20),
+    );
+    let whoami = |admin: &mut Web| {
+        let r = admin.post("/api/mcp/tools/mcp__guarded__whoami/call", json!({}));
+        assert_eq!(r.status, 200, "{r:?}");
+        r.json()["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = whoami(&mut admin);
+    assert!(first.contains("tokens issued so far: 1"), "{first}");
+    // The access token lives 4 s: the call after it carries a refreshed one.
+    std::thread::sleep(Duration::from_secs(5));
+    let later = whoami(&mut admin);
+    assert!(later.contains("tokens issued so far: 2"), "{later}");
+
+    // The tokens: in no answer, no log line, no file of the stack in clear.
+    for path in [
+        "/api/mcp/servers",
+        "/api/mcp/servers/guarded",
+        "/api/audit?limit=500",
+    ] {
+        assert!(!holds_a_token(admin.get(path).text.as_bytes()), "{path}");
+    }
+    assert!(!holds_a_token(stack.log().as_bytes()));
+    for f in files(&stack.root().join("state")) {
+        let bytes = std::fs::read(&f).unwrap_or_default();
+        assert!(!holds_a_token(&bytes), "{} holds a token", f.display());
+    }
+
+    // kill -9 of mcpd: the credentials were kept, no new authorization is needed.
+    stack.crash_and_restart("mcpd");
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "guarded",
+        "connected",
+        Duration::from_secs(20),
+    );
+    assert!(whoami(&mut admin).contains("client "));
+    let _ = server.kill();
+    let _ = server.wait();
     stack.stop();
 }

@@ -319,11 +319,17 @@ pub fn document(doc: &mut Value) {
                                        "maxLength": super::mcp::QUALIFIED_MAX});
                             answers.push(("400", "not a qualified tool name"));
                         }
+                        ("query", "code" | "state") if path == "/api/mcp/oauth/callback" => {
+                            // What a redirect that brings a code always has.
+                            p["required"] = json!(true);
+                            p["schema"] = json!({"type": "string", "minLength": 1});
+                            answers.push(("400", "no code or no state"));
+                        }
                         ("query", "all") => {
                             p["schema"] = json!({"type": "boolean"});
                             answers.push(("400", "all is not true or false"));
                         }
-                        ("query", "state") => {
+                        ("query", "state") if path == "/api/approvals" => {
                             p["schema"] = json!({"type": "string", "enum": states});
                             answers.push(("400", "an unknown state, or given twice"));
                         }

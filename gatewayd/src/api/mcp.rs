@@ -1007,6 +1007,117 @@ pub async fn set_disabled_tools(
     Ok(Json(json!({"server": server_view(&s, None)})))
 }
 
+#[utoipa::path(post, path = "/api/mcp/servers/{server}/authorize", tag = "mcp", description = "Starts authorizing a Streamable HTTP server that asks for OAuth 2.1 (admins): answers the authorization server's URL to open in this browser. It comes back to `/api/mcp/oauth/callback`, and the server connects with its tokens (kept encrypted by mcpd, refreshed as they expire).", params(("server" = String, Path, description = "the server's id")), responses((status = 200, description = "`{\"url\": …}`"), (status = 400, description = "not a server id", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody), (status = 404, description = "no such server", body = ErrorBody), (status = 409, description = "the server cannot be authorized (not Streamable HTTP, or its authorization server could not be used): see the message", body = ErrorBody), (status = 503, description = "mcpd is not answering", body = ErrorBody)))]
+pub async fn authorize_mcp_server(
+    State(api): State<Shared>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    caller: Caller,
+    headers: HeaderMap,
+    Path(server): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    path_server(&server)?;
+    // Back to this gateway, as the browser reaches it (its Host was checked on entry).
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .ok_or_else(|| invalid("host: the request names no host"))?;
+    let scheme = if is_https(&headers, &api.web, peer.ip()) {
+        "https"
+    } else {
+        "http"
+    };
+    let redirect_uri = format!("{scheme}://{host}/api/mcp/oauth/callback");
+    let url = audited(
+        &api,
+        "mcp.server.authorize",
+        &caller.user.name,
+        &server,
+        json!({"redirect_uri": redirect_uri}),
+        async {
+            api.mcp
+                .clone()
+                .authorize(mpb::AuthorizeRequest {
+                    id: server.clone(),
+                    redirect_uri: redirect_uri.clone(),
+                })
+                .await
+                .map_err(from_mcp)
+                .map(|r| r.into_inner().url)
+        },
+    )
+    .await?;
+    Ok(Json(json!({"url": url})))
+}
+
+/// What an authorization server's redirect brings.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallbackQuery {
+    /// The authorization code (absent when `error` says why there is none).
+    #[serde(default)]
+    code: Option<String>,
+    /// The authorization's state, as `authorize` made it.
+    state: String,
+    /// The issuer (RFC 9207), when the authorization server sends it.
+    #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    error_description: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/mcp/oauth/callback", tag = "mcp", description = "Where an authorization server sends the browser back (no session needed: the `state`, random and single use, names the authorization an admin started): the code is exchanged and the server connects; answers a redirect to its page.", params(CallbackQuery), responses((status = 303, description = "authorized: to the server's page"), (status = 400, description = "the query is not a redirect's (no code, no state)", body = ErrorBody), (status = 404, description = "no authorization waits with this state (finished, replaced, expired or never started)", body = ErrorBody), (status = 409, description = "no authorization: the authorization server refused (its `error`), or the code could not be exchanged; see the message", body = ErrorBody), (status = 503, description = "mcpd is not answering", body = ErrorBody)))]
+pub async fn mcp_oauth_callback(
+    State(api): State<Shared>,
+    Query(q): Query<CallbackQuery>,
+) -> Result<Response, ApiError> {
+    if let Some(e) = &q.error {
+        let why = q.error_description.as_deref().unwrap_or_default();
+        let text: String = format!("{e} {why}")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(300)
+            .collect();
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "not_authorized",
+            format!(
+                "error: the authorization server gave no code: {}",
+                text.trim()
+            ),
+        ));
+    }
+    let Some(code) = q.code.filter(|c| !c.is_empty()) else {
+        return Err(invalid("code: missing"));
+    };
+    let s = api
+        .mcp
+        .clone()
+        .finish_authorization(mpb::FinishAuthorizationRequest {
+            state: q.state,
+            code,
+            iss: q.iss.unwrap_or_default(),
+        })
+        .await
+        .map_err(from_mcp)?
+        .into_inner();
+    let id = s.config.map(|c| c.id).unwrap_or_default();
+    record(
+        &api,
+        "mcp.server.authorized",
+        "(oauth redirect)",
+        &id,
+        json!({}),
+    )
+    .await?;
+    Ok((
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, format!("/#/mcp/{id}"))],
+    )
+        .into_response())
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]

@@ -162,6 +162,8 @@ pub struct ErrorDetail {
         reconnect_mcp_server,
         mcp_server_log,
         set_disabled_tools,
+        authorize_mcp_server,
+        mcp_oauth_callback,
         mcp_tools,
         accept_mcp_tool,
         call_mcp_tool,

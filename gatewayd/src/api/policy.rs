@@ -125,6 +125,10 @@ pub const RULES: &[Rule] = &[
     rule("POST", "/api/mcp/servers/{server}/reconnect", ADMIN, EXEC, TOKENS_TOO),
     rule("GET", "/api/mcp/servers/{server}/log", ADMIN, READ, TOKENS_TOO),
     rule("PUT", "/api/mcp/servers/{server}/disabled_tools", ADMIN, EXEC, TOKENS_TOO),
+    rule("POST", "/api/mcp/servers/{server}/authorize", ADMIN, EXEC, TOKENS_TOO),
+    // An authorization server's redirect: no session comes with it (the cookie is
+    // SameSite=Strict); its single-use `state` names the authorization an admin started.
+    rule("GET", "/api/mcp/oauth/callback", ANYONE, NONE, TOKENS_TOO),
     rule("GET", "/api/mcp/tools", ADMIN, READ, TOKENS_TOO),
     rule("POST", "/api/mcp/tools/{tool}/accept", ADMIN, EXEC, TOKENS_TOO),
     rule("POST", "/api/mcp/tools/{tool}/call", ADMIN, EXEC, TOKENS_TOO),

@@ -243,6 +243,7 @@ export function McpServers() {
             {s.tools_changed > 0 && <div class="bad">{s.tools_changed} changed: held</div>}
           </>,
           <div class="row">
+            <Authorize s={s} onError={setError} />
             {s.enabled ? (
               <button type="button" class="secondary" onClick={act(s.id, "disable")}>
                 Disable
@@ -264,6 +265,24 @@ export function McpServers() {
       <h2>Add a server</h2>
       <AddServer onAdded={(id) => (location.hash = "#/mcp/" + id)} />
     </Page>
+  );
+}
+
+/** For a server that asks for OAuth: open its authorization server; it comes back here. */
+function Authorize(props: { s: McpServer; onError: (e: unknown) => void }) {
+  if (props.s.state !== "needs_auth" || props.s.transport !== "streamable_http") return null;
+  const go = async () => {
+    try {
+      const r = await api<{ url: string }>("POST", `/api/mcp/servers/${encodeURIComponent(props.s.id)}/authorize`);
+      location.href = r.url;
+    } catch (e) {
+      props.onError(e);
+    }
+  };
+  return (
+    <button type="button" class="authorize" onClick={go}>
+      Authorize…
+    </button>
   );
 }
 
@@ -528,7 +547,14 @@ export function McpServerPage(props: { id: string }) {
           </tr>
         </tbody>
       </table>
+      {s.state === "needs_auth" && (
+        <p class="meta">
+          This server asks for authorization (OAuth 2.1). Authorize opens its authorization server in this tab and
+          comes back here; the tokens are kept encrypted by mcpd and refreshed as they expire.
+        </p>
+      )}
       <div class="row">
+        <Authorize s={s} onError={setError} />
         {s.enabled ? (
           <button type="button" class="secondary" onClick={() => act("disable")}>
             Disable
