@@ -13,6 +13,12 @@ pub fn init(log: &LogConfig, daemon: &'static str) {
             Some(e.to_string()),
         ),
     };
+    // rmcp's OAuth client logs authorization codes and token responses at debug: never
+    // below info, whatever the configured level.
+    let filter = match "rmcp::transport::auth=info".parse() {
+        Ok(d) => filter.add_directive(d),
+        Err(_) => filter,
+    };
     // journald stamps every line itself; a second timestamp is noise there.
     let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
     let builder = tracing_subscriber::fmt()

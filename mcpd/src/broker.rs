@@ -541,6 +541,7 @@ impl Broker {
         // issued for the old one are not sent to the new.
         if moved {
             self.set_era(&config.id, Era::Unknown).await;
+            self.pending.forget(&config.id);
             self.store.clear_oauth(&config.id).await?;
         }
         let id = config.id.clone();
@@ -555,6 +556,7 @@ impl Broker {
         })?;
         let old = self.slots().remove(id);
         drop(old);
+        self.pending.forget(id);
         self.eras
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -23,6 +23,9 @@ use crate::store::Store;
 pub struct Sealed {
     pub store: Store,
     pub server: String,
+    /// The resource they are for: credentials issued while the server was at another URL
+    /// never open here.
+    pub url: String,
 }
 
 fn store_error(e: impl std::fmt::Display) -> AuthError {
@@ -32,7 +35,12 @@ fn store_error(e: impl std::fmt::Display) -> AuthError {
 #[async_trait::async_trait]
 impl CredentialStore for Sealed {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        match self.store.oauth(&self.server).await.map_err(store_error)? {
+        match self
+            .store
+            .oauth(&self.server, &self.url)
+            .await
+            .map_err(store_error)?
+        {
             Some(json) => serde_json::from_str(&json).map(Some).map_err(store_error),
             None => Ok(None),
         }
@@ -41,7 +49,7 @@ impl CredentialStore for Sealed {
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         let json = serde_json::to_string(&credentials).map_err(store_error)?;
         self.store
-            .set_oauth(&self.server, &json)
+            .set_oauth(&self.server, &self.url, &json)
             .await
             .map_err(store_error)
     }
@@ -75,6 +83,7 @@ pub async fn manager(store: &Store, c: &ServerConfig) -> Result<AuthorizationMan
     m.set_credential_store(Sealed {
         store: store.clone(),
         server: c.id.clone(),
+        url: url.to_string(),
     });
     Ok(m)
 }
@@ -85,13 +94,20 @@ pub async fn authorized(
     store: &Store,
     c: &ServerConfig,
 ) -> Result<Option<AuthorizationManager>, AuthError> {
-    if store.oauth(&c.id).await.map_err(store_error)?.is_none() {
+    if store
+        .oauth(&c.id, url_of(c)?)
+        .await
+        .map_err(store_error)?
+        .is_none()
+    {
         return Ok(None);
     }
     let mut m = manager(store, c).await?;
     Ok(m.initialize_from_store().await?.then_some(m))
 }
 
+/// How long finding a server's authorization server may take.
+const START_WITHIN: Duration = Duration::from_secs(30);
 /// How long an admin has to finish an authorization, and how many may wait at once.
 const PENDING_FOR: Duration = Duration::from_secs(10 * 60);
 const MAX_PENDING: usize = 64;
@@ -116,21 +132,38 @@ impl Pending {
         c: &ServerConfig,
         redirect_uri: &str,
     ) -> Result<String, AuthError> {
-        let mut m = manager(store, c).await?;
-        let found = m.resolve_metadata().await?;
-        m.set_metadata(found.metadata);
-        let request = AuthorizationRequest::new(redirect_uri).with_client_name("Argos");
-        let session = AuthorizationSession::new(m, request)
-            .await
-            .map_err(|(_, e)| e)?;
+        // Discovery may try several servers the metadata lists, each with rmcp's own
+        // request timeout: the whole of it within one bound.
+        let session = tokio::time::timeout(START_WITHIN, async {
+            let mut m = manager(store, c).await?;
+            let found = m.resolve_metadata().await?;
+            m.set_metadata(found.metadata);
+            let request = AuthorizationRequest::new(redirect_uri).with_client_name("Argos");
+            AuthorizationSession::new(m, request)
+                .await
+                .map_err(|(_, e)| e)
+        })
+        .await
+        .map_err(|_| {
+            AuthError::OAuthError(format!(
+                "its authorization server was not found within {} s",
+                START_WITHIN.as_secs()
+            ))
+        })??;
         let url = session.get_authorization_url().to_string();
-        let state = url::Url::parse(&url)
+        let parsed = url::Url::parse(&url)
             .ok()
-            .and_then(|u| {
-                u.query_pairs()
-                    .find(|(k, _)| k == "state")
-                    .map(|(_, v)| v.into_owned())
-            })
+            .filter(|u| matches!(u.scheme(), "http" | "https"))
+            .ok_or_else(|| {
+                AuthError::OAuthError("its authorization endpoint is not an http(s) URL".into())
+            })?;
+        // The client's own state comes last (an endpoint's URL may carry a query of its
+        // own, a `state` in it included).
+        let state = parsed
+            .query_pairs()
+            .filter(|(k, _)| k == "state")
+            .last()
+            .map(|(_, v)| v.into_owned())
             .ok_or_else(|| AuthError::OAuthError("the authorization URL has no state".into()))?;
         let now = Instant::now();
         let mut map = self.map();
@@ -145,6 +178,20 @@ impl Pending {
         }
         map.insert(state, (c.id.clone(), session, now));
         Ok(url)
+    }
+
+    /// Drops what waits for `server` (its configuration changed, or it went).
+    pub fn forget(&self, server: &str) {
+        let dropped: Vec<_> = {
+            let mut map = self.map();
+            let states: Vec<String> = map
+                .iter()
+                .filter(|(_, (s, _, _))| s == server)
+                .map(|(k, _)| k.clone())
+                .collect();
+            states.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        drop(dropped);
     }
 
     /// Finishes the authorization `state` names: the code exchanged (with its PKCE

@@ -37,6 +37,11 @@ pub struct Store {
     key: Arc<Key>,
 }
 
+/// What OAuth credentials are bound to: the server, and the resource they were issued for.
+fn oauth_place(server: &str, url: &str) -> String {
+    format!("{server}\n{url}")
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -127,21 +132,26 @@ impl Store {
         Ok(())
     }
 
-    /// A server's OAuth credentials (JSON), opened.
-    pub async fn oauth(&self, server: &str) -> Result<Option<String>, StoreError> {
+    /// A server's OAuth credentials (JSON) for the resource at `url`, opened; none when
+    /// it has none, or they were issued while it was at another URL (they are sealed
+    /// bound to both).
+    pub async fn oauth(&self, server: &str, url: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT sealed FROM oauth WHERE server = ?")
             .bind(server)
             .fetch_optional(&self.pool)
             .await?;
         let Some(row) = row else { return Ok(None) };
         let sealed: String = row.get("sealed");
-        let plain = self
+        let Some(plain) = self
             .key
-            .open(SEAL_OAUTH, server.as_bytes(), &sealed)
-            .ok_or_else(|| StoreError::Corrupt {
-                id: server.to_string(),
-                why: "its sealed OAuth credentials do not open".into(),
-            })?;
+            .open(SEAL_OAUTH, oauth_place(server, url).as_bytes(), &sealed)
+        else {
+            tracing::warn!(
+                server,
+                "OAuth credentials that are not for its URL are ignored"
+            );
+            return Ok(None);
+        };
         String::from_utf8(plain)
             .map(Some)
             .map_err(|e| StoreError::Corrupt {
@@ -150,18 +160,19 @@ impl Store {
             })
     }
 
-    /// Keeps a server's OAuth credentials (JSON), sealed.
-    pub async fn set_oauth(&self, server: &str, json: &str) -> Result<(), StoreError> {
+    /// Keeps a server's OAuth credentials (JSON) for the resource at `url`, sealed.
+    pub async fn set_oauth(&self, server: &str, url: &str, json: &str) -> Result<(), StoreError> {
         sqlx::query(
             "INSERT INTO oauth (server, sealed, updated_at_ms) VALUES (?, ?, ?)
              ON CONFLICT (server) DO UPDATE SET sealed = excluded.sealed,
              updated_at_ms = excluded.updated_at_ms",
         )
         .bind(server)
-        .bind(
-            self.key
-                .seal(SEAL_OAUTH, server.as_bytes(), json.as_bytes()),
-        )
+        .bind(self.key.seal(
+            SEAL_OAUTH,
+            oauth_place(server, url).as_bytes(),
+            json.as_bytes(),
+        ))
         .bind(now_ms())
         .execute(&self.pool)
         .await?;

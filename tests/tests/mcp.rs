@@ -1336,6 +1336,28 @@ fn a_server_that_asks_for_oauth_is_authorized_by_an_admin_and_its_tokens_refresh
         Duration::from_secs(20),
     );
     assert!(whoami(&mut admin).contains("client "));
+
+    // Pointed at another server (one that would take any token the same authorization
+    // server issued): the credentials stay behind, and it waits for its own authorization.
+    let other_port = argos_tests::free_port();
+    let mut other = argos_tests::mcp_peer::python("oauth.py", other_port, &[]);
+    let r = admin.call(
+        "PUT",
+        "/api/mcp/servers/guarded",
+        Some(&json!({"name": "Guarded", "local": true,
+               "streamable_http": {"url": format!("http://127.0.0.1:{other_port}/mcp")}})),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "guarded",
+        "needs_auth",
+        Duration::from_secs(20),
+    );
+    let _ = other.kill();
+    let _ = other.wait();
     let _ = server.kill();
     let _ = server.wait();
     stack.stop();

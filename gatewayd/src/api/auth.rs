@@ -287,9 +287,17 @@ pub fn host_allowed(host: &str, web: &WebConfig) -> bool {
     let host = host.to_ascii_lowercase();
     // The name without its port: `[v6]:port`, `name:port`, or a bare name.
     let name = if let Some(rest) = host.strip_prefix('[') {
+        // After the brackets, a port or nothing (`[::1]@elsewhere` names no host of ours).
         match rest.split_once(']') {
-            Some((v6, _)) => v6,
-            None => return false,
+            Some((v6, after))
+                if after.is_empty()
+                    || after.strip_prefix(':').is_some_and(|p| {
+                        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+                    }) =>
+            {
+                v6
+            }
+            _ => return false,
         }
     } else {
         match host.rsplit_once(':') {
@@ -329,6 +337,9 @@ mod tests {
             "evil.example",
             "127.0.0.1.evil.example",
             "[::1",
+            "[::1]@evil.example",
+            "[::1]:",
+            "[::1]x",
             "",
         ] {
             assert!(!host_allowed(bad, &none), "{bad}");

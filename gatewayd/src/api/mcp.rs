@@ -730,9 +730,9 @@ pub async fn mcp_server(
     Ok(Json(json!({"server": server_view(&s, regs.get(&server))})))
 }
 
-/// Adds (`old` none) or replaces a server's configuration: checked by mcpd first, a
+/// Adds (`update` false) or replaces a server's configuration: checked by mcpd first, a
 /// stdio launch registered with execd in the admin's name, then kept by mcpd; a refusal
-/// by mcpd at that point puts execd's registration back as it was.
+/// by mcpd at that point puts execd's registration back as execd had it.
 async fn configure(
     api: &Api,
     caller: &Caller,
@@ -740,7 +740,6 @@ async fn configure(
     update: bool,
 ) -> Result<mpb::Server, ApiError> {
     let _one = api.mcp_config.lock().await;
-    let mut mcp = api.mcp.clone();
     let add = |c: mpb::ServerConfig, validate_only: bool| {
         let mut mcp = api.mcp.clone();
         async move {
@@ -762,16 +761,17 @@ async fn configure(
         }
     };
     add(c.clone(), true).await?;
-    let before = if update {
-        mcp.get_server(mpb::GetServerRequest { id: c.id.clone() })
-            .await
-            .map_err(from_mcp)?
-            .into_inner()
-            .config
-    } else {
-        None
-    };
     let exec = execd(api, caller);
+    // What execd has registered for this id now: put back as it was if mcpd then
+    // refuses. Taken from execd, never from mcpd's answers (a compromised mcpd must not
+    // choose what the gateway registers in an admin's name).
+    let before: Option<pb::McpLaunch> = exec
+        .list_mcp_servers()
+        .await
+        .map_err(from_exec)?
+        .into_iter()
+        .find(|r| r.server_id == c.id)
+        .and_then(|r| r.launch);
     let registered = match launch(&c) {
         Some(l) => {
             exec.register_mcp_server(pb::RegisterMcpServerRequest {
@@ -788,7 +788,7 @@ async fn configure(
         Ok(s) => {
             // A server that was stdio and is no longer: its registration goes.
             if !registered
-                && before.as_ref().and_then(launch).is_some()
+                && before.is_some()
                 && let Err(e) = exec.forget_mcp_server(&c.id).await
             {
                 tracing::warn!(server = %c.id, error = %e, "forgetting a stdio registration");
@@ -797,7 +797,7 @@ async fn configure(
         }
         Err(e) => {
             if registered {
-                let undo = match before.as_ref().and_then(launch) {
+                let undo = match before {
                     Some(l) => exec
                         .register_mcp_server(pb::RegisterMcpServerRequest {
                             server_id: c.id.clone(),
@@ -1091,7 +1091,7 @@ pub async fn mcp_oauth_callback(
     let Some(code) = q.code.filter(|c| !c.is_empty()) else {
         return Err(invalid("code: missing"));
     };
-    let s = api
+    let done = api
         .mcp
         .clone()
         .finish_authorization(mpb::FinishAuthorizationRequest {
@@ -1100,8 +1100,26 @@ pub async fn mcp_oauth_callback(
             iss: q.iss.unwrap_or_default(),
         })
         .await
-        .map_err(from_mcp)?
-        .into_inner();
+        .map_err(from_mcp);
+    // Recorded once mcpd knew the state: an exchange that failed as well as one that
+    // worked. (A state mcpd does not know is answered, not recorded: anyone may send one,
+    // and the trail is no place for their noise.)
+    let s = match done {
+        Ok(s) => s.into_inner(),
+        Err(e) => {
+            if e.status == StatusCode::CONFLICT {
+                record(
+                    &api,
+                    "mcp.server.authorize.failed",
+                    "(oauth redirect)",
+                    "",
+                    json!({"message": e.message}),
+                )
+                .await?;
+            }
+            return Err(e);
+        }
+    };
     let id = s.config.map(|c| c.id).unwrap_or_default();
     record(
         &api,
