@@ -53,6 +53,22 @@ pub struct ToolEntry {
     /// The pin in force, and the digest of the definition offered now.
     pub pinned: String,
     pub offered: String,
+    /// The definition the pin was taken of ([`ToolEntry::definition`]; empty for a tool
+    /// never reviewed), for an admin to compare with what is offered.
+    pub pinned_definition: String,
+}
+
+impl ToolEntry {
+    /// The definition as offered (capped), as JSON: what a pin keeps to compare with.
+    pub fn definition(&self) -> String {
+        serde_json::json!({
+            "title": self.title,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "annotations": self.annotations,
+        })
+        .to_string()
+    }
 }
 
 /// The one decision: may this tool of this server be called? (Listing for callers and
@@ -444,17 +460,13 @@ impl Broker {
                 &t.annotations,
             );
             let first_sight = if seen_before {
-                pin::UNREVIEWED
+                pin::UNREVIEWED.to_string()
             } else {
-                offered.as_str()
+                offered.clone()
             };
-            let pinned = self
-                .store
-                .pin_first(&config.id, &t.name, first_sight)
-                .await?;
             let (description, input_schema, _) =
                 caps::definition(&t.description, &t.input_schema, &self.limits);
-            out.push(ToolEntry {
+            let mut entry = ToolEntry {
                 server: config.id.clone(),
                 qualified: names::qualified(&config.id, &t.name),
                 name: t.name,
@@ -462,9 +474,21 @@ impl Broker {
                 description,
                 input_schema,
                 annotations: t.annotations,
-                pinned,
+                pinned: String::new(),
                 offered,
-            });
+                pinned_definition: String::new(),
+            };
+            // A tool never reviewed keeps no definition: there is nothing to compare with.
+            let definition = if seen_before {
+                String::new()
+            } else {
+                entry.definition()
+            };
+            (entry.pinned, entry.pinned_definition) = self
+                .store
+                .pin_first(&config.id, &entry.name, &first_sight, &definition)
+                .await?;
+            out.push(entry);
         }
         Ok(out)
     }
@@ -688,16 +712,22 @@ impl Broker {
 
     /// Accepts a changed tool's definition: pinned anew, callable again.
     pub async fn accept(&self, qualified: &str) -> Result<ToolEntry, BrokerError> {
-        let (server, name, offered) = self
+        let (server, name, offered, definition) = self
             .find(qualified)
-            .map(|(_, t)| (t.server, t.name, t.offered))
+            .map(|(_, t)| {
+                let d = t.definition();
+                (t.server, t.name, t.offered, d)
+            })
             .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
-        self.store.pin(&server, &name, &offered).await?;
+        self.store
+            .pin(&server, &name, &offered, &definition)
+            .await?;
         let entry = {
             let mut slots = self.slots();
             slots.get_mut(&server).and_then(|s| {
                 let t = s.tools.iter_mut().find(|t| t.name == name)?;
                 t.pinned = offered.clone();
+                t.pinned_definition = definition.clone();
                 Some(t.clone())
             })
         };
@@ -859,6 +889,7 @@ mod tests {
             annotations: Json::Null,
             pinned: pinned.into(),
             offered: offered.into(),
+            pinned_definition: String::new(),
         }
     }
 

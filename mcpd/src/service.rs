@@ -221,6 +221,16 @@ fn hint(annotations: &serde_json::Value, key: &str) -> Option<bool> {
 fn tool_out(t: &ToolEntry, state: ToolState) -> pb::Tool {
     let a = &t.annotations;
     let changed = state == ToolState::Changed;
+    let was: serde_json::Value = if changed {
+        serde_json::from_str(&t.pinned_definition).unwrap_or_default()
+    } else {
+        serde_json::Value::Null
+    };
+    let pinned = |k: &str| match &was[k] {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
     pb::Tool {
         qualified_name: t.qualified.clone(),
         server: t.server.clone(),
@@ -250,6 +260,8 @@ fn tool_out(t: &ToolEntry, state: ToolState) -> pb::Tool {
         } else {
             String::new()
         },
+        pinned_description: pinned("description"),
+        pinned_input_schema_json: pinned("input_schema"),
     }
 }
 

@@ -228,21 +228,22 @@ impl Store {
             .collect())
     }
 
-    /// Writes a pin: `replace` an existing one (an admin accepted a change), or keep it
-    /// (first sight only).
+    /// Writes a pin and the definition it was taken of: `replace` an existing one (an
+    /// admin accepted a change), or keep it (first sight only).
     async fn write_pin(
         &self,
         server: &str,
         tool: &str,
         sha256: &str,
+        definition: &str,
         replace: bool,
     ) -> Result<(), StoreError> {
         let sql = if replace {
-            "INSERT INTO pins (server, tool, sha256, pinned_at_ms) VALUES (?, ?, ?, ?)
+            "INSERT INTO pins (server, tool, sha256, pinned_at_ms, definition) VALUES (?, ?, ?, ?, ?)
              ON CONFLICT (server, tool) DO UPDATE SET sha256 = excluded.sha256,
-             pinned_at_ms = excluded.pinned_at_ms"
+             pinned_at_ms = excluded.pinned_at_ms, definition = excluded.definition"
         } else {
-            "INSERT INTO pins (server, tool, sha256, pinned_at_ms) VALUES (?, ?, ?, ?)
+            "INSERT INTO pins (server, tool, sha256, pinned_at_ms, definition) VALUES (?, ?, ?, ?, ?)
              ON CONFLICT (server, tool) DO NOTHING"
         };
         sqlx::query(sql)
@@ -250,6 +251,7 @@ impl Store {
             .bind(tool)
             .bind(sha256)
             .bind(now_ms())
+            .bind(definition)
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -265,24 +267,33 @@ impl Store {
     }
 
     /// Pins a tool's definition anew (an admin accepted its change).
-    pub async fn pin(&self, server: &str, tool: &str, sha256: &str) -> Result<(), StoreError> {
-        self.write_pin(server, tool, sha256, true).await
+    pub async fn pin(
+        &self,
+        server: &str,
+        tool: &str,
+        sha256: &str,
+        definition: &str,
+    ) -> Result<(), StoreError> {
+        self.write_pin(server, tool, sha256, definition, true).await
     }
 
-    /// Pins a tool only if it has none yet; answers the pin in force.
+    /// Pins a tool only if it has none yet; answers the pin in force and the definition
+    /// it was taken of.
     pub async fn pin_first(
         &self,
         server: &str,
         tool: &str,
         sha256: &str,
-    ) -> Result<String, StoreError> {
-        self.write_pin(server, tool, sha256, false).await?;
-        let row = sqlx::query("SELECT sha256 FROM pins WHERE server = ? AND tool = ?")
+        definition: &str,
+    ) -> Result<(String, String), StoreError> {
+        self.write_pin(server, tool, sha256, definition, false)
+            .await?;
+        let row = sqlx::query("SELECT sha256, definition FROM pins WHERE server = ? AND tool = ?")
             .bind(server)
             .bind(tool)
             .fetch_one(&self.pool)
             .await?;
-        Ok(row.get("sha256"))
+        Ok((row.get("sha256"), row.get("definition")))
     }
 }
 
@@ -334,9 +345,15 @@ mod tests {
             s.update(&config("zz")).await,
             Err(StoreError::NotFound(_))
         ));
-        assert_eq!(s.pin_first("a", "echo", "h1").await.unwrap(), "h1");
-        assert_eq!(s.pin_first("a", "echo", "h2").await.unwrap(), "h1");
-        s.pin("a", "echo", "h2").await.unwrap();
+        assert_eq!(
+            s.pin_first("a", "echo", "h1", "d1").await.unwrap(),
+            ("h1".into(), "d1".into())
+        );
+        assert_eq!(
+            s.pin_first("a", "echo", "h2", "d2").await.unwrap(),
+            ("h1".into(), "d1".into())
+        );
+        s.pin("a", "echo", "h2", "d2").await.unwrap();
         assert_eq!(
             s.pins("a").await.unwrap(),
             vec![("echo".into(), "h2".into())]

@@ -804,6 +804,9 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
             .tools;
         assert_eq!(all[0].state, pb::ToolState::Changed as i32);
         assert!(all[0].offered_description.contains("id_ed25519"), "{all:?}");
+        // Beside what it was when pinned, for the admin to compare.
+        assert_eq!(all[0].pinned_description, "Adds two numbers.", "{all:?}");
+        assert!(all[0].pinned_input_schema_json.contains("\"a\""), "{all:?}");
         let e = c.call_tool(add()).await.unwrap_err();
         assert_eq!(e.code(), Code::FailedPrecondition);
         assert!(e.message().contains("changed its definition"), "{e:?}");
@@ -858,6 +861,20 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
             .await
             .unwrap_err();
         assert_eq!(e.code(), Code::FailedPrecondition, "{e:?}");
+        // Never reviewed: nothing pinned to compare with, only what it offers.
+        let all = c
+            .list_tools(pb::ListToolsRequest {
+                server: "rug".into(),
+                all: true,
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .tools;
+        let peek = all.iter().find(|t| t.name == "peek").unwrap();
+        assert_eq!(peek.state, pb::ToolState::Changed as i32);
+        assert!(peek.pinned_description.is_empty(), "{peek:?}");
+        assert_eq!(peek.offered_description, "Reads a file for you.");
         c.call_tool(add()).await.unwrap();
     });
     // The era was found once: kept across a kill -9 of mcpd, known before the server

@@ -597,6 +597,9 @@ fn tool_view(t: &mpb::Tool) -> serde_json::Value {
     if state == "changed" {
         v["offered_description"] = json!(t.offered_description);
         v["offered_input_schema"] = schema(&t.offered_input_schema_json);
+        // Empty: never reviewed (first offered after its server's first listing).
+        v["pinned_description"] = json!(t.pinned_description);
+        v["pinned_input_schema"] = schema(&t.pinned_input_schema_json);
     }
     v
 }

@@ -238,6 +238,8 @@ export interface McpTool {
   pinned_sha256: string;
   offered_description?: string;
   offered_input_schema?: unknown;
+  pinned_description?: string;
+  pinned_input_schema?: unknown;
 }
 
 export interface McpResult {

@@ -343,11 +343,31 @@ function Tools(props: { server: McpServer; onChange: () => void }) {
                 Its definition changed since it was pinned ({t.pinned_sha256.slice(0, 12)}…): calls are refused until
                 you accept what it offers now.
               </p>
-              <p class="meta">Offered description:</p>
-              <pre class="out small">{t.offered_description}</pre>
+              {t.pinned_description || t.pinned_input_schema ? (
+                <div class="compare">
+                  <div>
+                    <p class="meta">Pinned (reviewed) description:</p>
+                    <pre class="out small was">{t.pinned_description}</pre>
+                  </div>
+                  <div>
+                    <p class="meta">Offered now:</p>
+                    <pre class="out small now">{t.offered_description}</pre>
+                  </div>
+                </div>
+              ) : (
+                <>
+                  <p class="meta">
+                    Never reviewed: first offered after the server's first listing. Offered description:
+                  </p>
+                  <pre class="out small now">{t.offered_description}</pre>
+                </>
+              )}
               <details>
-                <summary>Offered input schema</summary>
-                <pre class="out small">{JSON.stringify(t.offered_input_schema, null, 2)}</pre>
+                <summary>Input schemas, pinned and offered</summary>
+                <div class="compare">
+                  <pre class="out small was">{JSON.stringify(t.pinned_input_schema ?? null, null, 2)}</pre>
+                  <pre class="out small now">{JSON.stringify(t.offered_input_schema, null, 2)}</pre>
+                </div>
               </details>
               <button type="button" class="danger" onClick={() => accept(t)}>
                 Accept the new definition
