@@ -287,6 +287,7 @@ fn every_binary_answers_help() {
         "argos-bench-gateway",
         "argos-bench-risk",
         "argos-bench-terminal",
+        "argos-bench-mcp",
         "argos-probe",
     ];
     let mut runs: Vec<(String, Vec<&str>)> = bins
