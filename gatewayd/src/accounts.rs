@@ -63,7 +63,7 @@ pub struct TokenInfo {
 /// What a token may be used for.
 /// `read`: look; `exec`: run commands (admins); `agent`: ask to run commands through the
 /// risk gate; `approve`: decide approvals (admins).
-pub const SCOPES: &[&str] = &["exec", "read", "agent", "approve"];
+pub const SCOPES: &[&str] = &["exec", "read", "agent", "approve", "mcp"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {

@@ -144,6 +144,20 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             api::authenticate,
         ))
         .with_state(state.clone());
+    // Agents' MCP endpoint: an API token with the `mcp` scope (checked by the guard, after
+    // `authenticate` resolved it; a 401 carries the MCP authorization spec's challenge).
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", crate::agent_mcp::service(api.clone()))
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            crate::agent_mcp::guard,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            api::authenticate,
+        ))
+        .layer(axum::middleware::from_fn(crate::agent_mcp::challenge))
+        .layer(axum::extract::DefaultBodyLimit::max(api::BODY_LIMIT));
     let ui = {
         let state = state.clone();
         move || page(state.clone())
@@ -158,6 +172,11 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/openapi.json", get(api::openapi))
         .route("/assets/{file}", get(asset))
         .route("/healthz", get(|| async { "ok\n" }))
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            get(crate::agent_mcp::resource_metadata),
+        )
+        .merge(mcp)
         .merge(authed)
         .merge(status_routes)
         .fallback(|| async {

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod accounts;
+mod agent_mcp;
 mod anchor;
 mod api;
 mod http;

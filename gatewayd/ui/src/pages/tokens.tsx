@@ -38,7 +38,7 @@ export function Tokens() {
       <Form
         fields={[
           { name: "name", label: "Name" },
-          { name: "scopes", label: "Scopes (read, exec, agent, approve)", value: "read, exec" },
+          { name: "scopes", label: "Scopes (read, exec, agent, approve, mcp)", value: "read, exec" },
         ]}
         submit="Create"
         onSubmit={async (v) => {

@@ -1,0 +1,201 @@
+//! The gateway's MCP endpoint (`/mcp`) judged by a client nobody here wrote: the PyPI
+//! `mcp` client (the Python SDK's `Client`, `tests/mcp/client.py`), in both protocol eras,
+//! with an API token carrying the `mcp` scope.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use argos_tests::mcp_peer::Everything;
+use argos_tests::web::Web;
+use argos_tests::{StackBuilder, require_root};
+use serde_json::{Value, json};
+
+fn client(url: &str, token: &str, mode: &str, calls: &[(&str, Value)]) -> Value {
+    let root = argos_tests::workspace_root();
+    let mut cmd = Command::new(root.join("target/tools/mcp-py/bin/python"));
+    cmd.arg(root.join("tests/mcp/client.py"))
+        .args([url, token, mode]);
+    for (name, args) in calls {
+        cmd.arg(name).arg(args.to_string());
+    }
+    let out = cmd.output().expect("the Python MCP client");
+    assert!(
+        out.status.success(),
+        "client.py {mode}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("client.py prints JSON")
+}
+
+fn token(web: &mut Web, name: &str, scopes: &[&str]) -> String {
+    let r = web.post("/api/tokens", json!({"name": name, "scopes": scopes}));
+    assert_eq!(r.status, 201, "{r:?}");
+    r.json()["token"].as_str().unwrap().to_string()
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn text(call: &Value) -> String {
+    call["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Tools listed and called by the PyPI client in both eras: `classify_command` explains a
+/// command and runs nothing; a brokered server-everything tool answers, marked untrusted;
+/// a plain user sees only brokered tools that say they only read.
+#[test]
+fn the_pypi_client_lists_and_calls_tools_in_both_eras() {
+    require_root("the stack runs privilege-separated");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let everything = Everything::start();
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "everything", "name": "Everything", "local": true,
+               "streamable_http": {"url": everything.url()}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while admin.get("/api/mcp/servers/everything").json()["server"]["state"] != "connected" {
+        assert!(Instant::now() < deadline, "everything never connected");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://{}/mcp", stack.listen);
+    let admins = token(&mut admin, "agent", &["mcp"]);
+    for mode in ["legacy", "2026-07-28"] {
+        let v = client(
+            &url,
+            &admins,
+            mode,
+            &[
+                (
+                    "classify_command",
+                    json!({"command": "rm -rf /var/lib/important"}),
+                ),
+                ("mcp__everything__echo", json!({"message": "through Argos"})),
+            ],
+        );
+        let want = if mode == "legacy" { "2025-11-25" } else { mode };
+        assert_eq!(v["protocol_version"], want, "{v}");
+        let listed = names(&v);
+        for t in [
+            "classify_command",
+            "mcp__everything__echo",
+            "mcp__everything__gzip-file-as-resource",
+        ] {
+            assert!(listed.iter().any(|n| n == t), "{t} missing in {listed:?}");
+        }
+        let classified: Value = serde_json::from_str(&text(&v["calls"][0])).unwrap();
+        assert_eq!(classified["class"], "destructive", "{classified}");
+        assert_eq!(classified["needs_approval"], true, "{classified}");
+        let echo = &v["calls"][1];
+        assert!(text(echo).contains("through Argos"), "{echo}");
+        assert_eq!(echo["_meta"]["argos/untrusted"], true, "{echo}");
+        assert_eq!(echo["_meta"]["argos/server"], "everything", "{echo}");
+    }
+    // A plain user's agent: classify, and the brokered tools that only read.
+    let bobs = token(&mut bob, "bob-agent", &["mcp"]);
+    let v = client(
+        &url,
+        &bobs,
+        "legacy",
+        &[("mcp__everything__gzip-file-as-resource", json!({}))],
+    );
+    let listed = names(&v);
+    assert!(
+        listed.contains(&"classify_command".to_string()),
+        "{listed:?}"
+    );
+    assert!(
+        listed.contains(&"mcp__everything__echo".to_string()),
+        "{listed:?}"
+    );
+    assert!(
+        !listed
+            .iter()
+            .any(|n| n == "mcp__everything__gzip-file-as-resource"),
+        "not read-only, so not for a user: {listed:?}"
+    );
+    assert_eq!(v["calls"][0]["isError"], true, "{v}");
+    assert!(text(&v["calls"][0]).contains("no such tool for you"), "{v}");
+    stack.stop();
+}
+
+/// The MCP authorization spec's answers: no token → 401 with a `WWW-Authenticate` naming
+/// the resource metadata (which says the scope to ask for); an unknown token → 401
+/// `invalid_token`; a token without `mcp` → 403 `insufficient_scope`; a session cookie is
+/// no MCP credential; another site's page → 403.
+#[test]
+fn the_endpoint_answers_as_the_mcp_authorization_spec_says() {
+    require_root("the stack runs privilege-separated");
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let accept = ("accept", "application/json, text/event-stream");
+    let mut anon = Web::new(stack.listen);
+    let r = anon.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 401, "{r:?}");
+    let challenge = r.header("www-authenticate").unwrap().to_string();
+    assert!(challenge.starts_with("Bearer "), "{challenge}");
+    let meta = format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        stack.listen
+    );
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{meta}\"")),
+        "{challenge}"
+    );
+    let doc = anon.get("/.well-known/oauth-protected-resource/mcp").json();
+    assert_eq!(doc["resource"], format!("http://{}/mcp", stack.listen));
+    assert_eq!(doc["scopes_supported"], json!(["mcp"]));
+
+    let mut forged = Web::with_bearer(stack.listen, "argos_not-a-token");
+    let r = forged.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 401, "{r:?}");
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .contains("invalid_token"),
+        "{r:?}"
+    );
+
+    let read = token(&mut admin, "ro", &["read"]);
+    let mut ro = Web::with_bearer(stack.listen, &read);
+    let r = ro.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 403, "{r:?}");
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .contains("insufficient_scope"),
+        "{r:?}"
+    );
+
+    // The admin's own browser session: not an MCP credential.
+    let r = admin.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 401, "{r:?}");
+
+    let mcp = token(&mut admin, "agent", &["mcp"]);
+    let mut agent = Web::with_bearer(stack.listen, &mcp);
+    let r = agent.call(
+        "POST",
+        "/mcp",
+        Some(&init),
+        &[accept, ("origin", "http://evil.example")],
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = agent.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 200, "{r:?}");
+    stack.stop();
+}
