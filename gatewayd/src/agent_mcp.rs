@@ -1,9 +1,11 @@
 //! `/mcp`: Argos as an MCP server for agents, over Streamable HTTP (rmcp's server; both
 //! eras: 2025-11-25 with initialize and sessions, 2026-07-28 without). A caller is an API
 //! token's owner, the token carrying the `mcp` scope ([`guard`]); each request's tools are
-//! decided for that principal: `classify_command` for everyone, the brokered `mcp__…`
-//! tools of mcpd for admins, and for other users only those whose annotations say they
-//! only read (`readOnlyHint`, not `destructiveHint`). What a brokered tool returns stays
+//! decided for that principal: `run` (the risk gate: read-only inspection answers at once,
+//! a change waits for an operator's approval; users in the sandbox only),
+//! `get_execution_status`, `cancel_execution` and `classify_command` for everyone, the
+//! brokered `mcp__…` tools of mcpd for admins, and for other users only those whose
+//! annotations say they only read (`readOnlyHint`, not `destructiveHint`). What a brokered tool returns stays
 //! marked untrusted (`_meta`), as mcpd marked it.
 
 use std::net::SocketAddr;
@@ -174,6 +176,81 @@ fn classify_tool() -> Result<Tool, ErrorData> {
     }))
 }
 
+fn run_tool(admin: bool) -> Result<Tool, ErrorData> {
+    let places = if admin {
+        json!(["auto", "sandbox", "inspect", "host"])
+    } else {
+        json!(["sandbox"])
+    };
+    tool(json!({
+        "name": "run",
+        "title": "Run a command",
+        "description": concat!(
+            "Runs a shell command through Argos's risk gate. Its safety comes from the gate and ",
+            "an operator, not from a list of allowed actions. Places: `sandbox` runs at once in ",
+            "a workspace with no network, whatever the command does; `inspect` runs at once on ",
+            "this host read-only, and refuses what is not read-only; `host` runs as root on this ",
+            "host after an operator approves that exact request; `auto` (the default) is ",
+            "`inspect` for a read-only command and `host` for anything else. A command that runs ",
+            "at once answers its output. A change answers \"approval required\" with the approval ",
+            "and the execution's ids: do not ask again (an identical request returns the same ",
+            "approval); wait, and read get_execution_status. `declared_risk` can only raise the ",
+            "class the gate finds; a destructive command needs the operator to type its short id."),
+        "inputSchema": {"type": "object", "required": ["command", "purpose"], "additionalProperties": false,
+            "properties": {
+                "command": {"type": "string", "description": "the shell command, as bash reads it"},
+                "purpose": {"type": "string", "description": "why, for the operator who decides"},
+                "place": {"type": "string", "enum": places},
+                "declared_risk": {"type": "string", "enum": ["read_only", "reversible_low", "config_mutation", "destructive"]}}},
+        "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true}
+    }))
+}
+
+fn status_tool() -> Result<Tool, ErrorData> {
+    tool(json!({
+        "name": "get_execution_status",
+        "title": "An execution's status",
+        "description": "Status, exit code and output (the first and last bytes) of an execution you started, or of any for an admin; pending_approval while an operator has not decided.",
+        "inputSchema": {"type": "object", "required": ["execution_id"], "additionalProperties": false,
+            "properties": {"execution_id": {"type": "string"}}},
+        "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    }))
+}
+
+fn cancel_tool() -> Result<Tool, ErrorData> {
+    tool(json!({
+        "name": "cancel_execution",
+        "title": "Cancel an execution",
+        "description": "Kills a running execution you started (a verified kill: TERM, a grace, KILL).",
+        "inputSchema": {"type": "object", "required": ["execution_id"], "additionalProperties": false,
+            "properties": {"execution_id": {"type": "string"}}},
+        "annotations": {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    }))
+}
+
+/// How long `run` waits for a command that started at once before answering "running".
+const RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// The most of each output stream an answer carries (head and tail each).
+const OUTPUT_CAP: usize = 8 * 1024;
+
+fn output(o: Option<&argos_proto::exec::v1::Output>) -> serde_json::Value {
+    let Some(o) = o else { return json!(null) };
+    let cut = |b: &[u8], from_end: bool| {
+        let b = if b.len() > OUTPUT_CAP {
+            if from_end {
+                &b[b.len() - OUTPUT_CAP..]
+            } else {
+                &b[..OUTPUT_CAP]
+            }
+        } else {
+            b
+        };
+        String::from_utf8_lossy(b).into_owned()
+    };
+    json!({"head": cut(&o.head, false), "tail": cut(&o.tail, true),
+           "total_bytes": o.total_bytes, "truncated": o.truncated || o.head.len() > OUTPUT_CAP})
+}
+
 fn brokered_tool(t: &mpb::Tool) -> Result<Tool, ErrorData> {
     let a = t.annotations.unwrap_or_default();
     let mut annotations = serde_json::Map::new();
@@ -207,7 +284,140 @@ fn text_result(text: String, is_error: bool) -> CallToolResponse {
     r.into()
 }
 
+fn arg<'a>(args: &'a serde_json::Map<String, serde_json::Value>, k: &str) -> Option<&'a str> {
+    args.get(k).and_then(|v| v.as_str())
+}
+
 impl Endpoint {
+    /// An execution's facts and output, as `run` and `get_execution_status` answer them.
+    async fn status_of(&self, caller: &Caller, id: &str) -> Result<serde_json::Value, String> {
+        let r = self
+            .api
+            .exec
+            .as_user(&caller.user.name)
+            .get(id, true)
+            .await
+            .map_err(|e| e.message)?;
+        let Some(e) = r.execution else {
+            return Err(format!("no execution {id}"));
+        };
+        if !caller.is_admin() && e.principal != caller.user.name {
+            return Err(format!("no execution {id}"));
+        }
+        Ok(json!({
+            "execution_id": e.id,
+            "status": crate::views::status_word(e.status),
+            "exit_code": e.exit_code,
+            "profile": e.profile,
+            "stdout": output(r.stdout.as_ref()),
+            "stderr": output(r.stderr.as_ref()),
+        }))
+    }
+
+    async fn run(
+        &self,
+        caller: &Caller,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> CallToolResponse {
+        use argos_proto::exec::v1 as pb;
+        let Some(command) = arg(args, "command").filter(|c| !c.trim().is_empty()) else {
+            return text_result("command: a non-empty string is required".into(), true);
+        };
+        let purpose = arg(args, "purpose").unwrap_or_default();
+        let place = match arg(args, "place") {
+            None => {
+                if caller.is_admin() {
+                    pb::Place::Auto
+                } else {
+                    pb::Place::Sandbox
+                }
+            }
+            Some(w) => match crate::views::parse_place(w) {
+                Some(p) => p,
+                None => {
+                    return text_result(
+                        format!("place: {w:?} is not auto, sandbox, inspect or host"),
+                        true,
+                    );
+                }
+            },
+        };
+        // Users run in the sandbox only (an admin setting will widen this).
+        if !caller.is_admin() && place != pb::Place::Sandbox {
+            return text_result(
+                "place: you may run commands in the sandbox only".into(),
+                true,
+            );
+        }
+        let declared_risk = match arg(args, "declared_risk") {
+            None => pb::RiskClass::Unspecified,
+            Some(w) => match crate::views::parse_risk_class(w) {
+                Some(c) => c,
+                None => {
+                    return text_result(
+                        format!(
+                            "declared_risk: {w:?} is not read_only, reversible_low, config_mutation or destructive"
+                        ),
+                        true,
+                    );
+                }
+            },
+        };
+        let exec = self.api.exec.as_user(&caller.user.name);
+        let mut changes = self.api.changes.subscribe();
+        let r = match exec
+            .request_run(pb::RequestRunRequest {
+                run: Some(pb::RunRequest {
+                    command: command.to_string(),
+                    ..Default::default()
+                }),
+                purpose: purpose.to_string(),
+                declared_risk: declared_risk as i32,
+                place: place as i32,
+            })
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return text_result(format!("refused: {}", e.message), true),
+        };
+        let Some(e) = r.execution else {
+            return text_result("execd answered no execution".into(), true);
+        };
+        if let Some(a) = r.approval {
+            let v = json!({
+                "approval_required": true,
+                "approval": crate::views::approval(&a),
+                "execution_id": e.id,
+                "deduplicated": r.deduplicated,
+                "next": "Do not ask again: an operator decides on the Approvals page. Read get_execution_status with this execution_id to learn the outcome.",
+            });
+            return text_result(format!("approval required\n{v}"), false);
+        }
+        // It runs at once: its end, within a bound.
+        let deadline = tokio::time::Instant::now() + RUN_WAIT;
+        loop {
+            if let Ok(r) = exec.get(&e.id, false).await
+                && r.execution
+                    .as_ref()
+                    .is_some_and(|x| x.status != pb::ExecutionStatus::Running as i32)
+            {
+                break;
+            }
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Ok(Ok(crate::api::Change::Execution(x))) if x.id != e.id => continue,
+                Ok(_) => continue,
+                Err(_) => break,
+            }
+        }
+        match self.status_of(caller, &e.id).await {
+            Ok(v) => {
+                let failed = v["status"] != "succeeded" && v["status"] != "running";
+                text_result(v.to_string(), failed)
+            }
+            Err(m) => text_result(m, true),
+        }
+    }
+
     async fn brokered(&self) -> Result<Vec<mpb::Tool>, ErrorData> {
         self.api
             .mcp
@@ -346,7 +556,12 @@ impl ServerHandler for Endpoint {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller(&context)?;
-        let mut tools = vec![classify_tool()?];
+        let mut tools = vec![
+            run_tool(caller.is_admin())?,
+            status_tool()?,
+            cancel_tool()?,
+            classify_tool()?,
+        ];
         for t in self.brokered().await? {
             if allowed(&caller, &t) {
                 tools.push(brokered_tool(&t)?);
@@ -365,6 +580,34 @@ impl ServerHandler for Endpoint {
         let args = request.arguments.unwrap_or_default();
         if name == "classify_command" {
             return Ok(self.classify(&caller, &args).await);
+        }
+        if name == "run" {
+            return Ok(self.run(&caller, &args).await);
+        }
+        if name == "get_execution_status" || name == "cancel_execution" {
+            let Some(id) = arg(&args, "execution_id") else {
+                return Ok(text_result(
+                    "execution_id: a string is required".into(),
+                    true,
+                ));
+            };
+            if name == "cancel_execution" {
+                // Own executions only (an admin's too: cancelling another's is the API's).
+                match self.status_of(&caller, id).await {
+                    Ok(_) => {}
+                    Err(m) => return Ok(text_result(m, true)),
+                }
+                return Ok(
+                    match self.api.exec.as_user(&caller.user.name).kill(id).await {
+                        Ok(r) => text_result(format!("{:?}", r.outcome()), false),
+                        Err(e) => text_result(e.message, true),
+                    },
+                );
+            }
+            return Ok(match self.status_of(&caller, id).await {
+                Ok(v) => text_result(v.to_string(), false),
+                Err(m) => text_result(m, true),
+            });
         }
         if name.starts_with("mcp__") {
             return Ok(self.call_brokered(&caller, &name, Some(args)).await);

@@ -131,6 +131,109 @@ fn the_pypi_client_lists_and_calls_tools_in_both_eras() {
     stack.stop();
 }
 
+/// `run` through the risk gate, from the PyPI client: a read-only inspection answers the
+/// host's output at once; a change answers "approval required" with the approval, and once
+/// an admin approves it through the API it has run on the host, as `get_execution_status`
+/// says; a plain user's agent runs in the sandbox and nowhere else.
+#[test]
+fn run_inspects_at_once_and_a_change_waits_for_an_approval() {
+    require_root("the stack runs privilege-separated; an approved change runs as root");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let url = format!("http://{}/mcp", stack.listen);
+    let agent = token(&mut admin, "agent", &["mcp"]);
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap();
+    let mark = format!("/var/tmp/argos-mcp-run-{}", std::process::id());
+    let _ = std::fs::remove_file(&mark);
+    let v = client(
+        &url,
+        &agent,
+        "2026-07-28",
+        &[
+            (
+                "run",
+                json!({"command": "cat /etc/hostname", "purpose": "which host is this"}),
+            ),
+            (
+                "run",
+                json!({"command": format!("touch {mark}"), "purpose": "leave a mark"}),
+            ),
+        ],
+    );
+    for t in ["run", "get_execution_status", "cancel_execution"] {
+        assert!(names(&v).iter().any(|n| n == t), "{t}: {v}");
+    }
+    let read: Value = serde_json::from_str(&text(&v["calls"][0])).unwrap();
+    assert_eq!(read["status"], "succeeded", "{read}");
+    assert_eq!(read["profile"], "inspect", "{read}");
+    assert_eq!(read["stdout"]["head"], hostname.as_str(), "{read}");
+    let change = text(&v["calls"][1]);
+    assert!(change.starts_with("approval required\n"), "{change}");
+    let change: Value = serde_json::from_str(change.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(change["approval"]["state"], "pending", "{change}");
+    assert_eq!(change["approval"]["place"], "host", "{change}");
+    assert!(
+        !std::path::Path::new(&mark).exists(),
+        "it ran before the approval"
+    );
+    let approval = change["approval"]["id"].as_str().unwrap();
+    let execution = change["execution_id"].as_str().unwrap();
+    let r = admin.post(
+        &format!("/api/approvals/{approval}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = client(
+            &url,
+            &agent,
+            "legacy",
+            &[("get_execution_status", json!({"execution_id": execution}))],
+        );
+        let status: Value = serde_json::from_str(&text(&v["calls"][0])).unwrap();
+        if status["status"] == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{status}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        std::path::Path::new(&mark).exists(),
+        "the approved change ran on the host"
+    );
+    let _ = std::fs::remove_file(&mark);
+
+    // A plain user's agent: the sandbox, at once; the host, never.
+    let bobs = token(&mut bob, "bob-agent", &["mcp"]);
+    let v = client(
+        &url,
+        &bobs,
+        "legacy",
+        &[
+            (
+                "run",
+                json!({"command": "echo in the sandbox", "purpose": "try"}),
+            ),
+            (
+                "run",
+                json!({"command": "id", "purpose": "try", "place": "host"}),
+            ),
+            ("get_execution_status", json!({"execution_id": execution})),
+        ],
+    );
+    let sandboxed: Value = serde_json::from_str(&text(&v["calls"][0])).unwrap();
+    assert_eq!(sandboxed["profile"], "agent", "{sandboxed}");
+    assert_eq!(
+        sandboxed["stdout"]["head"], "in the sandbox\n",
+        "{sandboxed}"
+    );
+    assert_eq!(v["calls"][1]["isError"], true, "{v}");
+    assert!(text(&v["calls"][1]).contains("sandbox only"), "{v}");
+    assert_eq!(v["calls"][2]["isError"], true, "another's execution: {v}");
+    stack.stop();
+}
+
 /// The MCP authorization spec's answers: no token → 401 with a `WWW-Authenticate` naming
 /// the resource metadata (which says the scope to ask for); an unknown token → 401
 /// `invalid_token`; a token without `mcp` → 403 `insufficient_scope`; a session cookie is
