@@ -45,7 +45,10 @@ pub fn service(
 > {
     // The gateway's own Host check (`known_host`) has run before: rmcp's is not needed
     // twice (and would refuse the allowed host names it does not know).
-    let config = rmcp::transport::StreamableHttpServerConfig::default().disable_allowed_hosts();
+    // A request's body: at most what the rest of the API takes.
+    let config = rmcp::transport::StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(crate::api::BODY_LIMIT);
     rmcp::transport::StreamableHttpService::new(
         move || Ok(Endpoint { api: api.clone() }),
         Arc::default(),
