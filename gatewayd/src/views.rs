@@ -180,3 +180,134 @@ mod tests {
         }
     }
 }
+
+/// mcpd's messages as the API shows them (`/api/mcp/…`, `/api/events`).
+pub mod mcp {
+    use argos_proto::exec::v1 as pb;
+    use argos_proto::mcp::v1 as mpb;
+    use base64::Engine as _;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    fn state_word(s: i32) -> &'static str {
+        match mpb::ServerState::try_from(s).unwrap_or(mpb::ServerState::Unspecified) {
+            mpb::ServerState::Connecting => "connecting",
+            mpb::ServerState::Connected => "connected",
+            mpb::ServerState::NeedsAuth => "needs_auth",
+            mpb::ServerState::Timeout => "timeout",
+            mpb::ServerState::Error => "error",
+            mpb::ServerState::Disabled => "disabled",
+            mpb::ServerState::Reconnecting => "reconnecting",
+            mpb::ServerState::Unspecified => "",
+        }
+    }
+
+    fn values_view(m: &std::collections::HashMap<String, mpb::Value>) -> serde_json::Value {
+        let sorted: BTreeMap<&String, serde_json::Value> = m
+            .iter()
+            .map(|(k, v)| (k, json!({"value": v.value, "secret": v.secret})))
+            .collect();
+        json!(sorted)
+    }
+
+    /// A server as the API shows it (secrets' values are never in mcpd's answers), with its
+    /// registration at execd when it has one.
+    pub fn server(
+        s: &mpb::Server,
+        registration: Option<&pb::McpRegistration>,
+    ) -> serde_json::Value {
+        let c = s.config.clone().unwrap_or_default();
+        let mut v = json!({
+            "id": c.id,
+            "name": c.name,
+            "enabled": c.enabled,
+            "disabled_tools": c.disabled_tools,
+            "connect_timeout_ms": c.connect_timeout_ms,
+            "call_timeout_ms": c.call_timeout_ms,
+            "local": c.local,
+            "state": state_word(s.state),
+            "error": s.error,
+            "state_since_ms": s.state_since_unix_ms,
+            "connected_at_ms": s.connected_at_unix_ms,
+            "server_name": s.server_name,
+            "server_version": s.server_version,
+            "protocol_version": s.protocol_version,
+            "tools": s.tools,
+            "tools_changed": s.tools_changed,
+            "era": s.era,
+        });
+        match c.transport {
+            Some(mpb::server_config::Transport::Stdio(st)) => {
+                v["transport"] = json!("stdio");
+                v["stdio"] = json!({"command": st.command, "args": st.args, "env": values_view(&st.env),
+                                    "cwd": st.cwd, "network": st.network});
+            }
+            Some(mpb::server_config::Transport::StreamableHttp(r)) => {
+                v["transport"] = json!("streamable_http");
+                v["streamable_http"] = json!({"url": r.url, "headers": values_view(&r.headers)});
+            }
+            Some(mpb::server_config::Transport::Sse(r)) => {
+                v["transport"] = json!("sse");
+                v["sse"] = json!({"url": r.url, "headers": values_view(&r.headers)});
+            }
+            None => {}
+        }
+        if let Some(r) = registration {
+            v["registration"] = json!({"digest": r.digest, "registered_by": r.registered_by,
+                                       "registered_at_ms": r.registered_at_unix_ms});
+        }
+        v
+    }
+
+    pub fn tool(t: &mpb::Tool) -> serde_json::Value {
+        let schema = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap_or(json!(null));
+        let a = t.annotations.unwrap_or_default();
+        let state = match mpb::ToolState::try_from(t.state).unwrap_or(mpb::ToolState::Unspecified) {
+            mpb::ToolState::Enabled => "enabled",
+            mpb::ToolState::Disabled => "disabled",
+            mpb::ToolState::Changed => "changed",
+            mpb::ToolState::Unspecified => "",
+        };
+        let mut v = json!({
+            "qualified_name": t.qualified_name,
+            "server": t.server,
+            "name": t.name,
+            "title": t.title,
+            "description": t.description,
+            "input_schema": schema(&t.input_schema_json),
+            "annotations": {"read_only": a.read_only, "destructive": a.destructive,
+                            "idempotent": a.idempotent, "open_world": a.open_world},
+            "state": state,
+            "pinned_sha256": t.pinned_sha256,
+        });
+        if state == "changed" {
+            v["offered_description"] = json!(t.offered_description);
+            v["offered_input_schema"] = schema(&t.offered_input_schema_json);
+            // Empty: never reviewed (first offered after its server's first listing).
+            v["pinned_description"] = json!(t.pinned_description);
+            v["pinned_input_schema"] = schema(&t.pinned_input_schema_json);
+        }
+        v
+    }
+
+    pub fn result(r: mpb::CallToolResponse) -> serde_json::Value {
+        let content: Vec<serde_json::Value> = r
+            .content
+            .into_iter()
+            .filter_map(|c| {
+                Some(match c.kind? {
+                    mpb::content::Kind::Text(t) => json!({"type": "text", "text": t}),
+                    mpb::content::Kind::Image(i) => json!({"type": "image", "mime_type": i.mime_type,
+                        "data": base64::engine::general_purpose::STANDARD.encode(&i.data)}),
+                    mpb::content::Kind::ResourceJson(j) => json!({"type": "resource",
+                        "resource": serde_json::from_str::<serde_json::Value>(&j).unwrap_or(json!(j))}),
+                })
+            })
+            .collect();
+        let structured = (!r.structured_json.is_empty())
+            .then(|| serde_json::from_str::<serde_json::Value>(&r.structured_json).ok())
+            .flatten();
+        json!({"server": r.server, "is_error": r.is_error, "truncated": r.truncated,
+               "untrusted": r.untrusted, "content": content, "structured": structured})
+    }
+}

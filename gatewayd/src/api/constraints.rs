@@ -128,7 +128,7 @@ fn bodies(doc: &mut Value) {
 
 /// The MCP bodies, with the patterns `mcp.rs` checks them against (the same constants).
 fn mcp_bodies(doc: &mut Value) {
-    use super::mcp::*;
+    use super::mcp_body::*;
     let Some(schemas) = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
@@ -311,12 +311,12 @@ pub fn document(doc: &mut Value) {
                         }
                         ("path", "server") | ("query", "server") => {
                             p["schema"] =
-                                json!({"type": "string", "pattern": super::mcp::SERVER_ID});
+                                json!({"type": "string", "pattern": super::mcp_body::SERVER_ID});
                             answers.push(("400", "not a server id"));
                         }
                         ("path", "tool") => {
-                            p["schema"] = json!({"type": "string", "pattern": super::mcp::QUALIFIED,
-                                       "maxLength": super::mcp::QUALIFIED_MAX});
+                            p["schema"] = json!({"type": "string", "pattern": super::mcp_body::QUALIFIED,
+                                       "maxLength": super::mcp_body::QUALIFIED_MAX});
                             answers.push(("400", "not a qualified tool name"));
                         }
                         ("query", "code" | "state") if path == "/api/mcp/oauth/callback" => {

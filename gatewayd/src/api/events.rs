@@ -118,7 +118,7 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
                     }
                     event(
                         "mcp_server",
-                        &json!({"server": super::mcp::server_view(&m, None)}),
+                        &json!({"server": crate::views::mcp::server(&m, None)}),
                     )
                 }
                 Ok(Change::McpRemoved(id)) => {

@@ -32,6 +32,7 @@ mod events;
 mod exec;
 mod host;
 mod mcp;
+mod mcp_body;
 mod policy;
 mod terminals;
 
@@ -43,6 +44,7 @@ pub use events::*;
 pub use exec::*;
 pub use host::*;
 pub use mcp::*;
+pub use mcp_body::*;
 pub use policy::authorize;
 pub use terminals::*;
 
