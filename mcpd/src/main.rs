@@ -13,6 +13,7 @@ mod oauth;
 mod pin;
 mod server;
 mod service;
+mod sse;
 mod ssrf;
 mod store;
 mod upstream;
