@@ -108,3 +108,63 @@ pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Child {
     }
     child
 }
+
+/// The text pieces of a tool's result, joined.
+pub fn texts(r: &argos_proto::mcp::v1::CallToolResponse) -> String {
+    use argos_proto::mcp::v1 as pb;
+    r.content
+        .iter()
+        .filter_map(|c| match &c.kind {
+            Some(pb::content::Kind::Text(t)) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every file under `dir` (a stack's state, searched for what must not be in it).
+pub fn files(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A copy of `dir`'s contents where a contained launch can read them (its /tmp is its
+/// own, /root and /home are hidden); gone with the answer.
+pub fn readable_copy(dir: &std::path::Path) -> tempfile::TempDir {
+    let place = tempfile::Builder::new()
+        .prefix("argos-mcp-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(
+        place.path(),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(dir)
+        .arg(place.path())
+        .status()
+        .unwrap();
+    assert!(copied.success(), "copying {}", dir.display());
+    place
+}
+
+/// The reference server, copied for a contained launch: the copy and its entry point.
+pub fn everything_copy() -> (tempfile::TempDir, String) {
+    let place = readable_copy(&crate::workspace_root().join("target/tools/mcp/node_modules"));
+    let entry = place
+        .path()
+        .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let entry = entry.to_str().unwrap().to_string();
+    (place, entry)
+}
