@@ -15,7 +15,7 @@ use crate::names;
 use crate::pin;
 use crate::server::{self, FieldError, ServerConfig};
 use crate::store::{Store, StoreError};
-use crate::upstream::{self, CallError, ConnectError, Era, Info, RawTool, StderrLog};
+use crate::upstream::{self, CallError, ConnectError, Era, Info, StderrLog};
 
 /// How a server's connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -358,7 +358,7 @@ impl Broker {
             .await;
             match attempt {
                 Ok(Ok((up, raw))) => {
-                    let tools = match self.pin_tools(&config, raw).await {
+                    let tools = match pin::listing(&self.store, &self.limits, &config, raw).await {
                         Ok(t) => t,
                         Err(e) => {
                             self.set_state(&id, generation, State::Error, e.to_string());
@@ -420,77 +420,6 @@ impl Broker {
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(BACKOFF_MAX);
         }
-    }
-
-    /// Caps each tool's definition and compares it with its pin (pinning it on first
-    /// sight). A server offering more tools than the cap keeps the first ones.
-    async fn pin_tools(
-        &self,
-        config: &ServerConfig,
-        mut raw: Vec<RawTool>,
-    ) -> Result<Vec<ToolEntry>, StoreError> {
-        if raw.len() > self.limits.tools_per_server {
-            tracing::warn!(server = %config.id, offered = raw.len(), kept = self.limits.tools_per_server,
-                "the server offers more tools than the cap");
-            raw.truncate(self.limits.tools_per_server);
-        }
-        // A name an admin could not name to disable it (the MCP spec's 1 to 128 of
-        // letters, digits, '_', '-', '.') is not offered at all.
-        raw.retain(|t| {
-            let ok = (1..=128).contains(&t.name.len())
-                && t.name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
-            if !ok {
-                tracing::warn!(server = %config.id, "a tool with a name outside the MCP charset is not offered");
-            }
-            ok
-        });
-        // Tools pinned before this listing: a tool first seen after the server's first
-        // listing is held like a changed one (a server must not add an unreviewed tool by
-        // reconnecting).
-        let seen_before = self.store.has_pins(&config.id).await?;
-        let mut out = Vec::with_capacity(raw.len());
-        for t in raw {
-            let offered = pin::digest(
-                &t.name,
-                &t.title,
-                &t.description,
-                &t.input_schema,
-                &t.annotations,
-            );
-            let first_sight = if seen_before {
-                pin::UNREVIEWED.to_string()
-            } else {
-                offered.clone()
-            };
-            let (description, input_schema, _) =
-                caps::definition(&t.description, &t.input_schema, &self.limits);
-            let mut entry = ToolEntry {
-                server: config.id.clone(),
-                qualified: names::qualified(&config.id, &t.name),
-                name: t.name,
-                title: t.title.chars().take(200).collect(),
-                description,
-                input_schema,
-                annotations: t.annotations,
-                pinned: String::new(),
-                offered,
-                pinned_definition: String::new(),
-            };
-            // A tool never reviewed keeps no definition: there is nothing to compare with.
-            let definition = if seen_before {
-                String::new()
-            } else {
-                entry.definition()
-            };
-            (entry.pinned, entry.pinned_definition) = self
-                .store
-                .pin_first(&config.id, &entry.name, &first_sight, &definition)
-                .await?;
-            out.push(entry);
-        }
-        Ok(out)
     }
 
     /// A stdio server's standard error, the last 64 KiB.

@@ -1,10 +1,18 @@
 //! A tool's definition pinned on first sight: the SHA-256 of its name, description, input
 //! schema and annotations in a canonical JSON form (keys sorted at every level), so that a
 //! server that changes a tool under an agent (a "rug pull") is noticed, whatever order it
-//! writes its keys in.
+//! writes its keys in. `listing` turns a server's tools into what mcpd keeps of them:
+//! capped, named, and each with its pin and the definition the pin was taken of.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::broker::ToolEntry;
+use crate::caps::{self, Limits};
+use crate::names;
+use crate::server::ServerConfig;
+use crate::store::{Store, StoreError};
+use crate::upstream::RawTool;
 
 /// The pin of a tool first seen after its server's first listing: no definition hashes to
 /// it, so the tool is held until an admin accepts it.
@@ -27,6 +35,77 @@ pub fn digest(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A server's listing as mcpd keeps it: each tool's definition capped and compared with
+/// its pin (pinned on first sight). A server offering more tools than the cap keeps the first ones.
+pub async fn listing(
+    store: &Store,
+    limits: &Limits,
+    config: &ServerConfig,
+    mut raw: Vec<RawTool>,
+) -> Result<Vec<ToolEntry>, StoreError> {
+    if raw.len() > limits.tools_per_server {
+        tracing::warn!(server = %config.id, offered = raw.len(), kept = limits.tools_per_server,
+            "the server offers more tools than the cap");
+        raw.truncate(limits.tools_per_server);
+    }
+    // A name an admin could not name to disable it (the MCP spec's 1 to 128 of
+    // letters, digits, '_', '-', '.') is not offered at all.
+    raw.retain(|t| {
+        let ok = (1..=128).contains(&t.name.len())
+            && t.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+        if !ok {
+            tracing::warn!(server = %config.id, "a tool with a name outside the MCP charset is not offered");
+        }
+        ok
+    });
+    // Tools pinned before this listing: a tool first seen after the server's first
+    // listing is held like a changed one (a server must not add an unreviewed tool by
+    // reconnecting).
+    let seen_before = store.has_pins(&config.id).await?;
+    let mut out = Vec::with_capacity(raw.len());
+    for t in raw {
+        let offered = digest(
+            &t.name,
+            &t.title,
+            &t.description,
+            &t.input_schema,
+            &t.annotations,
+        );
+        let first_sight = if seen_before {
+            UNREVIEWED.to_string()
+        } else {
+            offered.clone()
+        };
+        let (description, input_schema, _) =
+            caps::definition(&t.description, &t.input_schema, limits);
+        let mut entry = ToolEntry {
+            server: config.id.clone(),
+            qualified: names::qualified(&config.id, &t.name),
+            name: t.name,
+            title: t.title.chars().take(200).collect(),
+            description,
+            input_schema,
+            annotations: t.annotations,
+            pinned: String::new(),
+            offered,
+            pinned_definition: String::new(),
+        };
+        // A tool never reviewed keeps no definition: there is nothing to compare with.
+        let definition = if seen_before {
+            String::new()
+        } else {
+            entry.definition()
+        };
+        (entry.pinned, entry.pinned_definition) = store
+            .pin_first(&config.id, &entry.name, &first_sight, &definition)
+            .await?;
+        out.push(entry);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
