@@ -177,6 +177,9 @@ pub struct GatewayConfig {
     pub terminal_ticket_ttl_s: u64,
     /// Seconds between exchanges of audit heads with execd.
     pub audit_anchor_s: u64,
+    /// Hosts (`host[:port]`) an agent's `http_get` may reach though their addresses are
+    /// not public (loopback, private, link-local). Metadata addresses stay refused.
+    pub http_get_allow: Vec<String>,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -370,6 +373,12 @@ impl Config {
                     "gateway.audit_anchor_s",
                     30u64,
                     "Seconds between exchanges of audit heads with execd: each daemon's newest audit row is recorded in the other's trail, so a trail cut short or recomputed fails `audit verify`, naming the row. Rows written since the last exchange are not yet anchored. At least 1.",
+                ),
+                http_get_allow: r.get_with(
+                    "gateway.http_get_allow",
+                    Vec::new(),
+                    "Hosts (`host` or `host:port`) the MCP tool `http_get` may fetch from although they resolve to loopback, private or link-local addresses (an intranet wiki, a local service). Any other URL must resolve to public addresses only; cloud metadata addresses are refused whatever this says. Redirects are checked again.",
+                    Hosts,
                 ),
             },
             exec: ExecConfig {

@@ -56,8 +56,20 @@ pub struct TokenInfo {
     pub id: i64,
     pub name: String,
     pub scopes: Vec<String>,
+    /// At `/mcp`: only tools that only read (by their annotations).
+    pub mcp_read_only: bool,
+    /// At `/mcp`: `run` may ask the human in the agent's client to approve a
+    /// non-destructive change (elicitation).
+    pub mcp_elicitation: bool,
     pub created_at_ms: i64,
     pub last_used_ms: Option<i64>,
+}
+
+/// What a token's agent may do at `/mcp` besides its scopes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct McpOptions {
+    pub read_only: bool,
+    pub elicitation: bool,
 }
 
 /// What a token may be used for.
@@ -468,6 +480,7 @@ impl Accounts {
         user_id: i64,
         name: &str,
         scopes: &[String],
+        mcp: McpOptions,
     ) -> Result<(i64, String), AccountError> {
         if name.trim().is_empty() || name.len() > 100 {
             return Err(invalid("name", "1 to 100 characters"));
@@ -486,13 +499,16 @@ impl Accounts {
         }
         let secret = format!("argos_{}", new_secret());
         let id = sqlx::query(
-            "INSERT INTO api_tokens (user_id, name, secret_sha256, scopes, created_at_ms) VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO api_tokens (user_id, name, secret_sha256, scopes, created_at_ms, mcp_read_only, mcp_elicitation)
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(user_id)
         .bind(name)
         .bind(sha256(&secret))
         .bind(serde_json::to_string(scopes).unwrap_or_else(|_| "[]".into()))
         .bind(now_ms())
+        .bind(mcp.read_only)
+        .bind(mcp.elicitation)
         .execute(&self.pool)
         .await?
         .last_insert_rowid();
@@ -501,22 +517,13 @@ impl Accounts {
 
     pub async fn tokens(&self, user_id: i64) -> Result<Vec<TokenInfo>, AccountError> {
         let rows = sqlx::query(
-            "SELECT id, name, scopes, created_at_ms, last_used_ms FROM api_tokens
-             WHERE user_id = ? AND revoked_at_ms IS NULL ORDER BY id",
+            "SELECT id, name, scopes, mcp_read_only, mcp_elicitation, created_at_ms, last_used_ms
+             FROM api_tokens WHERE user_id = ? AND revoked_at_ms IS NULL ORDER BY id",
         )
         .bind(user_id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| TokenInfo {
-                id: r.get("id"),
-                name: r.get("name"),
-                scopes: serde_json::from_str(&r.get::<String, _>("scopes")).unwrap_or_default(),
-                created_at_ms: r.get("created_at_ms"),
-                last_used_ms: r.get("last_used_ms"),
-            })
-            .collect())
+        Ok(rows.iter().map(token_info).collect())
     }
 
     pub async fn revoke_token(&self, user_id: i64, id: i64) -> Result<bool, AccountError> {
@@ -532,10 +539,13 @@ impl Accounts {
             == 1)
     }
 
-    /// The user and scopes of a live token.
-    pub async fn token(&self, secret: &str) -> Result<Option<(User, Vec<String>)>, AccountError> {
+    /// The user of a live token, and the token.
+    pub async fn token(&self, secret: &str) -> Result<Option<(User, TokenInfo)>, AccountError> {
         let row = sqlx::query(
-            "SELECT u.id, u.name, u.role, u.created_at_ms, t.scopes, t.last_used_ms FROM api_tokens t
+            "SELECT u.id, u.name, u.role, u.created_at_ms, t.id AS token_id, t.name AS token_name,
+                    t.scopes, t.mcp_read_only, t.mcp_elicitation, t.created_at_ms AS token_created_at_ms,
+                    t.last_used_ms
+             FROM api_tokens t
              JOIN users u ON u.id = t.user_id
              WHERE t.secret_sha256 = ? AND t.revoked_at_ms IS NULL AND u.disabled = 0",
         )
@@ -554,8 +564,28 @@ impl Accounts {
                 .execute(&self.pool)
                 .await?;
         }
-        let scopes = serde_json::from_str(&row.get::<String, _>("scopes")).unwrap_or_default();
-        Ok(user(&row).map(|u| (u, scopes)))
+        let token = TokenInfo {
+            id: row.get("token_id"),
+            name: row.get("token_name"),
+            scopes: serde_json::from_str(&row.get::<String, _>("scopes")).unwrap_or_default(),
+            mcp_read_only: row.get("mcp_read_only"),
+            mcp_elicitation: row.get("mcp_elicitation"),
+            created_at_ms: row.get("token_created_at_ms"),
+            last_used_ms: row.get("last_used_ms"),
+        };
+        Ok(user(&row).map(|u| (u, token)))
+    }
+}
+
+fn token_info(r: &sqlx::sqlite::SqliteRow) -> TokenInfo {
+    TokenInfo {
+        id: r.get("id"),
+        name: r.get("name"),
+        scopes: serde_json::from_str(&r.get::<String, _>("scopes")).unwrap_or_default(),
+        mcp_read_only: r.get("mcp_read_only"),
+        mcp_elicitation: r.get("mcp_elicitation"),
+        created_at_ms: r.get("created_at_ms"),
+        last_used_ms: r.get("last_used_ms"),
     }
 }
 

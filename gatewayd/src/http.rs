@@ -123,6 +123,16 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/mcp/tools", get(api::mcp_tools))
         .route("/api/mcp/tools/{tool}/accept", post(api::accept_mcp_tool))
         .route("/api/mcp/tools/{tool}/call", post(api::call_mcp_tool))
+        .route("/api/mcp/access", get(api::mcp_access))
+        .route(
+            "/api/mcp/access/roles/{role}",
+            axum::routing::put(api::set_role_access),
+        )
+        .route(
+            "/api/mcp/access/users/{name}",
+            axum::routing::put(api::set_user_access).delete(api::remove_user_access),
+        )
+        .route("/api/mcp/activity", get(api::mcp_activity))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,

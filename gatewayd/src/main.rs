@@ -92,6 +92,10 @@ fn main() -> ExitCode {
                     .await
                     .context("opening the audit trail")?,
             );
+            let (mcp_access, _) = agent_mcp::access::load(accounts.pool())
+                .await
+                .context("reading the MCP access setting")?;
+            let mcp_activity = agent_mcp::activity::Log::start(accounts.pool().clone());
             let api = std::sync::Arc::new(api::Api {
                 event_streams: api::PerUser::new(ctx.config.quota.event_streams),
                 key,
@@ -108,6 +112,9 @@ fn main() -> ExitCode {
                 host_history: api::HostHistory::default(),
                 mcp: argos_proto::mcp::v1::mcp_client::McpClient::new(state.mcp_channel()),
                 mcp_config: tokio::sync::Mutex::new(()),
+                http_get_allow: g.http_get_allow.clone(),
+                mcp_access: std::sync::RwLock::new(mcp_access),
+                mcp_activity,
             });
             tokio::spawn(api::watch_execd(api.clone()));
             tokio::spawn(api::watch_mcpd(api.clone()));

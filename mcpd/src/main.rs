@@ -14,7 +14,6 @@ mod pin;
 mod server;
 mod service;
 mod sse;
-mod ssrf;
 mod store;
 mod upstream;
 

@@ -14,7 +14,6 @@ use serde_json::Value as Json;
 
 use crate::caps::Piece;
 use crate::server::{ServerConfig, Transport};
-use crate::ssrf;
 
 /// Why a server could not be reached.
 #[derive(Debug, thiserror::Error)]
@@ -327,30 +326,19 @@ pub struct Info {
     pub protocol_version: String,
 }
 
-/// Resolves a URL's host and checks every address it has; answers the addresses to pin.
+/// Resolves a URL's host and checks every address it has (the shared SSRF guard);
+/// answers the addresses to pin.
 pub async fn resolve(url: &url::Url, local: bool) -> Result<Vec<SocketAddr>, ConnectError> {
-    let host = url
-        .host_str()
-        .ok_or_else(|| ConnectError::Refused("the URL has no host".into()))?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    // A literal address in brackets resolves as itself.
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+    argos_net::resolve(url, local, "mark the server local to allow it")
         .await
-        .map_err(|e| ConnectError::Failed(format!("resolving {host}: {e}")))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(ConnectError::Failed(format!("{host} has no address")));
+        .map_err(net_error)
+}
+
+fn net_error(e: argos_net::NetError) -> ConnectError {
+    match e {
+        argos_net::NetError::Refused(m) => ConnectError::Refused(m),
+        argos_net::NetError::Failed(m) => ConnectError::Failed(m),
     }
-    for a in &addrs {
-        if let Some(why) = ssrf::refused(a.ip(), local) {
-            return Err(ConnectError::Refused(format!(
-                "{host} resolves to {}, {why}",
-                a.ip()
-            )));
-        }
-    }
-    Ok(addrs)
 }
 
 pub(crate) fn headers(
@@ -378,20 +366,15 @@ pub(crate) async fn pinned_client(
     c: &ServerConfig,
     url: &str,
 ) -> Result<(url::Url, reqwest::Client), ConnectError> {
-    // TLS with ring's primitives, one provider for the process (installed once).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let u =
         crate::server::check_url("url", url).map_err(|e| ConnectError::Refused(e.to_string()))?;
     let addrs = resolve(&u, c.local).await?;
-    let host = u.host_str().unwrap_or_default().to_string();
-    let http = reqwest::Client::builder()
-        .resolve_to_addrs(&host, &addrs)
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .connect_timeout(c.connect_timeout())
-        .pool_max_idle_per_host(0)
-        .build()
-        .map_err(|e| ConnectError::Failed(format!("HTTP client: {e}")))?;
+    let http = argos_net::pinned_client(
+        u.host_str().unwrap_or_default(),
+        &addrs,
+        c.connect_timeout(),
+    )
+    .map_err(net_error)?;
     Ok((u, http))
 }
 

@@ -302,3 +302,305 @@ fn the_endpoint_answers_as_the_mcp_authorization_spec_says() {
     assert_eq!(r.status, 200, "{r:?}");
     stack.stop();
 }
+
+/// A loopback HTTP server for `http_get`: `/page` is an HTML page with a script and a
+/// style, `/away?to=URL` redirects there; anything else is a 404.
+fn web_server() -> u16 {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut line = String::new();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            if r.read_line(&mut line).is_err() {
+                continue;
+            }
+            loop {
+                let mut h = String::new();
+                if r.read_line(&mut h).unwrap_or(0) <= 2 {
+                    break;
+                }
+            }
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let answer = if path == "/page" {
+                let body = "<html><head><title>Status</title><script>steal()</script>\
+                    <style>p{}</style></head><body><h1>All systems</h1>\
+                    <p>normal &amp; green</p></body></html>";
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            } else if let Some(to) = path.strip_prefix("/away?to=") {
+                format!(
+                    "HTTP/1.1 302 Found\r\nlocation: {to}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                )
+            } else {
+                "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".into()
+            };
+            let _ = s.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+/// Waits until the activity log answers `want` entries for `query`.
+fn activity(web: &mut Web, query: &str, want: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = web.get(&format!("/api/mcp/activity{query}"));
+        assert_eq!(r.status, 200, "{r:?}");
+        let v = r.json()["activity"].as_array().unwrap().clone();
+        if v.len() >= want || Instant::now() > deadline {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `http_get` reads an allowed page as its visible text, marked untrusted; loopback hosts
+/// not on the allow list, metadata addresses and redirects to either are refused. Each
+/// call is in the activity log, the refusals as errors.
+#[test]
+fn http_get_reads_allowed_pages_and_refuses_private_and_metadata_addresses() {
+    require_root("the stack runs privilege-separated");
+    let allowed = web_server();
+    let other = web_server();
+    let stack = StackBuilder::new()
+        .env(
+            "ARGOS_GATEWAY__HTTP_GET_ALLOW",
+            &format!("127.0.0.1:{allowed}"),
+        )
+        .start();
+    let mut admin = stack.admin();
+    let url = format!("http://{}/mcp", stack.listen);
+    let agent = token(&mut admin, "reader", &["mcp"]);
+    let page = format!("http://127.0.0.1:{allowed}/page");
+    let v = client(
+        &url,
+        &agent,
+        "2026-07-28",
+        &[
+            ("http_get", json!({"url": page})),
+            (
+                "http_get",
+                json!({"url": format!("http://127.0.0.1:{other}/page")}),
+            ),
+            (
+                "http_get",
+                json!({"url": "http://169.254.169.254/latest/meta-data/"}),
+            ),
+            (
+                "http_get",
+                json!({"url": format!("http://127.0.0.1:{allowed}/away?to=http://169.254.169.254/latest/")}),
+            ),
+            (
+                "http_get",
+                json!({"url": format!("http://127.0.0.1:{allowed}/away?to=http://127.0.0.1:{other}/page")}),
+            ),
+            ("http_get", json!({"url": "file:///etc/shadow"})),
+        ],
+    );
+    let ok = &v["calls"][0];
+    assert_ne!(ok["isError"], true, "{ok}");
+    let body = text(ok);
+    assert!(body.contains("All systems\nnormal & green"), "{body}");
+    assert!(!body.contains("steal") && !body.contains("p{}"), "{body}");
+    assert_eq!(ok["_meta"]["argos/untrusted"], true, "{ok}");
+    for (i, why) in [
+        (1, "loopback"),
+        (2, "metadata"),
+        (3, "metadata"),
+        (4, "loopback"),
+        (5, "scheme"),
+    ] {
+        let c = &v["calls"][i];
+        assert_eq!(c["isError"], true, "{i}: {c}");
+        assert!(text(c).starts_with("refused: "), "{i}: {c}");
+        assert!(text(c).contains(why), "{i} is refused as {why}: {c}");
+    }
+    let log = activity(&mut admin, "?tool=http_get", 6);
+    assert_eq!(log.len(), 6, "{log:?}");
+    // Newest first.
+    assert_eq!(log[5]["outcome"], "ok", "{log:?}");
+    assert!(
+        log[5]["input"].as_str().unwrap().contains("/page"),
+        "{log:?}"
+    );
+    assert!(log[..5].iter().all(|e| e["outcome"] == "error"), "{log:?}");
+    assert!(
+        log.iter()
+            .all(|e| e["token_name"] == "reader" && e["principal"] == "root-admin")
+    );
+    stack.stop();
+}
+
+/// Which tools an agent gets is the admin's setting: a role's grant, a user's own grant
+/// instead, and a token limited to tools that only read. What is not granted is neither
+/// listed nor callable, and the refusal is in the activity log; a user reads only their
+/// own activity; a deleted user's grant is forgotten; the setting outlives a restart.
+#[test]
+fn an_admins_grants_decide_the_tools_and_a_read_only_token_only_reads() {
+    require_root("the stack runs privilege-separated");
+    let mut stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let url = format!("http://{}/mcp", stack.listen);
+    let nothing = json!({"run_places": [], "brokered": "none", "http_get": false});
+    let r = admin.call("PUT", "/api/mcp/access/roles/user", Some(&nothing), &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["roles"]["user"], nothing);
+    assert_eq!(r.json()["updated_by"], "root-admin");
+    let bobs = token(&mut bob, "bob-agent", &["mcp"]);
+    let v = client(
+        &url,
+        &bobs,
+        "legacy",
+        &[("run", json!({"command": "echo hi", "purpose": "try"}))],
+    );
+    assert_eq!(
+        names(&v),
+        ["get_execution_status", "classify_command"],
+        "{v}"
+    );
+    assert_eq!(v["calls"][0]["isError"], true, "{v}");
+    assert!(text(&v["calls"][0]).contains("not granted it"), "{v}");
+
+    // Bob's own grant: the sandbox and read-only inspection of the host.
+    let his =
+        json!({"run_places": ["sandbox", "inspect"], "brokered": "read_only", "http_get": true});
+    let r = admin.call("PUT", "/api/mcp/access/users/bob", Some(&his), &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = client(
+        &url,
+        &bobs,
+        "2026-07-28",
+        &[
+            (
+                "run",
+                json!({"command": "cat /etc/hostname", "purpose": "look", "place": "inspect"}),
+            ),
+            (
+                "run",
+                json!({"command": "id", "purpose": "try", "place": "host"}),
+            ),
+        ],
+    );
+    let run = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run");
+    assert!(
+        run.is_some() && names(&v).contains(&"http_get".to_string()),
+        "{v}"
+    );
+    let inspected: Value = serde_json::from_str(&text(&v["calls"][0])).unwrap();
+    assert_eq!(inspected["profile"], "inspect", "{inspected}");
+    assert_eq!(
+        inspected["stdout"]["head"],
+        std::fs::read_to_string("/etc/hostname").unwrap().as_str()
+    );
+    assert!(
+        text(&v["calls"][1]).contains("sandbox or inspect only"),
+        "{v}"
+    );
+
+    // An admin's token limited to reading: no run, no cancel, and a call is refused.
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "ro-agent", "scopes": ["mcp"], "mcp_read_only": true}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let ro = r.json()["token"].as_str().unwrap().to_string();
+    let v = client(
+        &url,
+        &ro,
+        "legacy",
+        &[("run", json!({"command": "ls /", "purpose": "look"}))],
+    );
+    assert_eq!(
+        names(&v),
+        ["get_execution_status", "classify_command", "http_get"],
+        "{v}"
+    );
+    assert!(
+        text(&v["calls"][0]).contains("limited to tools that only read"),
+        "{v}"
+    );
+
+    // Bad settings and tokens are refused, naming the field.
+    for (path, body, status) in [
+        ("/api/mcp/access/roles/nosuch", &nothing, 404),
+        ("/api/mcp/access/users/nosuch", &nothing, 404),
+        (
+            "/api/mcp/access/roles/user",
+            &json!({"run_places": ["moon"], "brokered": "none", "http_get": false}),
+            400,
+        ),
+        (
+            "/api/mcp/access/roles/user",
+            &json!({"run_places": ["sandbox"], "brokered": "some", "http_get": false}),
+            400,
+        ),
+    ] {
+        let r = admin.call("PUT", path, Some(body), &[]);
+        assert_eq!(r.status, status, "{path} {body}: {r:?}");
+    }
+    let r = bob.call(
+        "PUT",
+        "/api/mcp/access/users/bob",
+        Some(&json!({"run_places": ["host"], "brokered": "all", "http_get": true})),
+        &[],
+    );
+    assert_eq!(r.status, 403, "a user grants themselves nothing: {r:?}");
+    assert_eq!(bob.get("/api/mcp/access").status, 403);
+    for (body, field) in [
+        (
+            json!({"name": "x", "scopes": ["mcp"], "mcp_elicitation": true}),
+            "mcp_elicitation",
+        ),
+        (
+            json!({"name": "x", "scopes": ["read"], "mcp_read_only": true}),
+            "scopes",
+        ),
+    ] {
+        let r = bob.post("/api/tokens", body);
+        assert_eq!(r.status, 400, "{r:?}");
+        assert!(r.message().starts_with(field), "{r:?}");
+    }
+
+    // The activity log: bob's calls for bob, everyone's for the admin.
+    let his = activity(&mut bob, "", 3);
+    assert_eq!(his.len(), 3, "{his:?}");
+    assert!(his.iter().all(|e| e["principal"] == "bob"), "{his:?}");
+    assert_eq!(his[2]["outcome"], "refused", "{his:?}");
+    assert_eq!(his[1]["outcome"], "ok", "{his:?}");
+    assert!(activity(&mut bob, "?principal=root-admin", 0).is_empty());
+    let refused = activity(&mut admin, "?principal=root-admin&tool=run", 1);
+    assert_eq!(refused[0]["outcome"], "refused", "{refused:?}");
+    assert_eq!(refused[0]["token_name"], "ro-agent", "{refused:?}");
+    assert_eq!(admin.get("/api/mcp/activity?limit=501").status, 400);
+
+    // The setting outlives a restart; a deleted user's grant goes with them.
+    stack.crash_and_restart("gatewayd");
+    let mut admin = Web::new(stack.listen);
+    let r = admin.post(
+        "/api/login",
+        json!({"name": "root-admin", "password": argos_tests::ADMIN_PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let doc = admin.get("/api/mcp/access").json();
+    assert_eq!(doc["roles"]["user"], nothing, "{doc}");
+    assert!(doc["users"]["bob"].is_object(), "{doc}");
+    let r = admin.call("DELETE", "/api/users/bob", None, &[]);
+    assert_eq!(r.status, 204, "{r:?}");
+    assert!(
+        admin.get("/api/mcp/access").json()["users"]
+            .get("bob")
+            .is_none()
+    );
+    let r = admin.call("DELETE", "/api/mcp/access/users/bob", None, &[]);
+    assert_eq!(r.status, 404, "{r:?}");
+    stack.stop();
+}

@@ -159,6 +159,18 @@ fn authorization_matrix() {
                 "/api/mcp/tools/mcp__nosuch__x/call".into(),
                 Some(json!({"arguments": {}})),
             ),
+            // Agents' access: a role or user that does not exist (404 past the rule).
+            "GET /api/mcp/access" => ("/api/mcp/access".into(), None),
+            "PUT /api/mcp/access/roles/{role}" => (
+                "/api/mcp/access/roles/nosuch".into(),
+                Some(json!({"run_places": [], "brokered": "none", "http_get": false})),
+            ),
+            "PUT /api/mcp/access/users/{name}" => (
+                "/api/mcp/access/users/nosuch".into(),
+                Some(json!({"run_places": [], "brokered": "none", "http_get": false})),
+            ),
+            "DELETE /api/mcp/access/users/{name}" => ("/api/mcp/access/users/nosuch".into(), None),
+            "GET /api/mcp/activity" => ("/api/mcp/activity".into(), None),
             _ => return None,
         };
         Some((path, body))
@@ -507,6 +519,11 @@ fn the_openapi_document_covers_every_route() {
         "GET /api/mcp/tools",
         "POST /api/mcp/tools/{tool}/accept",
         "POST /api/mcp/tools/{tool}/call",
+        "GET /api/mcp/access",
+        "PUT /api/mcp/access/roles/{role}",
+        "PUT /api/mcp/access/users/{name}",
+        "DELETE /api/mcp/access/users/{name}",
+        "GET /api/mcp/activity",
     ];
     served.sort();
     assert_eq!(documented, served);

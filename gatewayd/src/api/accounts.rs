@@ -249,6 +249,7 @@ pub async fn delete_user(
     )
     .await?;
     if deleted {
+        forget_user_access(&api, &name).await?;
         tracing::info!(by = %caller.user.name, user = %name, "user deleted");
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -270,6 +271,15 @@ pub async fn tokens(
 pub struct NewToken {
     name: String,
     scopes: Vec<String>,
+    /// With the `mcp` scope: the agent gets only the tools that only read (brokered ones
+    /// by their annotations: `readOnlyHint` and not `destructiveHint`).
+    #[serde(default)]
+    mcp_read_only: bool,
+    /// With the `mcp` scope: `run` may ask the human in the agent's client to approve a
+    /// non-destructive change (MCP elicitation), recorded as the token owner's approval.
+    /// Only an admin's token can approve.
+    #[serde(default)]
+    mcp_elicitation: bool,
 }
 
 #[utoipa::path(post, path = "/api/tokens", tag = "tokens", description = "Creates an API token; its secret is in this answer only.", request_body = NewToken,  responses((status = 201, description = "`{\"id\", \"token\", ...}`"), (status = 400, description = "bad name or scopes", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
@@ -278,7 +288,24 @@ pub async fn create_token(
     caller: Caller,
     Body(b): Body<NewToken>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let detail = json!({"scopes": b.scopes});
+    let mcp = b.scopes.iter().any(|s| s == crate::agent_mcp::SCOPE);
+    if (b.mcp_read_only || b.mcp_elicitation) && !mcp {
+        return Err(invalid(
+            "scopes: mcp_read_only and mcp_elicitation need the `mcp` scope",
+        ));
+    }
+    if b.mcp_elicitation && !caller.is_admin() {
+        return Err(invalid(
+            "mcp_elicitation: only an admin approves changes, so only an admin's token may ask",
+        ));
+    }
+    if b.mcp_elicitation && b.mcp_read_only {
+        return Err(invalid(
+            "mcp_elicitation: a read-only token runs nothing that needs approving",
+        ));
+    }
+    let detail = json!({"scopes": b.scopes, "mcp_read_only": b.mcp_read_only,
+                        "mcp_elicitation": b.mcp_elicitation});
     let (id, secret) = audited(
         &api,
         "token.create",
@@ -288,7 +315,15 @@ pub async fn create_token(
         async {
             Ok(api
                 .accounts
-                .new_token(caller.user.id, &b.name, &b.scopes)
+                .new_token(
+                    caller.user.id,
+                    &b.name,
+                    &b.scopes,
+                    crate::accounts::McpOptions {
+                        read_only: b.mcp_read_only,
+                        elicitation: b.mcp_elicitation,
+                    },
+                )
                 .await?)
         },
     )
@@ -297,6 +332,7 @@ pub async fn create_token(
         StatusCode::CREATED,
         Json(
             json!({"id": id, "name": b.name, "scopes": b.scopes, "token": secret,
+            "mcp_read_only": b.mcp_read_only, "mcp_elicitation": b.mcp_elicitation,
             "note": "shown once: store it now"}),
         ),
     ))

@@ -16,6 +16,8 @@ pub enum Via {
 pub struct Caller {
     pub user: User,
     pub via: Via,
+    /// The API token it came with, if any.
+    pub token: Option<std::sync::Arc<crate::accounts::TokenInfo>>,
 }
 
 impl Caller {
@@ -148,19 +150,21 @@ pub async fn authenticate(
         return Err(too_large());
     }
     let caller = if let Some(token) = bearer(headers) {
-        let (user, scopes) = api
+        let (user, token) = api
             .accounts
             .token(token)
             .await?
             .ok_or_else(ApiError::unauthenticated)?;
         Some(Caller {
             user,
-            via: Via::Bearer(scopes),
+            via: Via::Bearer(token.scopes.clone()),
+            token: Some(std::sync::Arc::new(token)),
         })
     } else if let Some(secret) = session_cookie(headers) {
         api.accounts.session(&secret).await?.map(|user| Caller {
             user,
             via: Via::Cookie(secret),
+            token: None,
         })
     } else {
         None

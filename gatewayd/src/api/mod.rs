@@ -24,6 +24,7 @@ use crate::accounts::{AccountError, Accounts, Role, User};
 use crate::throttle::Throttle;
 
 mod accounts;
+mod agents;
 mod approvals;
 mod auth;
 mod classify;
@@ -37,6 +38,7 @@ mod policy;
 mod terminals;
 
 pub use accounts::*;
+pub use agents::*;
 pub use approvals::*;
 pub use auth::*;
 pub use classify::*;
@@ -97,6 +99,12 @@ pub struct Api {
     /// Held while an MCP server's configuration changes: the registration with execd and
     /// the configuration in mcpd change together, one server at a time.
     pub mcp_config: tokio::sync::Mutex<()>,
+    /// Hosts `http_get` may reach though not public (`gateway.http_get_allow`).
+    pub http_get_allow: Vec<String>,
+    /// Which tools each principal's agent gets at `/mcp` (an admin setting).
+    pub mcp_access: std::sync::RwLock<crate::agent_mcp::access::Access>,
+    /// The record of `/mcp`'s tool calls.
+    pub mcp_activity: crate::agent_mcp::activity::Log,
 }
 
 pub type Shared = Arc<Api>;
@@ -169,6 +177,11 @@ pub struct ErrorDetail {
         mcp_tools,
         accept_mcp_tool,
         call_mcp_tool,
+        mcp_access,
+        set_role_access,
+        set_user_access,
+        remove_user_access,
+        mcp_activity,
         crate::http::status
     ),
     components(schemas(
@@ -190,7 +203,10 @@ pub struct ErrorDetail {
         McpRemote,
         McpValue,
         DisabledToolsBody,
-        ToolCallBody
+        ToolCallBody,
+        crate::agent_mcp::access::Grant,
+        crate::agent_mcp::access::RunPlace,
+        crate::agent_mcp::access::Brokered
     ))
 )]
 pub struct ApiDoc;

@@ -132,6 +132,11 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/api/mcp/tools", ADMIN, READ, TOKENS_TOO),
     rule("POST", "/api/mcp/tools/{tool}/accept", ADMIN, EXEC, TOKENS_TOO),
     rule("POST", "/api/mcp/tools/{tool}/call", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/mcp/access", ADMIN, READ, TOKENS_TOO),
+    rule("PUT", "/api/mcp/access/roles/{role}", ADMIN, EXEC, TOKENS_TOO),
+    rule("PUT", "/api/mcp/access/users/{name}", ADMIN, EXEC, TOKENS_TOO),
+    rule("DELETE", "/api/mcp/access/users/{name}", ADMIN, EXEC, TOKENS_TOO),
+    rule("GET", "/api/mcp/activity", USER, READ, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.
@@ -258,6 +263,7 @@ mod tests {
                 created_at_ms: 0,
             },
             via,
+            token: None,
         }
     }
 

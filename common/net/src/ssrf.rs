@@ -1,8 +1,8 @@
-//! Which addresses an upstream MCP server may have. A server's URL is resolved and every
-//! address checked before a connection is made, and the connection is pinned to the
-//! addresses checked (a second lookup cannot answer differently). Cloud metadata
-//! endpoints are always refused; loopback, private, link-local and other non-public
-//! ranges are refused unless an admin marked the server `local`.
+//! Which addresses an outbound connection may reach (an upstream MCP server, an agent's
+//! `http_get`). Cloud metadata endpoints and unroutable addresses are always refused;
+//! loopback, private, link-local and other non-public ranges are refused unless the
+//! destination is `local`: marked so by an admin (an MCP server marked local, a host on
+//! the gateway's `http_get_allow` list).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -69,19 +69,19 @@ fn refused_v4(ip: Ipv4Addr, local: bool) -> Option<&'static str> {
         return None;
     }
     if ip.is_loopback() {
-        return Some("a loopback address (mark the server local to allow it)");
+        return Some("a loopback address");
     }
     if ip.is_private() || (o[0] == 100 && (o[1] & 0xc0) == 64) {
-        return Some("a private address (mark the server local to allow it)");
+        return Some("a private address");
     }
     if ip.is_link_local() {
-        return Some("a link-local address (mark the server local to allow it)");
+        return Some("a link-local address");
     }
     if (o[0] == 198 && (o[1] & 0xfe) == 18)
         || ip.is_documentation()
         || (o[0] == 192 && o[1] == 0 && o[2] == 0)
     {
-        return Some("a reserved address (mark the server local to allow it)");
+        return Some("a reserved address");
     }
     None
 }
@@ -103,16 +103,16 @@ fn refused_v6(ip: Ipv6Addr, local: bool) -> Option<&'static str> {
         return None;
     }
     if ip.is_loopback() {
-        return Some("a loopback address (mark the server local to allow it)");
+        return Some("a loopback address");
     }
     if (s[0] & 0xfe00) == 0xfc00 {
-        return Some("a private (unique local) address (mark the server local to allow it)");
+        return Some("a private (unique local) address");
     }
     if (s[0] & 0xffc0) == 0xfe80 || (s[0] & 0xffc0) == 0xfec0 {
-        return Some("a link-local or site-local address (mark the server local to allow it)");
+        return Some("a link-local or site-local address");
     }
     if s[0] == 0x2001 && s[1] == 0xdb8 {
-        return Some("a documentation address (mark the server local to allow it)");
+        return Some("a documentation address");
     }
     None
 }

@@ -1,12 +1,16 @@
 //! `/mcp`: Argos as an MCP server for agents, over Streamable HTTP (rmcp's server; both
 //! eras: 2025-11-25 with initialize and sessions, 2026-07-28 without). A caller is an API
 //! token's owner, the token carrying the `mcp` scope ([`guard`]); each request's tools are
-//! decided for that principal: `run` (the risk gate: read-only inspection answers at once,
-//! a change waits for an operator's approval; users in the sandbox only),
-//! `get_execution_status`, `cancel_execution` and `classify_command` for everyone, the
-//! brokered `mcp__…` tools of mcpd for admins, and for other users only those whose
-//! annotations say they only read (`readOnlyHint`, not `destructiveHint`). What a brokered tool returns stays
-//! marked untrusted (`_meta`), as mcpd marked it.
+//! decided for that principal by the admin's setting ([`access`]): `run` (the risk gate:
+//! read-only inspection answers at once, a change waits for an operator's approval) in the
+//! places granted, `cancel_execution`, `get_execution_status`, `classify_command`,
+//! `http_get` ([`http_get`]) and the brokered `mcp__…` tools of mcpd (all, or those whose
+//! annotations say they only read). What a brokered tool or a web page returns is marked
+//! untrusted (`_meta`). Every call is recorded ([`activity`]).
+
+pub mod access;
+pub mod activity;
+mod http_get;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -156,12 +160,16 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<Caller, ErrorData> {
         .ok_or_else(|| ErrorData::invalid_request("no caller on this request", None))
 }
 
-/// A brokered tool this caller may see and call.
-fn allowed(caller: &Caller, t: &mpb::Tool) -> bool {
-    caller.is_admin()
-        || t.annotations
-            .as_ref()
-            .is_some_and(|a| a.read_only == Some(true) && a.destructive != Some(true))
+/// What this caller's agent may use: its grant, and whether its token only reads.
+fn grant_of(api: &crate::api::Api, caller: &Caller) -> (access::Grant, bool) {
+    let grant = api
+        .mcp_access
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .grant(&caller.user.name, caller.user.role)
+        .clone();
+    let read_only = caller.token.as_ref().is_none_or(|t| t.mcp_read_only);
+    (grant, read_only)
 }
 
 fn tool(v: serde_json::Value) -> Result<Tool, ErrorData> {
@@ -179,12 +187,8 @@ fn classify_tool() -> Result<Tool, ErrorData> {
     }))
 }
 
-fn run_tool(admin: bool) -> Result<Tool, ErrorData> {
-    let places = if admin {
-        json!(["auto", "sandbox", "inspect", "host"])
-    } else {
-        json!(["sandbox"])
-    };
+fn run_tool(grant: &access::Grant) -> Result<Tool, ErrorData> {
+    let places = json!(grant.run_places);
     tool(json!({
         "name": "run",
         "title": "Run a command",
@@ -193,8 +197,9 @@ fn run_tool(admin: bool) -> Result<Tool, ErrorData> {
             "an operator, not from a list of allowed actions. Places: `sandbox` runs at once in ",
             "a workspace with no network, whatever the command does; `inspect` runs at once on ",
             "this host read-only, and refuses what is not read-only; `host` runs as root on this ",
-            "host after an operator approves that exact request; `auto` (the default) is ",
-            "`inspect` for a read-only command and `host` for anything else. A command that runs ",
+            "host after an operator approves that exact request; `auto` is ",
+            "`inspect` for a read-only command and `host` for anything else; without `place`, ",
+            "`auto` where you may use it, else `sandbox`. The places you may use are listed. A command that runs ",
             "at once answers its output. A change answers \"approval required\" with the approval ",
             "and the execution's ids: do not ask again (an identical request returns the same ",
             "approval); wait, and read get_execution_status. `declared_risk` can only raise the ",
@@ -320,6 +325,7 @@ impl Endpoint {
     async fn run(
         &self,
         caller: &Caller,
+        grant: &access::Grant,
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> CallToolResponse {
         use argos_proto::exec::v1 as pb;
@@ -328,16 +334,10 @@ impl Endpoint {
         };
         let purpose = arg(args, "purpose").unwrap_or_default();
         let place = match arg(args, "place") {
-            None => {
-                if caller.is_admin() {
-                    pb::Place::Auto
-                } else {
-                    pb::Place::Sandbox
-                }
-            }
-            Some(w) => match crate::views::parse_place(w) {
-                Some(p) => p,
-                None => {
+            None => grant.default_place(),
+            Some(w) => match serde_json::from_value::<access::RunPlace>(json!(w)) {
+                Ok(p) => Some(p),
+                Err(_) => {
                     return text_result(
                         format!("place: {w:?} is not auto, sandbox, inspect or host"),
                         true,
@@ -345,13 +345,26 @@ impl Endpoint {
                 }
             },
         };
-        // Users run in the sandbox only (an admin setting will widen this).
-        if !caller.is_admin() && place != pb::Place::Sandbox {
+        let Some(place) = place.filter(|p| grant.run_places.contains(p)) else {
             return text_result(
-                "place: you may run commands in the sandbox only".into(),
+                format!(
+                    "place: you may run commands in {} only",
+                    grant
+                        .run_places
+                        .iter()
+                        .map(|p| json!(p).as_str().unwrap_or_default().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                ),
                 true,
             );
-        }
+        };
+        let place = match place {
+            access::RunPlace::Auto => pb::Place::Auto,
+            access::RunPlace::Sandbox => pb::Place::Sandbox,
+            access::RunPlace::Inspect => pb::Place::Inspect,
+            access::RunPlace::Host => pb::Place::Host,
+        };
         let declared_risk = match arg(args, "declared_risk") {
             None => pb::RiskClass::Unspecified,
             Some(w) => match crate::views::parse_risk_class(w) {
@@ -466,25 +479,30 @@ impl Endpoint {
         }
     }
 
+    /// Calls a brokered tool this caller may use: its outcome and answer.
     async fn call_brokered(
         &self,
-        caller: &Caller,
         name: &str,
-        args: Option<serde_json::Map<String, serde_json::Value>>,
-    ) -> CallToolResponse {
+        args: &serde_json::Map<String, serde_json::Value>,
+        grant: &access::Grant,
+        read_only: bool,
+    ) -> (&'static str, CallToolResponse) {
         let tools = match self.brokered().await {
             Ok(t) => t,
-            Err(e) => return text_result(e.message.to_string(), true),
+            Err(e) => return ("error", text_result(e.message.to_string(), true)),
         };
         if !tools
             .iter()
-            .any(|t| t.qualified_name == name && allowed(caller, t))
+            .any(|t| t.qualified_name == name && brokered_allowed(t, grant, read_only))
         {
-            return text_result(
-                format!(
-                    "{name}: no such tool for you (not offered, disabled, held, or not read-only for a user)"
+            return (
+                "refused",
+                text_result(
+                    format!(
+                        "{name}: no such tool for you (not offered, disabled, held, or not granted to you or this token)"
+                    ),
+                    true,
                 ),
-                true,
             );
         }
         let r = match self
@@ -493,14 +511,17 @@ impl Endpoint {
             .clone()
             .call_tool(mpb::CallToolRequest {
                 qualified_name: name.to_string(),
-                arguments_json: args
-                    .map(|a| serde_json::Value::Object(a).to_string())
-                    .unwrap_or_default(),
+                arguments_json: serde_json::Value::Object(args.clone()).to_string(),
             })
             .await
         {
             Ok(r) => r.into_inner(),
-            Err(e) => return text_result(format!("{name}: {}", e.message()), true),
+            Err(e) => {
+                return (
+                    "error",
+                    text_result(format!("{name}: {}", e.message()), true),
+                );
+            }
         };
         let content: Vec<serde_json::Value> = r
             .content
@@ -526,15 +547,19 @@ impl Endpoint {
         {
             v["structuredContent"] = s;
         }
+        let outcome = if r.is_error { "error" } else { "ok" };
         match serde_json::from_value::<CallToolResult>(v) {
             Ok(mut r) => {
                 // Required from 2026-07-28 on (rmcp drops it for older peers).
                 r.result_type = Some(rmcp::model::ResultType::COMPLETE);
-                r.into()
+                (outcome, r.into())
             }
-            Err(e) => text_result(
-                format!("{name}: its result could not be passed on: {e}"),
-                true,
+            Err(e) => (
+                "error",
+                text_result(
+                    format!("{name}: its result could not be passed on: {e}"),
+                    true,
+                ),
             ),
         }
     }
@@ -559,14 +584,21 @@ impl ServerHandler for Endpoint {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let caller = caller(&context)?;
-        let mut tools = vec![
-            run_tool(caller.is_admin())?,
-            status_tool()?,
-            cancel_tool()?,
-            classify_tool()?,
-        ];
+        let (grant, read_only) = grant_of(&self.api, &caller);
+        let mut tools = Vec::new();
+        for (kind, t) in [
+            (access::Tool::Run, run_tool(&grant)?),
+            (access::Tool::Status, status_tool()?),
+            (access::Tool::Cancel, cancel_tool()?),
+            (access::Tool::Classify, classify_tool()?),
+            (access::Tool::HttpGet, http_get::tool()?),
+        ] {
+            if kind.allowed(&grant, read_only) {
+                tools.push(t);
+            }
+        }
         for t in self.brokered().await? {
-            if allowed(&caller, &t) {
+            if brokered_allowed(&t, &grant, read_only) {
                 tools.push(brokered_tool(&t)?);
             }
         }
@@ -579,42 +611,121 @@ impl ServerHandler for Endpoint {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let caller = caller(&context)?;
+        let started = std::time::Instant::now();
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        if name == "classify_command" {
-            return Ok(self.classify(&caller, &args).await);
+        let (outcome, answer) = self.dispatch(&caller, &name, &args).await;
+        let output = match &answer {
+            Ok(r) => response_text(r),
+            Err(e) => e.message.to_string(),
+        };
+        if let Some(token) = &caller.token {
+            self.api
+                .mcp_activity
+                .record(activity::Entry {
+                    id: 0,
+                    at_ms: crate::accounts::now_ms(),
+                    principal: caller.user.name.clone(),
+                    token_id: token.id,
+                    token_name: token.name.clone(),
+                    tool: activity::summary(&name),
+                    input: activity::summary(&serde_json::Value::Object(args).to_string()),
+                    output: activity::summary(&output),
+                    duration_ms: started.elapsed().as_millis() as i64,
+                    outcome: outcome.into(),
+                })
+                .await;
         }
-        if name == "run" {
-            return Ok(self.run(&caller, &args).await);
-        }
-        if name == "get_execution_status" || name == "cancel_execution" {
-            let Some(id) = arg(&args, "execution_id") else {
-                return Ok(text_result(
-                    "execution_id: a string is required".into(),
-                    true,
-                ));
+        answer
+    }
+}
+
+fn is_error(r: &CallToolResponse) -> bool {
+    matches!(r, CallToolResponse::Complete(c) if c.is_error == Some(true))
+}
+
+/// A brokered tool this grant and token allow.
+fn brokered_allowed(t: &mpb::Tool, grant: &access::Grant, read_only: bool) -> bool {
+    access::Tool::Brokered(t.annotations.as_ref()).allowed(grant, read_only)
+}
+
+/// The text of a tool's answer, for the activity log.
+fn response_text(r: &CallToolResponse) -> String {
+    let CallToolResponse::Complete(c) = r else {
+        return "[not complete]".into();
+    };
+    c.content
+        .iter()
+        .map(|c| match c.as_text() {
+            Some(t) => t.text.clone(),
+            None => "[content]".into(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Endpoint {
+    /// Calls a tool for a caller: its outcome for the activity log (`ok`, `error`,
+    /// `refused`) and its answer.
+    async fn dispatch(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> (&'static str, Result<CallToolResponse, ErrorData>) {
+        let (grant, read_only) = grant_of(&self.api, caller);
+        let kind = match name {
+            "run" => access::Tool::Run,
+            "cancel_execution" => access::Tool::Cancel,
+            "get_execution_status" => access::Tool::Status,
+            "classify_command" => access::Tool::Classify,
+            "http_get" => access::Tool::HttpGet,
+            n if n.starts_with("mcp__") => {
+                // Listed, enabled, not held, and allowed: decided in `call_brokered`.
+                let r = self.call_brokered(n, args, &grant, read_only).await;
+                return (r.0, Ok(r.1));
+            }
+            _ => {
+                return (
+                    "refused",
+                    Err(ErrorData::invalid_params(format!("no tool {name}"), None)),
+                );
+            }
+        };
+        if !kind.allowed(&grant, read_only) {
+            let why = if read_only && !kind.read_only() {
+                "this token is limited to tools that only read"
+            } else {
+                "an admin has not granted it to you"
             };
-            if name == "cancel_execution" {
-                // Own executions only (an admin's too: cancelling another's is the API's).
-                match self.status_of(&caller, id).await {
-                    Ok(_) => {}
-                    Err(m) => return Ok(text_result(m, true)),
-                }
-                return Ok(
-                    match self.api.exec.as_user(&caller.user.name).kill(id).await {
+            return ("refused", Ok(text_result(format!("{name}: {why}"), true)));
+        }
+        let r = match kind {
+            access::Tool::Run => self.run(caller, &grant, args).await,
+            access::Tool::Classify => self.classify(caller, args).await,
+            access::Tool::HttpGet => http_get::call(&self.api.http_get_allow, args).await,
+            access::Tool::Status | access::Tool::Cancel => {
+                let Some(id) = arg(args, "execution_id") else {
+                    return (
+                        "error",
+                        Ok(text_result(
+                            "execution_id: a string is required".into(),
+                            true,
+                        )),
+                    );
+                };
+                match (kind, self.status_of(caller, id).await) {
+                    (_, Err(m)) => text_result(m, true),
+                    (access::Tool::Status, Ok(v)) => text_result(v.to_string(), false),
+                    // Own executions only (an admin's: any, as on the API).
+                    _ => match self.api.exec.as_user(&caller.user.name).kill(id).await {
                         Ok(r) => text_result(format!("{:?}", r.outcome()), false),
                         Err(e) => text_result(e.message, true),
                     },
-                );
+                }
             }
-            return Ok(match self.status_of(&caller, id).await {
-                Ok(v) => text_result(v.to_string(), false),
-                Err(m) => text_result(m, true),
-            });
-        }
-        if name.starts_with("mcp__") {
-            return Ok(self.call_brokered(&caller, &name, Some(args)).await);
-        }
-        Err(ErrorData::invalid_params(format!("no tool {name}"), None))
+            access::Tool::Brokered(_) => unreachable!("dispatched above"),
+        };
+        (if is_error(&r) { "error" } else { "ok" }, Ok(r))
     }
 }
