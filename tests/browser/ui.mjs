@@ -279,12 +279,53 @@ try {
   await page.waitForURL((u) => u.toString().endsWith("/#/mcp/guarded") && u.toString().startsWith(base), { timeout: 20000 });
   await page.waitForFunction(() => document.querySelector("#mcp-server .status")?.textContent === "connected");
 
+  step("agents: a read-only token, an agent's refused call in the activity, the access setting");
+  await visit("#/tokens");
+  await page.fill("#new-token-form input[name=name]", "agent");
+  await page.check("#new-token-form input[name=scope][value=mcp]");
+  await page.check("#new-token-form input[name=mcp_read_only]");
+  if (!(await page.isDisabled("#new-token-form input[name=mcp_elicitation]"))) {
+    throw new Error("asking for approvals stays open on a read-only token");
+  }
+  await page.click("#new-token-form button[type=submit]");
+  await page.waitForSelector("#new-token");
+  const secret = (await page.textContent("#new-token")).match(/argos_[A-Za-z0-9_-]+/)[0];
+  await page.waitForSelector("#tokens .flag[data-flag=read-only]");
+  // The agent, over /mcp (2025-11-25: initialize, then a call its token may not make).
+  const called = await page.evaluate(async (token) => {
+    const h = { authorization: "Bearer " + token, "content-type": "application/json",
+      accept: "application/json, text/event-stream" };
+    const post = (headers, body) => fetch("/mcp", { method: "POST", headers, body: JSON.stringify(body) });
+    const init = await post(h, { jsonrpc: "2.0", id: 1, method: "initialize", params: {
+      protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "ui-test", version: "1" } } });
+    await init.text();
+    const s = { ...h, "mcp-session-id": init.headers.get("mcp-session-id"), "mcp-protocol-version": "2025-11-25" };
+    await (await post(s, { jsonrpc: "2.0", method: "notifications/initialized" })).text();
+    return await (await post(s, { jsonrpc: "2.0", id: 2, method: "tools/call",
+      params: { name: "run", arguments: { command: "id", purpose: "from the UI test" } } })).text();
+  }, secret);
+  if (!called.includes("limited to tools that only read")) throw new Error("the read-only token ran: " + called);
+  await visit("#/agents");
+  await page.waitForSelector("#mcp-activity tbody tr");
+  const activity = await page.textContent("#mcp-activity tbody tr");
+  if (!activity.includes("run") || !activity.includes("refused") || !activity.includes("agent")) {
+    throw new Error("the activity row: " + activity);
+  }
+  const place = "#mcp-access tr[data-subject='role:user'] input[name=place][value=sandbox]";
+  await page.uncheck(place);
+  await page.click("#mcp-access tr[data-subject='role:user'] button.save");
+  await page.waitForFunction(() => document.querySelector("#mcp-access-updated")?.textContent.includes("admin"));
+  const granted = await page.evaluate(async () => (await (await fetch("/api/mcp/access")).json()).roles.user);
+  if (granted.run_places.length !== 0) throw new Error("the user role's places: " + JSON.stringify(granted));
+  await page.fill("#activity-tool", "http_get");
+  await page.waitForSelector("#activity-list p.empty");
+
   step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
   const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
     ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
-    ["terminals", "#/terminals"], ["mcp", "#/mcp"], ["tokens", "#/tokens"], ["users", "#/users"],
-    ["account", "#/account"]]) {
+    ["terminals", "#/terminals"], ["mcp", "#/mcp"], ["agents", "#/agents"], ["tokens", "#/tokens"],
+    ["users", "#/users"], ["account", "#/account"]]) {
     await visit(hash);
     await looksRight("admin-" + name);
   }
@@ -359,7 +400,8 @@ try {
   for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/mcp", "#/users"]) {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
-  for (const [name, hash] of [["dashboard", "#/"], ["tokens", "#/tokens"], ["account", "#/account"]]) {
+  for (const [name, hash] of [["dashboard", "#/"], ["agents", "#/agents"], ["tokens", "#/tokens"],
+    ["account", "#/account"]]) {
     await visit(hash);
     await looksRight("user-" + name);
   }

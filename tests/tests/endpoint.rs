@@ -604,3 +604,75 @@ fn an_admins_grants_decide_the_tools_and_a_read_only_token_only_reads() {
     assert_eq!(r.status, 404, "{r:?}");
     stack.stop();
 }
+
+/// Waiting without polling, in both eras: the PyPI client asks `run` for a change,
+/// subscribes to the execution's resource (`resources/subscribe`; `subscriptions/listen`)
+/// and is told when an operator approves it and when it ends; it reads the result from the
+/// resource. Another user's agent cannot read that resource.
+#[test]
+fn an_agent_is_told_when_its_change_is_approved_and_done() {
+    use std::io::BufRead as _;
+    require_root("the stack runs privilege-separated; an approved change runs as root");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let url = format!("http://{}/mcp", stack.listen);
+    let agent = token(&mut admin, "waiter", &["mcp"]);
+    let root = argos_tests::workspace_root();
+    for mode in ["legacy", "2026-07-28"] {
+        let mark = format!("/var/tmp/argos-mcp-wait-{}-{mode}", std::process::id());
+        let _ = std::fs::remove_file(&mark);
+        let mut child = Command::new(root.join("target/tools/mcp-py/bin/python"))
+            .arg(root.join("tests/mcp/wait.py"))
+            .args([&url, &agent, mode, &format!("touch {mark}")])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut next = || -> Value {
+            let line = lines.next().expect("wait.py ended early").unwrap();
+            serde_json::from_str(&line).unwrap()
+        };
+        let subscribed = next();
+        assert_eq!(subscribed["step"], "subscribed", "{mode}: {subscribed}");
+        if mode != "legacy" {
+            assert_eq!(
+                subscribed["honored"]["resourceSubscriptions"],
+                json!([subscribed["uri"]]),
+                "{subscribed}"
+            );
+        }
+        let first = next();
+        assert_eq!(first["status"], "pending_approval", "{mode}: {first}");
+        // Another user's agent reads nothing of it.
+        let bobs = token(&mut bob, &format!("nosy-{mode}"), &["mcp"]);
+        let peek = Command::new(root.join("target/tools/mcp-py/bin/python"))
+            .arg("-c")
+            .arg(include_str!("../mcp/read.py"))
+            .args([&url, &bobs, subscribed["uri"].as_str().unwrap()])
+            .output()
+            .unwrap();
+        let peek = String::from_utf8_lossy(&peek.stdout);
+        assert!(peek.contains("no resource"), "{mode}: {peek}");
+        let approval = subscribed["approval"].as_str().unwrap();
+        let r = admin.post(
+            &format!("/api/approvals/{approval}/decision"),
+            json!({"decision": "approve"}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        let mut seen = Vec::new();
+        let done = loop {
+            let v = next();
+            if v["step"] == "done" {
+                break v;
+            }
+            assert_eq!(v["step"], "notified", "{mode}: {v}");
+            seen.push(v["status"].clone());
+        };
+        assert!(!seen.is_empty(), "{mode}: never notified");
+        assert_eq!(done["facts"]["status"], "succeeded", "{mode}: {done}");
+        assert!(child.wait().unwrap().success(), "{mode}");
+        assert!(std::path::Path::new(&mark).exists(), "{mode}: it ran");
+        let _ = std::fs::remove_file(&mark);
+    }
+    stack.stop();
+}

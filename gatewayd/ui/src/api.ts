@@ -1,6 +1,7 @@
 // The gateway's JSON API as the UI uses it: one fetch wrapper with the API's errors, the
 // server-sent event stream of /api/shell/stream read with fetch (EventSource cannot
-// POST), and the shapes of what it answers.
+// POST), the shapes of what it answers, and the calls of the agents' access and activity
+// at /mcp.
 
 export class ApiError extends Error {
   constructor(public status: number, public code: string, message: string) {
@@ -195,6 +196,10 @@ export interface Token {
   scopes: string[];
   created_at_ms: number;
   last_used_ms: number | null;
+  /** At /mcp: only the tools that only read. */
+  mcp_read_only: boolean;
+  /** At /mcp: `run` may ask the human in the agent's client to approve a change. */
+  mcp_elicitation: boolean;
 }
 
 export interface McpValue {
@@ -249,4 +254,56 @@ export interface McpResult {
   untrusted: boolean;
   content: ({ type: "text"; text: string } | { type: "image"; mime_type: string; data: string } | { type: "resource"; resource: unknown })[];
   structured: unknown;
+}
+
+/** Where the `run` tool at /mcp may run a command. */
+export type RunPlace = "auto" | "sandbox" | "inspect" | "host";
+
+/** What a principal's agent may use at /mcp. */
+export interface Grant {
+  run_places: RunPlace[];
+  /** `read_only`: the brokered tools annotated readOnlyHint and not destructiveHint. */
+  brokered: "all" | "read_only" | "none";
+  http_get: boolean;
+}
+
+/** Which tools agents get at /mcp: a grant per role, and per user where one is set. */
+export interface McpAccess {
+  roles: Record<Role, Grant>;
+  users: Record<string, Grant>;
+  updated_by: string | null;
+  updated_at_ms: number | null;
+}
+
+/** One tool call at /mcp; its input and output summarized to at most 500 characters. */
+export interface McpCall {
+  id: number;
+  at_ms: number;
+  principal: string;
+  token_id: number;
+  token_name: string;
+  tool: string;
+  input: string;
+  output: string;
+  duration_ms: number;
+  outcome: "ok" | "error" | "refused";
+}
+
+/** The agents' access at /mcp (admins); a change answers the whole setting again. */
+export const mcpAccess = {
+  get: () => api<McpAccess>("GET", "/api/mcp/access"),
+  setRole: (role: Role, g: Grant) => api<McpAccess>("PUT", "/api/mcp/access/roles/" + role, g),
+  setUser: (name: string, g: Grant) => api<McpAccess>("PUT", "/api/mcp/access/users/" + encodeURIComponent(name), g),
+  removeUser: (name: string) => api<McpAccess>("DELETE", "/api/mcp/access/users/" + encodeURIComponent(name)),
+};
+
+/** A page of the tool calls at /mcp, newest first (a user gets only their own); the next
+ *  older page is the one `before` its `next_before`, null when there is none. */
+export function mcpActivity(f: { principal?: string; tool?: string; before?: number | null; limit?: number }) {
+  const q = new URLSearchParams();
+  if (f.principal) q.set("principal", f.principal);
+  if (f.tool) q.set("tool", f.tool);
+  if (f.before != null) q.set("before", String(f.before));
+  if (f.limit) q.set("limit", String(f.limit));
+  return api<{ activity: McpCall[]; next_before: number | null }>("GET", "/api/mcp/activity?" + q);
 }

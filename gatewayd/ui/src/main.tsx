@@ -7,6 +7,7 @@ import { api, onUnauthorized, type Approval, type User } from "./api";
 import { closeEvents, openEvents, useChanges } from "./events";
 import { Failed, Loading, Page } from "./ui";
 import { Account } from "./pages/account";
+import { Agents } from "./pages/agents";
 import { Approvals } from "./pages/approvals";
 import { Audit } from "./pages/audit";
 import { Dashboard } from "./pages/dashboard";
@@ -27,6 +28,7 @@ const NAV: { href: string; label: string; admin: boolean }[] = [
   { href: "#/approvals", label: "Approvals", admin: true },
   { href: "#/audit", label: "Audit", admin: true },
   { href: "#/mcp", label: "MCP", admin: true },
+  { href: "#/agents", label: "Agents", admin: false },
   { href: "#/tokens", label: "API tokens", admin: false },
   { href: "#/users", label: "Users", admin: true },
   { href: "#/account", label: "Account", admin: false },
@@ -90,7 +92,8 @@ function Route(props: { hash: string; me: User }) {
   const admin = me.role === "admin";
   const [, section, id] = hash.split("/");
   if (hash === "#/" || hash === "#/login") return <Dashboard me={me} />;
-  if (section === "tokens" && !id) return <Tokens />;
+  if (section === "tokens" && !id) return <Tokens me={me} />;
+  if (section === "agents" && !id) return <Agents me={me} />;
   if (section === "account" && !id) return <Account me={me} />;
   if (!admin && NAV.some((l) => l.admin && l.href === "#/" + section)) {
     return <Failed error="This page is for admins." />;

@@ -1,5 +1,6 @@
 // The pieces every page is made of: a page frame, loading and error states, tables,
-// forms, status words, meters and the small time-series charts (uPlot).
+// forms (an API error shown at the field it names), status words, meters and the small
+// time-series charts (uPlot).
 import type { ComponentChildren, TargetedEvent } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
@@ -179,6 +180,35 @@ export function Form(props: {
       <ErrorLine error={error} />
     </form>
   );
+}
+
+/** The form field an API error names: the head of a 400's message ("name: …" → "name",
+ *  "scopes[0]: …" → "scopes"), once `within` (a nested body's part, e.g. /^stdio\./) is
+ *  cut from it; "" for none. */
+export function fieldOf(e: unknown, within?: RegExp): string {
+  if (!(e instanceof ApiError) || e.code !== "invalid_argument") return "";
+  const head = e.message.split(":")[0];
+  return (within ? head.replace(within, "") : head).replace(/[.[].*$/, "");
+}
+
+/** An API error at the field it names (nothing when it names another). */
+export function FieldError(props: { error: unknown; field: string; within?: RegExp }) {
+  if (fieldOf(props.error, props.within) !== props.field) return null;
+  return (
+    <span class="error field-error" role="alert" data-field={props.field}>
+      {(props.error as Error).message}
+    </span>
+  );
+}
+
+/** A value that follows `v` a moment after it stops changing (typing filters). */
+export function useSettled(v: string, ms = 300): string {
+  const [settled, setSettled] = useState(v);
+  useEffect(() => {
+    const t = setTimeout(() => setSettled(v), ms);
+    return () => clearTimeout(t);
+  }, [v]);
+  return settled;
 }
 
 /** A filter's text field: what it filters by, kept in the page's state. */

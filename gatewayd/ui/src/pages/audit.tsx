@@ -1,9 +1,9 @@
 // Both audit trails (execd's and the gateway's), whether each chain verifies, filtered by
 // kind, subject and trail; each record's detail as readable lines.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api, type AuditRecord, type Chain } from "../api";
 import { when } from "../format";
-import { Failed, FilterText, Loading, Page, Table, useLoad } from "../ui";
+import { Failed, FilterText, Loading, Page, Table, useLoad, useSettled } from "../ui";
 
 /** A detail object as "key: value" lines, nested keys joined with dots. */
 function lines(d: unknown, prefix = ""): [string, string][] {
@@ -43,16 +43,6 @@ function ChainLine(props: { name: string; c: Chain }) {
       {c.ok ? `the chain verifies (head ${c.head_seq})` : `broken at seq ${c.broken_seq}: ${c.broken_reason}`}
     </li>
   );
-}
-
-/** A value that follows `v` a moment after it stops changing (typing filters). */
-function useSettled(v: string, ms = 300): string {
-  const [settled, setSettled] = useState(v);
-  useEffect(() => {
-    const t = setTimeout(() => setSettled(v), ms);
-    return () => clearTimeout(t);
-  }, [v]);
-  return settled;
 }
 
 export function Audit() {

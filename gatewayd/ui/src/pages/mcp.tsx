@@ -3,10 +3,10 @@
 // tools with their toggles and held definitions to accept, a call form, its stderr log.
 import type { TargetedEvent } from "preact";
 import { useState } from "preact/hooks";
-import { api, ApiError, type McpResult, type McpServer, type McpTool, type McpValue } from "../api";
+import { api, type McpResult, type McpServer, type McpTool, type McpValue } from "../api";
 import { useChanges } from "../events";
 import { when } from "../format";
-import { ErrorLine, Failed, Loading, Page, Status, Table, useLoad } from "../ui";
+import { ErrorLine, Failed, FieldError, fieldOf, Loading, Page, Status, Table, useLoad } from "../ui";
 
 type Transport = McpServer["transport"];
 
@@ -21,22 +21,8 @@ function where(s: McpServer): string {
   return (s.streamable_http ?? s.sse)?.url ?? "";
 }
 
-/** The form field an API error names ("stdio.env: …" → "env"), or "" for none. */
-function fieldOf(e: unknown): string {
-  if (!(e instanceof ApiError) || e.code !== "invalid_argument") return "";
-  const head = e.message.split(":")[0];
-  const base = head.replace(/^(stdio|streamable_http|sse)\./, "").replace(/[.[].*$/, "");
-  return base;
-}
-
-function FieldError(props: { error: unknown; field: string }) {
-  if (fieldOf(props.error) !== props.field) return null;
-  return (
-    <span class="error field-error" role="alert" data-field={props.field}>
-      {(props.error as Error).message}
-    </span>
-  );
-}
+/** The transport's part of a field an API error names ("stdio.env: …" names "env"). */
+const TRANSPORT_PART = /^(stdio|streamable_http|sse)\./;
 
 interface Pair {
   name: string;
@@ -133,12 +119,12 @@ function AddServer(props: { onAdded: (id: string) => void }) {
       <label>
         Id (part of every tool's name: mcp__id__tool; it never changes)
         <input name="id" required placeholder="files" autocomplete="off" />
-        <FieldError error={error} field="id" />
+        <FieldError error={error} field="id" within={TRANSPORT_PART} />
       </label>
       <label>
         Name
         <input name="name" required placeholder="Files on this host" autocomplete="off" />
-        <FieldError error={error} field="name" />
+        <FieldError error={error} field="name" within={TRANSPORT_PART} />
       </label>
       <label>
         Transport
@@ -147,30 +133,30 @@ function AddServer(props: { onAdded: (id: string) => void }) {
             <option value={t}>{TRANSPORT_WORDS[t]}</option>
           ))}
         </select>
-        <FieldError error={error} field="transport" />
+        <FieldError error={error} field="transport" within={TRANSPORT_PART} />
       </label>
       {stdio ? (
         <>
           <label>
             Command (absolute, or found on PATH)
             <input name="command" required placeholder="/usr/bin/node" autocomplete="off" />
-            <FieldError error={error} field="command" />
+            <FieldError error={error} field="command" within={TRANSPORT_PART} />
           </label>
           <label>
             Arguments, one per line
             <textarea name="args" rows={3} />
-            <FieldError error={error} field="args" />
+            <FieldError error={error} field="args" within={TRANSPORT_PART} />
           </label>
           <label>
             Working directory (empty: its own workspace)
             <input name="cwd" autocomplete="off" />
-            <FieldError error={error} field="cwd" />
+            <FieldError error={error} field="cwd" within={TRANSPORT_PART} />
           </label>
           <label class="inline">
             <input type="checkbox" name="network" /> Network (the host's; off: none at all)
           </label>
           <Pairs label="Environment" add="Add a variable" id="mcp-env" rows={pairs} set={setPairs} />
-          <FieldError error={error} field="env" />
+          <FieldError error={error} field="env" within={TRANSPORT_PART} />
           <p class="meta">
             It runs contained by execd, under a user of its own with no capabilities. Adding it registers this exact
             launch with execd in your name: nothing else can be started for it.
@@ -181,24 +167,24 @@ function AddServer(props: { onAdded: (id: string) => void }) {
           <label>
             URL
             <input name="url" required placeholder="https://mcp.example.com/mcp" autocomplete="off" />
-            <FieldError error={error} field="url" />
+            <FieldError error={error} field="url" within={TRANSPORT_PART} />
           </label>
           <label class="inline">
             <input type="checkbox" name="local" /> On this host or its network (allows loopback and private addresses)
           </label>
           <Pairs label="Request headers" add="Add a header" id="mcp-headers" rows={pairs} set={setPairs} />
-          <FieldError error={error} field="headers" />
+          <FieldError error={error} field="headers" within={TRANSPORT_PART} />
         </>
       )}
       <label>
         Connect within (seconds; empty: 20)
         <input name="connect_timeout_s" class="short" inputMode="numeric" autocomplete="off" />
-        <FieldError error={error} field="connect_timeout_ms" />
+        <FieldError error={error} field="connect_timeout_ms" within={TRANSPORT_PART} />
       </label>
       <button type="submit" disabled={busy}>
         Add server
       </button>
-      {!fieldOf(error) && <ErrorLine error={error} />}
+      {!fieldOf(error, TRANSPORT_PART) && <ErrorLine error={error} />}
     </form>
   );
 }
