@@ -676,3 +676,118 @@ fn an_agent_is_told_when_its_change_is_approved_and_done() {
     }
     stack.stop();
 }
+
+fn assent(url: &str, token: &str, mode: &str, command: &str, answer: &str) -> Value {
+    let root = argos_tests::workspace_root();
+    let out = Command::new(root.join("target/tools/mcp-py/bin/python"))
+        .arg(root.join("tests/mcp/assent.py"))
+        .args([url, token, mode, command, answer])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "assent.py {mode}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Approval in the agent's client, for a token that asks for it: in both eras the human
+/// is asked (an elicitation; an input request) and a yes runs the change at once, recorded
+/// as the token owner's decision through elicitation; a no leaves it pending for the
+/// Approvals page. A destructive change is never asked, nor is anything for a token that
+/// does not ask.
+#[test]
+fn a_change_can_be_approved_in_the_agents_client_when_the_token_asks() {
+    require_root("the stack runs privilege-separated; an approved change runs as root");
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let url = format!("http://{}/mcp", stack.listen);
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "asker", "scopes": ["mcp"], "mcp_elicitation": true}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let asker = r.json()["token"].as_str().unwrap().to_string();
+    let plain = token(&mut admin, "plain", &["mcp"]);
+    let pid = std::process::id();
+    for mode in ["legacy", "2026-07-28"] {
+        let mark = format!("/var/tmp/argos-mcp-assent-{pid}-{mode}");
+        let _ = std::fs::remove_file(&mark);
+        let v = assent(&url, &asker, mode, &format!("touch {mark}"), "approve");
+        assert_eq!(v["asked"].as_array().unwrap().len(), 1, "{mode}: {v}");
+        assert!(
+            v["asked"][0]["message"].as_str().unwrap().contains(&mark),
+            "{mode}: the human sees the command: {v}"
+        );
+        let done: Value = serde_json::from_str(&text(&v["result"])).unwrap_or_default();
+        assert_eq!(done["status"], "succeeded", "{mode}: {v}");
+        assert!(std::path::Path::new(&mark).exists(), "{mode}: it ran");
+        let _ = std::fs::remove_file(&mark);
+
+        let declined = format!("{mark}-declined");
+        let v = assent(&url, &asker, mode, &format!("touch {declined}"), "decline");
+        assert_eq!(v["asked"].as_array().unwrap().len(), 1, "{mode}: {v}");
+        let t = text(&v["result"]);
+        assert!(t.starts_with("approval required\n"), "{mode}: {t}");
+        let left: Value = serde_json::from_str(t.split_once('\n').unwrap().1).unwrap();
+        assert_eq!(left["approval"]["state"], "pending", "{left}");
+        assert!(
+            left["not_asked_in_client"]
+                .as_str()
+                .unwrap()
+                .contains("not approved"),
+            "{left}"
+        );
+        assert!(
+            !std::path::Path::new(&declined).exists(),
+            "{mode}: a no ran it"
+        );
+        // Still the Approvals page's to decide.
+        let id = left["approval"]["id"].as_str().unwrap();
+        assert_eq!(
+            admin.get(&format!("/api/approvals/{id}")).json()["approval"]["state"],
+            "pending"
+        );
+
+        let v = assent(&url, &asker, mode, &format!("rm -rf {mark}-dir"), "approve");
+        assert!(
+            v["asked"].as_array().unwrap().is_empty(),
+            "{mode}: a destructive change was asked: {v}"
+        );
+        let t = text(&v["result"]);
+        assert!(
+            t.starts_with("approval required\n") && t.contains("destructive"),
+            "{mode}: {t}"
+        );
+
+        let v = assent(
+            &url,
+            &plain,
+            mode,
+            &format!("touch {mark}-plain"),
+            "approve",
+        );
+        assert!(v["asked"].as_array().unwrap().is_empty(), "{mode}: {v}");
+        assert!(
+            text(&v["result"]).starts_with("approval required\n"),
+            "{mode}: {v}"
+        );
+    }
+    // The trail says who approved, and how.
+    let records = admin.get("/api/audit?kind=approval.decide").json();
+    let by_elicitation: Vec<&Value> = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["source"] == "gateway" && r["detail"]["via"] == "elicitation")
+        .collect();
+    assert_eq!(by_elicitation.len(), 2, "{records}");
+    assert!(
+        by_elicitation
+            .iter()
+            .all(|r| r["actor"] == "root-admin" && r["detail"]["token_name"] == "asker")
+    );
+    stack.stop();
+}

@@ -10,6 +10,7 @@
 
 pub mod access;
 pub mod activity;
+mod elicit;
 mod http_get;
 mod resources;
 
@@ -352,6 +353,7 @@ impl Endpoint {
         caller: &Caller,
         grant: &access::Grant,
         args: &serde_json::Map<String, serde_json::Value>,
+        call: &Call<'_>,
     ) -> CallToolResponse {
         use argos_proto::exec::v1 as pb;
         let Some(command) = arg(args, "command").filter(|c| !c.trim().is_empty()) else {
@@ -425,23 +427,34 @@ impl Endpoint {
             return text_result("execd answered no execution".into(), true);
         };
         if let Some(a) = r.approval {
-            let v = json!({
-                "approval_required": true,
-                "approval": crate::views::approval(&a),
-                "execution_id": e.id,
-                "deduplicated": r.deduplicated,
-                "resource": resources::uri(&e.id),
-                "next": "Do not ask again: an operator decides on the Approvals page. Subscribe to the resource (resources/subscribe, or subscriptions/listen) to be told when it is decided and when it ends; get_execution_status answers at any time.",
-            });
-            return text_result(format!("approval required\n{v}"), false);
+            let asked = match self.ask(caller, &a, call).await {
+                Asked::Input(question) => return CallToolResponse::InputRequired(question),
+                Asked::Approved => None,
+                Asked::Pending(why) => Some(why),
+            };
+            if let Some(why) = asked {
+                let mut v = json!({
+                    "approval_required": true,
+                    "approval": crate::views::approval(&a),
+                    "execution_id": e.id,
+                    "deduplicated": r.deduplicated,
+                    "resource": resources::uri(&e.id),
+                    "next": "Do not ask again: an operator decides on the Approvals page. Subscribe to the resource (resources/subscribe, or subscriptions/listen) to be told when it is decided and when it ends; get_execution_status answers at any time.",
+                });
+                if let Some(why) = why {
+                    v["not_asked_in_client"] = json!(why);
+                }
+                return text_result(format!("approval required\n{v}"), false);
+            }
         }
-        // It runs at once: its end, within a bound.
+        // It runs now: its end, within a bound.
         let deadline = tokio::time::Instant::now() + RUN_WAIT;
         loop {
             if let Ok(r) = exec.get(&e.id, false).await
-                && r.execution
-                    .as_ref()
-                    .is_some_and(|x| x.status != pb::ExecutionStatus::Running as i32)
+                && r.execution.as_ref().is_some_and(|x| {
+                    x.status != pb::ExecutionStatus::Running as i32
+                        && x.status != pb::ExecutionStatus::PendingApproval as i32
+                })
             {
                 break;
             }
@@ -837,7 +850,12 @@ impl ServerHandler for Endpoint {
         let started = std::time::Instant::now();
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
-        let (outcome, answer) = self.dispatch(&caller, &name, &args).await;
+        let call = Call {
+            context: &context,
+            responses: request.input_responses.as_ref(),
+            state: request.request_state.as_deref(),
+        };
+        let (outcome, answer) = self.dispatch(&caller, &name, &args, &call).await;
         let output = match &answer {
             Ok(r) => response_text(r),
             Err(e) => e.message.to_string(),
@@ -862,6 +880,131 @@ impl ServerHandler for Endpoint {
         answer
     }
 }
+
+/// What a `tools/call` brings besides its arguments: the request's context (its peer, its
+/// era's metadata) and, on a 2026-07-28 retry, the answers to input requests.
+struct Call<'a> {
+    context: &'a RequestContext<RoleServer>,
+    responses: Option<&'a rmcp::model::InputResponses>,
+    state: Option<&'a str>,
+}
+
+/// What came of asking the human in the agent's client.
+enum Asked {
+    /// They approved, and the approval is decided.
+    Approved,
+    /// 2026-07-28: ask them (the call answers `input_required`).
+    Input(rmcp::model::InputRequiredResult),
+    /// The approval stays pending: why they were not asked or did not approve (`None`: the
+    /// token does not ask).
+    Pending(Option<String>),
+}
+
+impl Endpoint {
+    /// Asks the human in the agent's client to approve `a`, where this token may
+    /// ([`elicit`]), and decides it in the token owner's name if they do.
+    async fn ask(
+        &self,
+        caller: &Caller,
+        a: &argos_proto::exec::v1::Approval,
+        call: &Call<'_>,
+    ) -> Asked {
+        if !caller.token.as_ref().is_some_and(|t| t.mcp_elicitation) {
+            return Asked::Pending(None);
+        }
+        if let Some(why) = elicit::refusal(caller, a) {
+            return Asked::Pending(Some(why.into()));
+        }
+        let ctx = call.context;
+        let yes = if ctx.meta.protocol_version().is_some() {
+            // 2026-07-28: no request to the client; the call asks and is retried.
+            match elicit::answer(&self.api.key, caller, a, call.responses, call.state) {
+                Err(why) => return Asked::Pending(Some(why.into())),
+                Ok(Some(yes)) => yes,
+                Ok(None) => {
+                    let can = ctx
+                        .meta
+                        .client_capabilities()
+                        .is_some_and(|c| c.elicitation.is_some());
+                    if !can {
+                        return Asked::Pending(Some(
+                            "the agent's client cannot ask (no elicitation capability)".into(),
+                        ));
+                    }
+                    return match elicit::input_required(&self.api.key, caller, a) {
+                        Ok(q) => Asked::Input(q),
+                        Err(e) => Asked::Pending(Some(e)),
+                    };
+                }
+            }
+        } else {
+            let can = ctx
+                .peer
+                .peer_info()
+                .is_some_and(|p| p.capabilities.elicitation.is_some());
+            if !can {
+                return Asked::Pending(Some(
+                    "the agent's client cannot ask (no elicitation capability)".into(),
+                ));
+            }
+            let params: rmcp::model::ElicitRequestParams = match serde_json::from_value(json!({
+                "mode": "form", "message": elicit::message(a), "requestedSchema": elicit::schema()}))
+            {
+                Ok(p) => p,
+                Err(e) => return Asked::Pending(Some(e.to_string())),
+            };
+            match ctx
+                .peer
+                .create_elicitation_with_timeout(params, Some(ELICIT_WAIT))
+                .await
+            {
+                Ok(r) => elicit::approved(r.action, r.content.as_ref()),
+                Err(e) => {
+                    return Asked::Pending(Some(format!(
+                        "asking in the agent's client failed: {e}"
+                    )));
+                }
+            }
+        };
+        if !yes {
+            return Asked::Pending(Some("not approved in the agent's client".into()));
+        }
+        let token = caller.token.as_ref();
+        let decided = crate::api::audited(
+            &self.api,
+            "approval.decide",
+            &caller.user.name,
+            &a.id,
+            json!({"decision": "approve", "via": "elicitation",
+                   "token_id": token.map(|t| t.id), "token_name": token.map(|t| &t.name)}),
+            async {
+                self.api
+                    .exec
+                    .as_user(&caller.user.name)
+                    .decide_approval(argos_proto::exec::v1::DecideApprovalRequest {
+                        id: a.id.clone(),
+                        decision: argos_proto::exec::v1::Decision::Approve as i32,
+                        confirm: String::new(),
+                        note: format!(
+                            "approved by {} in the agent's client (elicitation, token {})",
+                            caller.user.name,
+                            token.map_or("?", |t| t.name.as_str())
+                        ),
+                    })
+                    .await
+                    .map_err(crate::api::from_exec)
+            },
+        )
+        .await;
+        match decided {
+            Ok(_) => Asked::Approved,
+            Err(e) => Asked::Pending(Some(format!("approving it failed: {}", e.message))),
+        }
+    }
+}
+
+/// How long the human in the agent's client has to answer (2025-11-25).
+const ELICIT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Waits for the next change of execution `id` (its own, its approval's, or changes
 /// missed); `Some(true)` when it has ended (no further change will come), `None` when the
@@ -916,6 +1059,7 @@ impl Endpoint {
         caller: &Caller,
         name: &str,
         args: &serde_json::Map<String, serde_json::Value>,
+        call: &Call<'_>,
     ) -> (&'static str, Result<CallToolResponse, ErrorData>) {
         let (grant, read_only) = grant_of(&self.api, caller);
         let kind = match name {
@@ -945,7 +1089,7 @@ impl Endpoint {
             return ("refused", Ok(text_result(format!("{name}: {why}"), true)));
         }
         let r = match kind {
-            access::Tool::Run => self.run(caller, &grant, args).await,
+            access::Tool::Run => self.run(caller, &grant, args, call).await,
             access::Tool::Classify => self.classify(caller, args).await,
             access::Tool::HttpGet => http_get::call(&self.api.http_get_allow, args).await,
             access::Tool::Status | access::Tool::Cancel => {

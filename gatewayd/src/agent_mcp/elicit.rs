@@ -1,0 +1,218 @@
+//! Approval where the operator already is: when `run` has to wait for an approval, it may
+//! ask the human in the agent's client instead — an elicitation (2025-11-25: a request to
+//! the client during the call) or an input request (2026-07-28: the call answers
+//! `input_required`, the client asks its human and calls again with the answer and the
+//! request state). Only for a token whose owner turned it on (`mcp_elicitation`, off by
+//! default, admins' tokens only), only for an approval that is not destructive (those need
+//! the short id typed on the Approvals page), and never on a guess: only an answer of
+//! "approve" to the question approves, recorded in the gateway's audit trail as the token
+//! owner's decision through elicitation. Anything else — declined, dismissed, unanswered,
+//! a client that cannot ask — leaves the approval pending for the Approvals page.
+//!
+//! The request state binds the answer to one approval, caller and token (an HMAC under the
+//! gateway's key): an answer cannot be replayed onto another approval.
+
+use argos_proto::exec::v1 as pb;
+use rmcp::model::{ElicitationAction, InputRequiredResult, InputResponses};
+use serde_json::json;
+
+use crate::api::Caller;
+
+/// The key of the one input request `run` makes.
+const KEY: &str = "approve";
+/// The key's domain for request states.
+const DOMAIN: &str = "argos mcp elicitation v1";
+
+/// Why the human in the agent's client is not asked (`None`: they may be).
+pub fn refusal(caller: &Caller, a: &pb::Approval) -> Option<&'static str> {
+    if !caller.token.as_ref().is_some_and(|t| t.mcp_elicitation) {
+        return Some("this token does not ask in the agent's client (mcp_elicitation is off)");
+    }
+    if !caller.is_admin() {
+        return Some("only an admin approves");
+    }
+    if a.risk_class == pb::RiskClass::Destructive as i32 || a.needs_confirmation {
+        return Some(
+            "a destructive change is approved on the Approvals page only, with its short id typed",
+        );
+    }
+    if a.state != pb::ApprovalState::Pending as i32 {
+        return Some("the approval is no longer pending");
+    }
+    None
+}
+
+/// What the human is shown.
+pub fn message(a: &pb::Approval) -> String {
+    let reasons: Vec<&str> = a.reasons.iter().map(|r| r.why.as_str()).collect();
+    format!(
+        "Argos: your agent asks to run, on {} as {}:\n\n    {}\n\nPurpose: {}\nRisk: {} — {}\n\nApprove it now? (Declining leaves it on the Approvals page.)",
+        if a.target.is_empty() {
+            "this host"
+        } else {
+            &a.target
+        },
+        if a.run_as.is_empty() {
+            "root"
+        } else {
+            &a.run_as
+        },
+        a.command,
+        a.purpose,
+        crate::views::risk_class(a.risk_class),
+        reasons.join("; "),
+    )
+}
+
+/// The form: one boolean.
+pub fn schema() -> serde_json::Value {
+    json!({"type": "object", "required": ["approve"], "properties": {
+        "approve": {"type": "boolean", "title": "Approve this change",
+                    "description": "true runs it now, as you"}}})
+}
+
+/// The request state for an approval, caller and token.
+pub fn state(key: &argos_store::key::Key, caller: &Caller, a: &pb::Approval) -> String {
+    let token = caller.token.as_ref().map_or(0, |t| t.id);
+    let tag = key.tag(
+        DOMAIN,
+        format!("{}|{}|{token}", a.id, caller.user.name).as_bytes(),
+    );
+    format!("{}.{tag}", a.id)
+}
+
+fn state_matches(key: &argos_store::key::Key, caller: &Caller, a: &pb::Approval, s: &str) -> bool {
+    let token = caller.token.as_ref().map_or(0, |t| t.id);
+    s.split_once('.').is_some_and(|(id, tag)| {
+        id == a.id
+            && key.verify(
+                DOMAIN,
+                format!("{}|{}|{token}", a.id, caller.user.name).as_bytes(),
+                tag,
+            )
+    })
+}
+
+/// The 2026-07-28 question: an `input_required` answer carrying one elicitation.
+pub fn input_required(
+    key: &argos_store::key::Key,
+    caller: &Caller,
+    a: &pb::Approval,
+) -> Result<InputRequiredResult, String> {
+    serde_json::from_value(json!({
+        "resultType": "input_required",
+        "inputRequests": {KEY: {"method": "elicitation/create", "params": {
+            "mode": "form", "message": message(a), "requestedSchema": schema()}}},
+        "requestState": state(key, caller, a),
+    }))
+    .map_err(|e| e.to_string())
+}
+
+/// The human's answer: whether they approved.
+pub fn approved(action: ElicitationAction, content: Option<&serde_json::Value>) -> bool {
+    action == ElicitationAction::Accept
+        && content
+            .and_then(|c| c.get("approve"))
+            .and_then(|v| v.as_bool())
+            == Some(true)
+}
+
+/// A 2026-07-28 retry's answer, if it carries one for this approval: `Err` when the state
+/// is not this approval's (tampered or replayed).
+pub fn answer(
+    key: &argos_store::key::Key,
+    caller: &Caller,
+    a: &pb::Approval,
+    responses: Option<&InputResponses>,
+    state: Option<&str>,
+) -> Result<Option<bool>, &'static str> {
+    let (Some(responses), Some(state)) = (responses, state) else {
+        return Ok(None);
+    };
+    if !state_matches(key, caller, a, state) {
+        return Err("the request state is not this approval's");
+    }
+    let Some(r) = responses.get(KEY) else {
+        return Ok(None);
+    };
+    let action = serde_json::from_value::<ElicitationAction>(r["action"].clone())
+        .map_err(|_| "the answer has no action")?;
+    Ok(Some(approved(action, r.get("content"))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::accounts::{Role, TokenInfo, User};
+
+    fn caller(token_id: i64, elicitation: bool) -> Caller {
+        Caller {
+            user: User {
+                id: 1,
+                name: "root-admin".into(),
+                role: Role::Admin,
+                created_at_ms: 0,
+            },
+            via: crate::api::Via::Bearer(vec!["mcp".into()]),
+            token: Some(std::sync::Arc::new(TokenInfo {
+                id: token_id,
+                name: "t".into(),
+                scopes: vec!["mcp".into()],
+                mcp_read_only: false,
+                mcp_elicitation: elicitation,
+                created_at_ms: 0,
+                last_used_ms: None,
+            })),
+        }
+    }
+
+    fn approval(id: &str, class: pb::RiskClass) -> pb::Approval {
+        pb::Approval {
+            id: id.into(),
+            risk_class: class as i32,
+            state: pb::ApprovalState::Pending as i32,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_a_yes_to_this_approval_from_this_token_approves() {
+        let key = argos_store::key::Key::from_bytes([7; 32]);
+        let c = caller(3, true);
+        let a = approval("a1", pb::RiskClass::ConfigMutation);
+        assert_eq!(refusal(&c, &a), None);
+        let s = state(&key, &c, &a);
+        let yes = InputResponses::from([(
+            KEY.to_string(),
+            json!({"action": "accept", "content": {"approve": true}}),
+        )]);
+        let no = InputResponses::from([(
+            KEY.to_string(),
+            json!({"action": "accept", "content": {"approve": false}}),
+        )]);
+        let declined = InputResponses::from([(KEY.to_string(), json!({"action": "decline"}))]);
+        assert_eq!(answer(&key, &c, &a, Some(&yes), Some(&s)), Ok(Some(true)));
+        assert_eq!(answer(&key, &c, &a, Some(&no), Some(&s)), Ok(Some(false)));
+        assert_eq!(
+            answer(&key, &c, &a, Some(&declined), Some(&s)),
+            Ok(Some(false))
+        );
+        assert_eq!(answer(&key, &c, &a, None, None), Ok(None));
+        // Another approval's state, another token's, a forged one.
+        let other = approval("a2", pb::RiskClass::ConfigMutation);
+        assert!(answer(&key, &c, &other, Some(&yes), Some(&s)).is_err());
+        assert!(answer(&key, &caller(4, true), &a, Some(&yes), Some(&s)).is_err());
+        assert!(answer(&key, &c, &a, Some(&yes), Some("a1.forged")).is_err());
+    }
+
+    #[test]
+    fn destructive_changes_and_tokens_without_it_are_never_asked() {
+        let a = approval("a1", pb::RiskClass::Destructive);
+        assert!(refusal(&caller(1, true), &a).is_some());
+        let a = approval("a1", pb::RiskClass::ReversibleLow);
+        assert!(refusal(&caller(1, false), &a).is_some());
+        let mut user = caller(1, true);
+        user.user.role = Role::User;
+        assert!(refusal(&user, &a).is_some());
+    }
+}
