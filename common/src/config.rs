@@ -509,7 +509,7 @@ impl Config {
                 event_streams: r.get(
                     "quota.event_streams",
                     8u64,
-                    "Event streams (GET /api/events) one user may hold open at the gateway at once. 0: unlimited.",
+                    "Event streams (GET /api/events) one user may hold open at the gateway at once; and, apart, as many MCP subscriptions at /mcp (subscriptions/listen streams and resources/subscribe watches). 0: unlimited.",
                 ),
             },
         }

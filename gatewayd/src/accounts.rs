@@ -165,7 +165,19 @@ pub struct Accounts {
     /// a login for an unknown name takes as long as one for a known name (made at the
     /// first such login: start-up does not wait for it).
     decoy: tokio::sync::OnceCell<String>,
+    /// Live tokens recently looked up, by their secret's hash: a token's every request
+    /// (an agent's calls at /mcp) need not wait for the database. An entry lives a few
+    /// seconds at most, and revoking a token or deleting a user empties the cache at once
+    /// (both happen only here), so a revoked token is refused on its next request.
+    live_tokens:
+        std::sync::Mutex<std::collections::HashMap<Vec<u8>, (User, TokenInfo, std::time::Instant)>>,
+    /// Bumped by each revocation and deletion: a lookup that began before one does not
+    /// cache what it read.
+    token_generation: std::sync::atomic::AtomicU64,
 }
+
+/// How long a looked-up token is believed without asking the database again.
+const TOKEN_CACHE_TTL: Duration = Duration::from_secs(5);
 
 impl Accounts {
     /// The gateway's database (its audit trail lives there too).
@@ -188,6 +200,8 @@ impl Accounts {
             params,
             limits,
             decoy: tokio::sync::OnceCell::new(),
+            live_tokens: Default::default(),
+            token_generation: Default::default(),
         })
     }
 
@@ -369,6 +383,8 @@ impl Accounts {
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
+        // After the commit: a lookup racing the deletion cannot cache what it read.
+        self.forget_tokens();
         Ok(true)
     }
 
@@ -527,7 +543,7 @@ impl Accounts {
     }
 
     pub async fn revoke_token(&self, user_id: i64, id: i64) -> Result<bool, AccountError> {
-        Ok(sqlx::query(
+        let revoked = sqlx::query(
             "UPDATE api_tokens SET revoked_at_ms = ? WHERE id = ? AND user_id = ? AND revoked_at_ms IS NULL",
         )
         .bind(now_ms())
@@ -536,11 +552,74 @@ impl Accounts {
         .execute(&self.pool)
         .await?
         .rows_affected()
-            == 1)
+            == 1;
+        // After the write: a lookup racing the revocation cannot cache what it read.
+        self.forget_tokens();
+        Ok(revoked)
+    }
+
+    /// Whether a token is still live (not revoked, its user not deleted or disabled).
+    pub async fn token_live(&self, id: i64) -> Result<bool, AccountError> {
+        Ok(sqlx::query(
+            "SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id
+             WHERE t.id = ? AND t.revoked_at_ms IS NULL AND u.disabled = 0",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .is_some())
     }
 
     /// The user of a live token, and the token.
     pub async fn token(&self, secret: &str) -> Result<Option<(User, TokenInfo)>, AccountError> {
+        let hash = sha256(secret);
+        if let Some((u, t, at)) = self.cached_tokens().get(&hash)
+            && at.elapsed() < TOKEN_CACHE_TTL
+        {
+            return Ok(Some((u.clone(), t.clone())));
+        }
+        let generation = self
+            .token_generation
+            .load(std::sync::atomic::Ordering::SeqCst);
+        let found = self.token_from_db(secret).await?;
+        let mut cache = self.cached_tokens();
+        if cache.len() >= 10_000 {
+            cache.clear();
+        }
+        match &found {
+            Some((u, t))
+                if self
+                    .token_generation
+                    .load(std::sync::atomic::Ordering::SeqCst)
+                    == generation =>
+            {
+                cache.insert(hash, (u.clone(), t.clone(), std::time::Instant::now()));
+            }
+            _ => {
+                cache.remove(&hash);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Forgets every cached token (after a revocation or a deletion is written).
+    fn forget_tokens(&self) {
+        let mut cache = self.cached_tokens();
+        self.token_generation
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cache.clear();
+    }
+
+    fn cached_tokens(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        std::collections::HashMap<Vec<u8>, (User, TokenInfo, std::time::Instant)>,
+    > {
+        self.live_tokens.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn token_from_db(&self, secret: &str) -> Result<Option<(User, TokenInfo)>, AccountError> {
         let row = sqlx::query(
             "SELECT u.id, u.name, u.role, u.created_at_ms, t.id AS token_id, t.name AS token_name,
                     t.scopes, t.mcp_read_only, t.mcp_elicitation, t.created_at_ms AS token_created_at_ms,

@@ -97,7 +97,15 @@ fn main() -> ExitCode {
                 .context("reading the MCP access setting")?;
             let mcp_activity = agent_mcp::activity::Log::start(accounts.pool().clone());
             let api = std::sync::Arc::new(api::Api {
-                event_streams: api::PerUser::new(ctx.config.quota.event_streams),
+                event_streams: api::PerUser::new(
+                    ctx.config.quota.event_streams,
+                    "event streams (quota.event_streams)",
+                ),
+                mcp_streams: api::PerUser::new(
+                    ctx.config.quota.event_streams,
+                    "MCP subscriptions (quota.event_streams)",
+                ),
+                http_gets: api::PerUser::new(2, "http_get calls"),
                 key,
                 audit,
                 tickets: api::Tickets::default(),
@@ -127,6 +135,12 @@ fn main() -> ExitCode {
                 .into_make_service_with_connect_info::<std::net::SocketAddr>();
             let stop = ctx.clone();
             let server = async move {
+                // Small answers (an MCP result, an event) leave at once, not after the
+                // peer's delayed ACK of the previous segment.
+                use axum::serve::ListenerExt as _;
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async move { stop.shutdown().await })
                     .await

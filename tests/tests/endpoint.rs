@@ -231,6 +231,21 @@ fn run_inspects_at_once_and_a_change_waits_for_an_approval() {
     assert_eq!(v["calls"][1]["isError"], true, "{v}");
     assert!(text(&v["calls"][1]).contains("sandbox only"), "{v}");
     assert_eq!(v["calls"][2]["isError"], true, "another's execution: {v}");
+    // An admin's agent reads and cancels only what it started, not a user's (as on the API).
+    let bobs_run = sandboxed["execution_id"].as_str().unwrap();
+    let v = client(
+        &url,
+        &agent,
+        "legacy",
+        &[
+            ("get_execution_status", json!({"execution_id": bobs_run})),
+            ("cancel_execution", json!({"execution_id": bobs_run})),
+        ],
+    );
+    for c in 0..2 {
+        assert_eq!(v["calls"][c]["isError"], true, "{v}");
+        assert!(text(&v["calls"][c]).contains("no execution"), "{v}");
+    }
     stack.stop();
 }
 
@@ -300,6 +315,19 @@ fn the_endpoint_answers_as_the_mcp_authorization_spec_says() {
     assert_eq!(r.status, 403, "{r:?}");
     let r = agent.call("POST", "/mcp", Some(&init), &[accept]);
     assert_eq!(r.status, 200, "{r:?}");
+    // Revoked, it is refused on its very next request (looked-up tokens are cached).
+    let listed = admin.get("/api/tokens").json();
+    let id = listed["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "agent")
+        .unwrap()["id"]
+        .clone();
+    let r = admin.call("DELETE", &format!("/api/tokens/{id}"), None, &[]);
+    assert_eq!(r.status, 204, "{r:?}");
+    let r = agent.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 401, "a revoked token still served: {r:?}");
     stack.stop();
 }
 
@@ -562,6 +590,12 @@ fn an_admins_grants_decide_the_tools_and_a_read_only_token_only_reads() {
         ),
         (
             json!({"name": "x", "scopes": ["read"], "mcp_read_only": true}),
+            "scopes",
+        ),
+        // An agent's token carries nothing but `mcp`: its limits would not bind the rest.
+        (json!({"name": "x", "scopes": ["mcp", "read"]}), "scopes"),
+        (
+            json!({"name": "x", "scopes": ["mcp", "agent"], "mcp_read_only": true}),
             "scopes",
         ),
     ] {

@@ -120,7 +120,8 @@ pub struct Fetched {
 
 /// GETs a URL through the guard. `local(url)` says whether a non-public address is
 /// allowed for that URL (an admin's allow list); every redirect's target is checked again
-/// (scheme, credentials, addresses, `local`) before it is requested.
+/// (scheme, credentials, addresses, `local`) before it is requested, and is local only
+/// when the first URL was too.
 pub async fn get(
     raw: &str,
     local: &(dyn Fn(&url::Url) -> bool + Sync),
@@ -129,8 +130,11 @@ pub async fn get(
 ) -> Result<Fetched, NetError> {
     let deadline = Instant::now() + limits.timeout;
     let mut url = check_url(raw)?;
+    // A redirect reaches a local destination only from a local start: a public page
+    // cannot send the fetch into an allowed internal host.
+    let started_local = local(&url);
     for hop in 0..=limits.max_redirects {
-        let addrs = resolve(&url, local(&url), hint).await?;
+        let addrs = resolve(&url, started_local && local(&url), hint).await?;
         let left = deadline.saturating_duration_since(Instant::now());
         let client = pinned_client(url.host_str().unwrap_or_default(), &addrs, left)?;
         let mut r = tokio::time::timeout(

@@ -51,8 +51,9 @@ fn refused_v4(ip: Ipv4Addr, local: bool) -> Option<&'static str> {
     let o = ip.octets();
     // Metadata services: AWS, GCP, Azure, OpenStack (169.254.169.254), AWS ECS task
     // metadata (169.254.170.2), EKS Pod Identity (169.254.170.23), Alibaba
-    // (100.100.100.200).
-    if ip == Ipv4Addr::new(169, 254, 169, 254)
+    // (100.100.100.200), Azure's WireServer (168.63.129.16, a public address).
+    if ip == Ipv4Addr::new(168, 63, 129, 16)
+        || ip == Ipv4Addr::new(169, 254, 169, 254)
         || ip == Ipv4Addr::new(169, 254, 170, 2)
         || ip == Ipv4Addr::new(169, 254, 170, 23)
         || ip == Ipv4Addr::new(100, 100, 100, 200)
@@ -185,6 +186,8 @@ mod tests {
             "2001:0:4136:e378:8000:63bf:3fff:fdd2",
             "2002:a9fe:a9fe::",
             "::169.254.169.254",
+            "168.63.129.16",
+            "::ffff:168.63.129.16",
         ] {
             assert!(refused(ip(never), true).is_some(), "{never}");
         }

@@ -139,11 +139,15 @@ fn html_text(s: &str) -> String {
 }
 
 /// Whether a character is dropped: controls other than newline and tab, and invisible
-/// format characters (bidi embeddings and overrides, isolates, zero-width ones, BOM) that
-/// can make text read differently from what it is.
+/// format characters that can make text read differently from what it is, or carry text a
+/// reader cannot see: bidi embeddings, overrides, isolates and marks, zero-width ones, the
+/// BOM, variation selectors, interlinear annotations and the Unicode tag characters.
 fn dropped(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{00AD}')
+        || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}'
+            | '\u{E0100}'..='\u{E01EF}')
 }
 
 fn tidy(s: &str) -> String {
@@ -216,7 +220,8 @@ mod tests {
     fn controls_escapes_and_invisible_characters_are_removed() {
         let t = of(
             Some("text/plain"),
-            "ok\x1b[31mred\x1b[0m\u{202E}evil\u{200B}\x07\r\nnext\n\n\n\nlast".as_bytes(),
+            "ok\x1b[31mred\x1b[0m\u{202E}evil\u{200B}\u{E0041}\u{E0069}\x07\r\nnext\n\n\n\nlast"
+                .as_bytes(),
         )
         .unwrap();
         assert_eq!(t, "okredevil\nnext\n\nlast");

@@ -163,8 +163,9 @@ pub async fn load(pool: &SqlitePool) -> Result<(Access, Option<(String, i64)>), 
         None => (Access::default(), None),
         Some(r) => (
             // Written by `save` only, from a checked value: unreadable means a damaged
-            // database, and the defaults are the safe reading.
-            serde_json::from_str(&r.get::<String, _>("value")).unwrap_or_default(),
+            // database. The defaults could be wider than what was set: refuse instead.
+            serde_json::from_str(&r.get::<String, _>("value"))
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?,
             Some((r.get("updated_by"), r.get("updated_at_ms"))),
         ),
     })

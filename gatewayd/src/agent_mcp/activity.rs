@@ -2,15 +2,19 @@
 //! went in and came out (each summarized to at most 500 characters), how long it took and
 //! how it ended. A call's record is handed to one writer task, which writes in batches
 //! (one transaction each) so a call does not wait for the disk; the channel is bounded, so
-//! a burst waits for the writer rather than losing records. The newest 100 000 are kept.
+//! a burst waits for the writer rather than dropping records (a batch the database refuses
+//! twice is logged as lost). Each principal's newest 10 000 are kept: one agent's flood of
+//! calls cannot push another's record out.
 
 use serde::Serialize;
 use sqlx::{Row as _, SqlitePool};
 
 /// The most characters of an input or output summary.
 pub const SUMMARY_CHARS: usize = 500;
-/// Records kept; older ones are pruned as new ones arrive.
-const KEEP: i64 = 100_000;
+/// Records kept per principal; older ones are pruned as new ones arrive.
+const KEEP: i64 = 10_000;
+/// A principal's records are pruned once per this many new ones.
+const PRUNE_EVERY: u32 = 100;
 
 /// One tool call.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -53,18 +57,30 @@ impl Log {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Entry>(4096);
         tokio::spawn(async move {
             let mut batch = Vec::new();
-            let mut written: u64 = 0;
+            let mut since_pruned: std::collections::HashMap<String, u32> = Default::default();
             while rx.recv_many(&mut batch, 256).await > 0 {
                 if let Err(e) = write(&pool, &batch).await {
-                    tracing::error!(error = %e, lost = batch.len(), "recording MCP activity");
+                    tracing::warn!(error = %e, "recording MCP activity; trying again");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    if let Err(e) = write(&pool, &batch).await {
+                        tracing::error!(error = %e, lost = batch.len(), "recording MCP activity");
+                    }
                 }
-                written += batch.len() as u64;
-                batch.clear();
-                if written >= 1000 {
-                    written = 0;
+                for e in batch.drain(..) {
+                    let n = since_pruned.entry(e.principal).or_insert(0);
+                    *n += 1;
+                }
+                for (principal, n) in since_pruned.iter_mut() {
+                    if *n < PRUNE_EVERY {
+                        continue;
+                    }
+                    *n = 0;
                     if let Err(e) = sqlx::query(
-                        "DELETE FROM mcp_activity WHERE id <= (SELECT MAX(id) FROM mcp_activity) - ?",
+                        "DELETE FROM mcp_activity WHERE principal = ?1 AND id <= (
+                           SELECT id FROM mcp_activity WHERE principal = ?1
+                           ORDER BY id DESC LIMIT 1 OFFSET ?2)",
                     )
+                    .bind(principal.as_str())
                     .bind(KEEP)
                     .execute(&pool)
                     .await

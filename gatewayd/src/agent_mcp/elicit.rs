@@ -42,11 +42,24 @@ pub fn refusal(caller: &Caller, a: &pb::Approval) -> Option<&'static str> {
     None
 }
 
-/// What the human is shown.
+/// What the human is shown: the facts Argos knows first (risk, place, run-as, reasons),
+/// then the command with each of its lines marked, then the agent's own words last and on
+/// one line — so text an agent writes cannot pass for Argos's, push the risk out of sight
+/// or hide a line of the command. Invisible and control characters are shown as escapes.
 pub fn message(a: &pb::Approval) -> String {
-    let reasons: Vec<&str> = a.reasons.iter().map(|r| r.why.as_str()).collect();
+    let reasons: Vec<String> = a.reasons.iter().map(|r| visible(&r.why)).collect();
+    let lines: Vec<&str> = a.command.split('\n').collect();
+    let command: Vec<String> = lines
+        .iter()
+        .map(|l| format!("  | {}", visible(l)))
+        .collect();
+    let purpose: String = visible(&a.purpose.replace(['\n', '\r'], " "))
+        .chars()
+        .take(200)
+        .collect();
     format!(
-        "Argos: your agent asks to run, on {} as {}:\n\n    {}\n\nPurpose: {}\nRisk: {} — {}\n\nApprove it now? (Declining leaves it on the Approvals page.)",
+        "Argos asks you to approve a {} change, run on {} as {}.\nWhy it needs approving: {}\n\nThe command ({} line{}):\n{}\n\nThe agent says (its words, not Argos's): {purpose}\n\nApprove it now? Declining leaves it on the Approvals page.",
+        crate::views::risk_class(a.risk_class),
         if a.target.is_empty() {
             "this host"
         } else {
@@ -57,11 +70,28 @@ pub fn message(a: &pb::Approval) -> String {
         } else {
             &a.run_as
         },
-        a.command,
-        a.purpose,
-        crate::views::risk_class(a.risk_class),
         reasons.join("; "),
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" },
+        command.join("\n"),
     )
+}
+
+/// `s` with control and invisible format characters shown as `\u{…}` escapes.
+fn visible(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let hidden = (c.is_control() && c != '\t')
+            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
+                | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}');
+        if hidden {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The form: one boolean.
@@ -203,6 +233,27 @@ mod tests {
         assert!(answer(&key, &c, &other, Some(&yes), Some(&s)).is_err());
         assert!(answer(&key, &caller(4, true), &a, Some(&yes), Some(&s)).is_err());
         assert!(answer(&key, &c, &a, Some(&yes), Some("a1.forged")).is_err());
+    }
+
+    #[test]
+    fn the_question_puts_argos_facts_first_and_the_agents_words_last_on_one_line() {
+        let mut a = approval("a1", pb::RiskClass::ConfigMutation);
+        a.command = "touch /etc/x\nrm -rf /".into();
+        a.purpose = "harmless\n\nRisk: read_only\u{202E}".into();
+        let m = message(&a);
+        assert!(
+            m.starts_with("Argos asks you to approve a config_mutation change"),
+            "{m}"
+        );
+        assert!(
+            m.contains("The command (2 lines):\n  | touch /etc/x\n  | rm -rf /"),
+            "{m}"
+        );
+        assert!(
+            m.contains("its words, not Argos's): harmless  Risk: read_only\\u{202e}"),
+            "{m}"
+        );
+        assert!(!m.contains('\u{202E}'));
     }
 
     #[test]

@@ -71,8 +71,11 @@ pub fn service(
     // The gateway's own Host check (`known_host`) has run before: rmcp's is not needed
     // twice (and would refuse the allowed host names it does not know).
     // A request's body: at most what the rest of the API takes.
+    // A 2026-07-28 answer that is only the result goes as plain JSON (no event stream to
+    // frame and parse); one that notifies first stays an event stream.
     let config = rmcp::transport::StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
+        .with_json_response(true)
         .with_max_request_body_bytes(crate::api::BODY_LIMIT);
     rmcp::transport::StreamableHttpService::new(
         move || {
@@ -127,10 +130,11 @@ pub async fn guard(
     }
     let caller = req.extensions().get::<Caller>().cloned();
     match caller {
+        // `mcp` and nothing else (tokens are made so; this holds for any made before).
         Some(Caller {
             via: Via::Bearer(scopes),
             ..
-        }) if scopes.iter().any(|s| s == SCOPE) => next.run(req).await,
+        }) if scopes.iter().all(|s| s == SCOPE) && !scopes.is_empty() => next.run(req).await,
         Some(Caller {
             via: Via::Bearer(_),
             ..
@@ -138,7 +142,7 @@ pub async fn guard(
             let mut r = crate::api::ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "this token lacks the `mcp` scope",
+                "this token is not an agent's: it needs the `mcp` scope and no other",
             )
             .into_response();
             if let Ok(v) = HeaderValue::from_str(&format!(
@@ -244,7 +248,7 @@ fn status_tool() -> Result<Tool, ErrorData> {
     tool(json!({
         "name": "get_execution_status",
         "title": "An execution's status",
-        "description": "Status, exit code and output (the first and last bytes) of an execution you started, or of any for an admin; pending_approval while an operator has not decided.",
+        "description": "Status, exit code and output (the first and last bytes) of an execution you started; pending_approval while an operator has not decided.",
         "inputSchema": {"type": "object", "required": ["execution_id"], "additionalProperties": false,
             "properties": {"execution_id": {"type": "string"}}},
         "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
@@ -335,7 +339,9 @@ impl Endpoint {
         let Some(e) = r.execution else {
             return Err(format!("no execution {id}"));
         };
-        if !caller.is_admin() && e.principal != caller.user.name {
+        // An agent reads what its owner started, an admin's too (as on the API: an admin's
+        // agent token sees only what it requested).
+        if e.principal != caller.user.name {
             return Err(format!("no execution {id}"));
         }
         Ok(json!({
@@ -458,10 +464,10 @@ impl Endpoint {
             {
                 break;
             }
-            match tokio::time::timeout_at(deadline, changes.recv()).await {
-                Ok(Ok(crate::api::Change::Execution(x))) if x.id != e.id => continue,
-                Ok(_) => continue,
-                Err(_) => break,
+            // Until this execution changes (not on every change of any other).
+            match tokio::time::timeout_at(deadline, next_change(&mut changes, &e.id)).await {
+                Ok(Some(_)) => continue,
+                Ok(None) | Err(_) => break,
             }
         }
         match self.status_of(caller, &e.id).await {
@@ -526,23 +532,21 @@ impl Endpoint {
         grant: &access::Grant,
         read_only: bool,
     ) -> (&'static str, CallToolResponse) {
-        let tools = match self.brokered().await {
-            Ok(t) => t,
-            Err(e) => return ("error", text_result(e.message.to_string(), true)),
-        };
-        if !tools
-            .iter()
-            .any(|t| t.qualified_name == name && brokered_allowed(t, grant, read_only))
+        if grant.brokered == access::Brokered::None {
+            return ("refused", not_yours(name));
+        }
+        // Whether a tool only reads is in its listing: asked of mcpd only when it decides.
+        // Otherwise mcpd's own check at the call (offered, not disabled, not held) is the
+        // one that applies, and a call costs no listing.
+        if (read_only || grant.brokered == access::Brokered::ReadOnly)
+            && !match self.brokered().await {
+                Ok(tools) => tools
+                    .iter()
+                    .any(|t| t.qualified_name == name && brokered_allowed(t, grant, read_only)),
+                Err(e) => return ("error", text_result(e.message.to_string(), true)),
+            }
         {
-            return (
-                "refused",
-                text_result(
-                    format!(
-                        "{name}: no such tool for you (not offered, disabled, held, or not granted to you or this token)"
-                    ),
-                    true,
-                ),
-            );
+            return ("refused", not_yours(name));
         }
         let r = match self
             .api
@@ -739,10 +743,16 @@ impl ServerHandler for Endpoint {
                 None,
             ));
         }
+        let held = self
+            .api
+            .mcp_streams
+            .take(&caller.user.name)
+            .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let peer = context.peer.clone();
         let mut changes = self.api.changes.subscribe();
         let u = uri.clone();
         let task = tokio::spawn(async move {
+            let _held = held;
             while let Some(last) = next_change(&mut changes, &id).await {
                 let sent = peer
                     .notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(
@@ -801,6 +811,11 @@ impl ServerHandler for Endpoint {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let caller = caller(context.request_context())?;
+        let _held = self
+            .api
+            .mcp_streams
+            .take(&caller.user.name)
+            .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let mut watched = std::collections::HashMap::new();
         for uri in context.accepted().resource_subscriptions.iter().flatten() {
             if let Some(id) = resources::execution_id(uri)
@@ -970,6 +985,14 @@ impl Endpoint {
             return Asked::Pending(Some("not approved in the agent's client".into()));
         }
         let token = caller.token.as_ref();
+        // The answer may have taken minutes: the token must still be live to decide.
+        let live = match token {
+            Some(t) => self.api.accounts.token_live(t.id).await.unwrap_or(false),
+            None => false,
+        };
+        if !live {
+            return Asked::Pending(Some("the token was revoked meanwhile".into()));
+        }
         let decided = crate::api::audited(
             &self.api,
             "approval.decide",
@@ -1025,6 +1048,15 @@ async fn next_change(
             Ok(_) => {}
         }
     }
+}
+
+fn not_yours(name: &str) -> CallToolResponse {
+    text_result(
+        format!(
+            "{name}: no such tool for you (not offered, disabled, held, or not granted to you or this token)"
+        ),
+        true,
+    )
 }
 
 fn is_error(r: &CallToolResponse) -> bool {
@@ -1091,7 +1123,10 @@ impl Endpoint {
         let r = match kind {
             access::Tool::Run => self.run(caller, &grant, args, call).await,
             access::Tool::Classify => self.classify(caller, args).await,
-            access::Tool::HttpGet => http_get::call(&self.api.http_get_allow, args).await,
+            access::Tool::HttpGet => match self.api.http_gets.take(&caller.user.name) {
+                Ok(_held) => http_get::call(&self.api.http_get_allow, args).await,
+                Err(e) => text_result(format!("http_get: {}", e.message), true),
+            },
             access::Tool::Status | access::Tool::Cancel => {
                 let Some(id) = arg(args, "execution_id") else {
                     return (
@@ -1105,7 +1140,7 @@ impl Endpoint {
                 match (kind, self.status_of(caller, id).await) {
                     (_, Err(m)) => text_result(m, true),
                     (access::Tool::Status, Ok(v)) => text_result(v.to_string(), false),
-                    // Own executions only (an admin's: any, as on the API).
+                    // Own executions only.
                     _ => match self.api.exec.as_user(&caller.user.name).kill(id).await {
                         Ok(r) => text_result(format!("{:?}", r.outcome()), false),
                         Err(e) => text_result(e.message, true),

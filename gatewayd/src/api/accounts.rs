@@ -229,6 +229,9 @@ pub async fn create_user(
         async { Ok(api.accounts.create_user(&b.name, &b.password, role).await?) },
     )
     .await?;
+    // A grant left under this name by an account deleted before (a crash between its
+    // deletion and the grant's) is not the new account's.
+    forget_user_access(&api, &user.name).await?;
     tracing::info!(by = %caller.user.name, user = %user.name, role = role.as_str(), "user created");
     Ok((StatusCode::CREATED, Json(json!({"user": user}))))
 }
@@ -289,6 +292,14 @@ pub async fn create_token(
     Body(b): Body<NewToken>,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
     let mcp = b.scopes.iter().any(|s| s == crate::agent_mcp::SCOPE);
+    // An agent's token is for /mcp and nothing else: with another scope, the limits set
+    // for its agent (read-only tools, the grants) would not bind what the same token
+    // could do on the API (run as root with `exec`, decide approvals with `approve`).
+    if mcp && b.scopes.len() > 1 {
+        return Err(invalid(
+            "scopes: the `mcp` scope stands alone (an agent's token carries nothing else)",
+        ));
+    }
     if (b.mcp_read_only || b.mcp_elicitation) && !mcp {
         return Err(invalid(
             "scopes: mcp_read_only and mcp_elicitation need the `mcp` scope",

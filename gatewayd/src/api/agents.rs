@@ -28,10 +28,18 @@ async fn change_access(
     caller: &Caller,
     subject: &str,
     grant: Option<&Grant>,
+    user: Option<&str>,
     change: impl FnOnce(&mut access::Access) -> Result<(), ApiError>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    // One change at a time: each starts from the last one's result.
+    // One change at a time: each starts from the last one's result; a user's grant is
+    // given only while the account exists (checked under the same lock its deletion takes
+    // to forget the grant).
     let _one = api.mcp_config.lock().await;
+    if let Some(name) = user
+        && !api.accounts.users().await?.iter().any(|u| u.name == name)
+    {
+        return Err(ApiError::not_found(format!("no user {name:?}")));
+    }
     let (mut a, _) = access::load(api.accounts.pool())
         .await
         .map_err(ApiError::internal)?;
@@ -78,6 +86,7 @@ pub async fn set_role_access(
         &caller,
         &format!("role:{}", role.as_str()),
         Some(&g),
+        None,
         |a| {
             match role {
                 Role::Admin => a.admin = g.clone(),
@@ -97,13 +106,17 @@ pub async fn set_user_access(
     Body(g): Body<Grant>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let g = tidy(g);
-    if !api.accounts.users().await?.iter().any(|u| u.name == name) {
-        return Err(ApiError::not_found(format!("no user {name:?}")));
-    }
-    change_access(&api, &caller, &format!("user:{name}"), Some(&g), |a| {
-        a.users.insert(name.clone(), g.clone());
-        Ok(())
-    })
+    change_access(
+        &api,
+        &caller,
+        &format!("user:{name}"),
+        Some(&g),
+        Some(&name),
+        |a| {
+            a.users.insert(name.clone(), g.clone());
+            Ok(())
+        },
+    )
     .await
 }
 
@@ -113,7 +126,7 @@ pub async fn remove_user_access(
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    change_access(&api, &caller, &format!("user:{name}"), None, |a| {
+    change_access(&api, &caller, &format!("user:{name}"), None, None, |a| {
         a.users
             .remove(&name)
             .map(|_| ())

@@ -143,7 +143,9 @@ pub async fn decide(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     // An agent's token asks; it never decides — not its own request, not another's.
     if let Via::Bearer(scopes) = &caller.via
-        && scopes.iter().any(|s| s == "agent")
+        && scopes
+            .iter()
+            .any(|s| s == "agent" || s == crate::agent_mcp::SCOPE)
     {
         return Err(ApiError::forbidden(
             "a token with the agent scope cannot decide approvals: decide from a session or with an approve-scoped token",

@@ -141,10 +141,12 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
     Ok(crate::sse::Stream(rx))
 }
 
-/// Streams each user holds open, against a limit (0: unlimited).
+/// What each user holds open (streams, calls in flight), against a limit (0: unlimited).
 #[derive(Debug, Default)]
 pub struct PerUser {
     limit: u64,
+    /// What is counted and the setting that limits it, for the refusal.
+    what: &'static str,
     held: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
 
@@ -155,9 +157,10 @@ pub struct Held {
 }
 
 impl PerUser {
-    pub fn new(limit: u64) -> PerUser {
+    pub fn new(limit: u64, what: &'static str) -> PerUser {
         PerUser {
             limit,
+            what,
             held: Arc::default(),
         }
     }
@@ -171,8 +174,8 @@ impl PerUser {
                 StatusCode::TOO_MANY_REQUESTS,
                 "quota",
                 format!(
-                    "quota: {user} has {n} event streams open, the most allowed (quota.event_streams = {}); close one first",
-                    self.limit
+                    "quota: {user} has {n} {} open, the most allowed ({}); close one first",
+                    self.what, self.limit
                 ),
             ));
         }

@@ -92,6 +92,11 @@ pub struct Api {
     pub key: Arc<argos_store::key::Key>,
     /// Event streams open per user (`quota.event_streams`).
     pub event_streams: events::PerUser,
+    /// `/mcp` subscriptions per user: `subscriptions/listen` streams and
+    /// `resources/subscribe` watches (`quota.event_streams`).
+    pub mcp_streams: events::PerUser,
+    /// `http_get` calls in flight per user (2).
+    pub http_gets: events::PerUser,
     /// The host's last 10 minutes, for the dashboard's charts (`host::sample_host`).
     pub host_history: HostHistory,
     /// mcpd (configured MCP servers, their tools and calls).

@@ -1,8 +1,10 @@
 //! argos-bench-mcp: the MCP broker's figures beside their anchors, in one run.
 //!
-//! - P5: `tools/call` of server-everything's `echo` through mcpd's gRPC `CallTool` vs a
-//!   direct rmcp client to the same upstream (Streamable HTTP on loopback): the p50 of
-//!   each, their difference (goal ≤ 1 ms) and their ratio.
+//! - P5: `tools/call` of server-everything's `echo` through the gateway's `/mcp` (→ mcpd →
+//!   upstream) and through mcpd's gRPC `CallTool`, vs the same rmcp client straight to
+//!   the upstream (all Streamable HTTP on loopback), interleaved: the p50 of each, their
+//!   difference (goal ≤ 1 ms) and their ratio; then calls per second at concurrency 16,
+//!   through `/mcp` and straight.
 //! - P7: 100 servers configured at once, 10 of them hung (they accept a connection and
 //!   never answer): the time until the other 90 serve (goal ≤ the per-server connect
 //!   timeout + 1 s, whatever the hung ones do), and mcpd's memory then, as PSS.
@@ -80,6 +82,14 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let stack = StackBuilder::new().start();
     let everything = Everything::start();
+    let mut admin = stack.admin();
+    let r = admin.post(
+        "/api/tokens",
+        serde_json::json!({"name": "bench", "scopes": ["mcp"]}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let token = r.json()["token"].as_str().unwrap().to_string();
+    let endpoint = format!("http://{}/mcp", stack.listen);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -103,12 +113,43 @@ fn main() {
             ))
             .await
             .expect("a direct rmcp client");
+        let gateway = ()
+            .serve(
+                rmcp::transport::StreamableHttpClientTransport::from_config(
+                    rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+                        endpoint.as_str(),
+                    )
+                    .auth_header(token.clone()),
+                ),
+            )
+            .await
+            .expect("an rmcp client of /mcp");
+        let era = |c: &rmcp::service::RunningService<rmcp::RoleClient, ()>| {
+            c.peer_info()
+                .map(|i| i.protocol_version.to_string())
+                .unwrap_or_default()
+        };
+        let (gateway_era, direct_era) = (era(&gateway), era(&direct));
         let args: serde_json::Map<String, serde_json::Value> =
             serde_json::from_str(r#"{"message": "benchmark"}"#).unwrap();
+        let echo = |name: &'static str| {
+            rmcp::model::CallToolRequestParams::new(name).with_arguments(args.clone())
+        };
         let mut brokered = Vec::with_capacity(calls);
         let mut straight = Vec::with_capacity(calls);
-        // Interleaved, so both see the same machine at the same moments.
+        let mut through = Vec::with_capacity(calls);
+        // Interleaved, so all see the same machine at the same moments.
         for i in 0..calls + 50 {
+            let t = Instant::now();
+            let r = gateway
+                .call_tool(echo("mcp__everything__echo"))
+                .await
+                .unwrap();
+            let g = t.elapsed().as_secs_f64() * 1000.0;
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+            if i >= 50 {
+                through.push(g);
+            }
             let t = Instant::now();
             let r = c
                 .call_tool(pb::CallToolRequest {
@@ -134,20 +175,69 @@ fn main() {
                 straight.push(d);
             }
         }
-        let (b50, d50) = (median(&mut brokered), median(&mut straight));
-        let (b99, d99) = (
+        let (b50, d50, g50) = (
+            median(&mut brokered),
+            median(&mut straight),
+            median(&mut through),
+        );
+        let (b99, d99, g99) = (
             percentile(&mut brokered, 0.99),
             percentile(&mut straight, 0.99),
+            percentile(&mut through, 0.99),
         );
         println!("P5 tools/call of echo, {calls} calls each, interleaved (server-everything over Streamable HTTP on loopback)");
-        println!("  through mcpd's gRPC CallTool   p50 {b50:.3} ms   p99 {b99:.3} ms");
-        println!("  direct rmcp client (anchor)     p50 {d50:.3} ms   p99 {d99:.3} ms");
+        println!("  protocol: rmcp client ↔ /mcp {gateway_era}, rmcp client ↔ server-everything {direct_era}");
+        println!("  rmcp client → gateway /mcp → mcpd → upstream   p50 {g50:.3} ms   p99 {g99:.3} ms");
+        println!("  mcpd's gRPC CallTool → upstream                p50 {b50:.3} ms   p99 {b99:.3} ms");
+        println!("  rmcp client → upstream (anchor)                p50 {d50:.3} ms   p99 {d99:.3} ms");
         println!(
-            "  p50 delta {:.3} ms (goal ≤ 1 ms), ratio {:.2}×",
+            "  /mcp: p50 delta {:.3} ms (goal ≤ 1 ms), ratio {:.2}×",
+            g50 - d50,
+            g50 / d50
+        );
+        println!(
+            "  mcpd alone: p50 delta {:.3} ms, ratio {:.2}×",
             b50 - d50,
             b50 / d50
         );
+        // Throughput at concurrency 16: one client each, 16 calls in flight.
+        let rate = |client: std::sync::Arc<rmcp::service::RunningService<rmcp::RoleClient, ()>>,
+                    name: &'static str| {
+            let args = args.clone();
+            async move {
+                let per = (calls / 16).max(10);
+                let t = Instant::now();
+                let tasks: Vec<_> = (0..16)
+                    .map(|_| {
+                        let client = client.clone();
+                        let args = args.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..per {
+                                let r = client
+                                    .call_tool(
+                                        rmcp::model::CallToolRequestParams::new(name)
+                                            .with_arguments(args.clone()),
+                                    )
+                                    .await
+                                    .unwrap();
+                                assert_ne!(r.is_error, Some(true));
+                            }
+                        })
+                    })
+                    .collect();
+                for task in tasks {
+                    task.await.unwrap();
+                }
+                (16 * per) as f64 / t.elapsed().as_secs_f64()
+            }
+        };
+        let gateway = std::sync::Arc::new(gateway);
+        let direct = std::sync::Arc::new(direct);
+        let g_rate = rate(gateway.clone(), "mcp__everything__echo").await;
+        let d_rate = rate(direct.clone(), "echo").await;
+        println!("  at concurrency 16: /mcp {g_rate:.0} calls/s, straight (anchor) {d_rate:.0} calls/s, ratio {:.2}×", g_rate / d_rate);
         drop(direct);
+        drop(gateway);
 
         // P7.
         let hung: Vec<std::net::TcpListener> = (0..10)

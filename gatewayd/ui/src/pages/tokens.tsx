@@ -42,8 +42,13 @@ function NewToken(props: { admin: boolean; onMinted: (secret: string) => void })
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const mcp = scopes.includes("mcp");
+  // `mcp` stands alone: an agent's token carries no other scope (the API refuses the mix).
   const scope = (s: string, on: boolean) =>
-    setScopes(SCOPES.map(([x]) => x).filter((x) => (x === s ? on : scopes.includes(x))));
+    setScopes(
+      on && s === "mcp"
+        ? ["mcp"]
+        : SCOPES.map(([x]) => x).filter((x) => (x === s ? on : x !== "mcp" && scopes.includes(x))),
+    );
   const submit = async (ev: TargetedEvent<HTMLFormElement, SubmitEvent>) => {
     ev.preventDefault();
     const name = String(new FormData(ev.currentTarget).get("name") ?? "");
@@ -113,8 +118,9 @@ function NewToken(props: { admin: boolean; onMinted: (secret: string) => void })
                 May ask me to approve changes in the agent's client
               </label>
               <p class="meta">
-                <code>run</code> may then ask you there to approve a change that is not destructive; your answer
-                counts as your approval.
+                <code>run</code> may then ask you there to approve a change that is not destructive, and the answer
+                counts as your approval. Whoever holds this token can answer, so give it only to an agent whose
+                client shows you the question.
               </p>
               <FieldError error={error} field="mcp_elicitation" />
             </>
