@@ -99,13 +99,15 @@ fn main() -> ExitCode {
             let api = std::sync::Arc::new(api::Api {
                 event_streams: api::PerUser::new(
                     ctx.config.quota.event_streams,
-                    "event streams (quota.event_streams)",
+                    "event streams",
+                    "quota.event_streams",
                 ),
                 mcp_streams: api::PerUser::new(
                     ctx.config.quota.event_streams,
-                    "MCP subscriptions (quota.event_streams)",
+                    "MCP subscriptions",
+                    "quota.event_streams",
                 ),
-                http_gets: api::PerUser::new(2, "http_get calls"),
+                http_gets: api::PerUser::new(2, "http_get calls", ""),
                 key,
                 audit,
                 tickets: api::Tickets::default(),

@@ -13,6 +13,8 @@ use sqlx::{Row as _, SqlitePool};
 pub const SUMMARY_CHARS: usize = 500;
 /// Records kept per principal; older ones are pruned as new ones arrive.
 const KEEP: i64 = 10_000;
+/// How long the writer gathers records into one transaction.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(25);
 /// A principal's records are pruned once per this many new ones.
 const PRUNE_EVERY: u32 = 100;
 
@@ -59,6 +61,14 @@ impl Log {
             let mut batch = Vec::new();
             let mut since_pruned: std::collections::HashMap<String, u32> = Default::default();
             while rx.recv_many(&mut batch, 256).await > 0 {
+                // Let a busy agent's next calls join this transaction: one commit per
+                // GATHER rather than per call (a record shows that much later at most).
+                tokio::time::sleep(GATHER).await;
+                while batch.len() < 256
+                    && let Ok(e) = rx.try_recv()
+                {
+                    batch.push(e);
+                }
                 if let Err(e) = write(&pool, &batch).await {
                     tracing::warn!(error = %e, "recording MCP activity; trying again");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;

@@ -145,8 +145,9 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
 #[derive(Debug, Default)]
 pub struct PerUser {
     limit: u64,
-    /// What is counted and the setting that limits it, for the refusal.
+    /// What is counted, and the setting that limits it (if any), for the refusal.
     what: &'static str,
+    setting: &'static str,
     held: Arc<std::sync::Mutex<std::collections::HashMap<String, u64>>>,
 }
 
@@ -157,10 +158,11 @@ pub struct Held {
 }
 
 impl PerUser {
-    pub fn new(limit: u64, what: &'static str) -> PerUser {
+    pub fn new(limit: u64, what: &'static str, setting: &'static str) -> PerUser {
         PerUser {
             limit,
             what,
+            setting,
             held: Arc::default(),
         }
     }
@@ -174,8 +176,14 @@ impl PerUser {
                 StatusCode::TOO_MANY_REQUESTS,
                 "quota",
                 format!(
-                    "quota: {user} has {n} {} open, the most allowed ({}); close one first",
-                    self.what, self.limit
+                    "quota: {user} has {n} {} open, the most allowed ({}{}); close one first",
+                    self.what,
+                    if self.setting.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{} = ", self.setting)
+                    },
+                    self.limit
                 ),
             ));
         }
