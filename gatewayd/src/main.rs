@@ -108,6 +108,7 @@ fn main() -> ExitCode {
                     "quota.event_streams",
                 ),
                 http_gets: api::PerUser::new(2, "http_get calls", ""),
+                mcp_sessions: agent_mcp::Sessions::default(),
                 key,
                 audit,
                 tickets: api::Tickets::default(),

@@ -306,7 +306,13 @@ try {
   }, secret);
   if (!called.includes("limited to tools that only read")) throw new Error("the read-only token ran: " + called);
   await visit("#/agents");
-  await page.waitForSelector("#mcp-activity tbody tr");
+  // The call's record is written within a moment (the writer gathers calls): refresh until
+  // it shows, as a reader would.
+  for (let i = 0; !(await page.locator("#mcp-activity tbody tr").count()); i++) {
+    if (i === 50) throw new Error("the agent's call never showed in the activity");
+    await page.waitForTimeout(100);
+    await page.click("#activity-refresh");
+  }
   const activity = await page.textContent("#mcp-activity tbody tr");
   if (!activity.includes("run") || !activity.includes("refused") || !activity.includes("agent")) {
     throw new Error("the activity row: " + activity);

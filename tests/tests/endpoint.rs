@@ -315,6 +315,20 @@ fn the_endpoint_answers_as_the_mcp_authorization_spec_says() {
     assert_eq!(r.status, 403, "{r:?}");
     let r = agent.call("POST", "/mcp", Some(&init), &[accept]);
     assert_eq!(r.status, 200, "{r:?}");
+    // The session is this token's: another agent naming its id finds no such session.
+    let session = r.header("mcp-session-id").unwrap().to_string();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let other = token(&mut admin, "other-agent", &["mcp"]);
+    let mut intruder = Web::with_bearer(stack.listen, &other);
+    let with_session = [
+        accept,
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let r = intruder.call("POST", "/mcp", Some(&initialized), &with_session);
+    assert_eq!(r.status, 404, "another token used the session: {r:?}");
+    let r = agent.call("POST", "/mcp", Some(&initialized), &with_session);
+    assert_eq!(r.status, 202, "{r:?}");
     // Revoked, it is refused on its very next request (looked-up tokens are cached).
     let listed = admin.get("/api/tokens").json();
     let id = listed["tokens"]

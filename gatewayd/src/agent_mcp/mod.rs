@@ -13,6 +13,9 @@ pub mod activity;
 mod elicit;
 mod http_get;
 mod resources;
+mod sessions;
+
+pub use sessions::Sessions;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -133,8 +136,35 @@ pub async fn guard(
         // `mcp` and nothing else (tokens are made so; this holds for any made before).
         Some(Caller {
             via: Via::Bearer(scopes),
+            token,
             ..
-        }) if scopes.iter().all(|s| s == SCOPE) && !scopes.is_empty() => next.run(req).await,
+        }) if scopes.iter().all(|s| s == SCOPE) && !scopes.is_empty() => {
+            let token = token.map_or(0, |t| t.id);
+            let session = headers
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            if let Some(id) = &session
+                && !api.mcp_sessions.may_use(id, token)
+            {
+                return crate::api::ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "not_found",
+                    "no such session",
+                )
+                .into_response();
+            }
+            let r = next.run(req).await;
+            if session.is_none()
+                && let Some(id) = r
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+            {
+                api.mcp_sessions.opened(id, token);
+            }
+            r
+        }
         Some(Caller {
             via: Via::Bearer(_),
             ..
@@ -732,9 +762,16 @@ impl ServerHandler for Endpoint {
         let id = resources::execution_id(&uri)
             .ok_or_else(|| resources::not_found(&uri))?
             .to_string();
-        self.status_of(&caller, &id)
+        // Changes are followed from before the status is read: none falls between.
+        let mut changes = self.api.changes.subscribe();
+        let facts = self
+            .status_of(&caller, &id)
             .await
             .map_err(|_| resources::not_found(&uri))?;
+        // An execution that has ended changes no more: nothing to watch.
+        if resources::is_final(facts["status"].as_str().unwrap_or_default()) {
+            return Ok(());
+        }
         let mut watches = self.watches.0.lock().unwrap_or_else(|e| e.into_inner());
         watches.retain(|_, w| !w.is_finished());
         if watches.len() >= MAX_WATCHES && !watches.contains_key(&uri) {
@@ -749,7 +786,6 @@ impl ServerHandler for Endpoint {
             .take(&caller.user.name)
             .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         let peer = context.peer.clone();
-        let mut changes = self.api.changes.subscribe();
         let u = uri.clone();
         let task = tokio::spawn(async move {
             let _held = held;
@@ -816,15 +852,17 @@ impl ServerHandler for Endpoint {
             .mcp_streams
             .take(&caller.user.name)
             .map_err(|e| ErrorData::invalid_request(e.message, None))?;
+        // Changes are followed from before the statuses are read: none falls between.
+        let mut changes = self.api.changes.subscribe();
         let mut watched = std::collections::HashMap::new();
         for uri in context.accepted().resource_subscriptions.iter().flatten() {
             if let Some(id) = resources::execution_id(uri)
-                && self.status_of(&caller, id).await.is_ok()
+                && let Ok(facts) = self.status_of(&caller, id).await
+                && !resources::is_final(facts["status"].as_str().unwrap_or_default())
             {
                 watched.insert(id.to_string(), uri.clone());
             }
         }
-        let mut changes = self.api.changes.subscribe();
         loop {
             let changed = tokio::select! {
                 _ = context.cancelled() => return Ok(()),
