@@ -16,6 +16,8 @@ use argos_proto::exec::v1 as pb;
 use rmcp::model::{ElicitationAction, InputRequiredResult, InputResponses};
 use serde_json::json;
 
+use super::Endpoint;
+use super::tools::Call;
 use crate::api::Caller;
 
 /// The key of the one input request `run` makes.
@@ -169,6 +171,131 @@ pub fn answer(
         .map_err(|_| "the answer has no action")?;
     Ok(Some(approved(action, r.get("content"))))
 }
+
+/// What came of asking the human in the agent's client.
+pub(super) enum Asked {
+    /// They approved, and the approval is decided.
+    Approved,
+    /// 2026-07-28: ask them (the call answers `input_required`).
+    Input(rmcp::model::InputRequiredResult),
+    /// The approval stays pending: why they were not asked or did not approve (`None`: the
+    /// token does not ask).
+    Pending(Option<String>),
+}
+
+impl Endpoint {
+    /// Asks the human in the agent's client to approve `a`, where this token may
+    /// ([`elicit`]), and decides it in the token owner's name if they do.
+    pub(super) async fn ask(
+        &self,
+        caller: &Caller,
+        a: &argos_proto::exec::v1::Approval,
+        call: &Call<'_>,
+    ) -> Asked {
+        if !caller.token.as_ref().is_some_and(|t| t.mcp_elicitation) {
+            return Asked::Pending(None);
+        }
+        if let Some(why) = refusal(caller, a) {
+            return Asked::Pending(Some(why.into()));
+        }
+        let ctx = call.context;
+        let yes = if ctx.meta.protocol_version().is_some() {
+            // 2026-07-28: no request to the client; the call asks and is retried.
+            match answer(&self.api.key, caller, a, call.responses, call.state) {
+                Err(why) => return Asked::Pending(Some(why.into())),
+                Ok(Some(yes)) => yes,
+                Ok(None) => {
+                    let can = ctx
+                        .meta
+                        .client_capabilities()
+                        .is_some_and(|c| c.elicitation.is_some());
+                    if !can {
+                        return Asked::Pending(Some(
+                            "the agent's client cannot ask (no elicitation capability)".into(),
+                        ));
+                    }
+                    return match input_required(&self.api.key, caller, a) {
+                        Ok(q) => Asked::Input(q),
+                        Err(e) => Asked::Pending(Some(e)),
+                    };
+                }
+            }
+        } else {
+            let can = ctx
+                .peer
+                .peer_info()
+                .is_some_and(|p| p.capabilities.elicitation.is_some());
+            if !can {
+                return Asked::Pending(Some(
+                    "the agent's client cannot ask (no elicitation capability)".into(),
+                ));
+            }
+            let params: rmcp::model::ElicitRequestParams = match serde_json::from_value(json!({
+                "mode": "form", "message": message(a), "requestedSchema": schema()}))
+            {
+                Ok(p) => p,
+                Err(e) => return Asked::Pending(Some(e.to_string())),
+            };
+            match ctx
+                .peer
+                .create_elicitation_with_timeout(params, Some(ELICIT_WAIT))
+                .await
+            {
+                Ok(r) => approved(r.action, r.content.as_ref()),
+                Err(e) => {
+                    return Asked::Pending(Some(format!(
+                        "asking in the agent's client failed: {e}"
+                    )));
+                }
+            }
+        };
+        if !yes {
+            return Asked::Pending(Some("not approved in the agent's client".into()));
+        }
+        let token = caller.token.as_ref();
+        // The answer may have taken minutes: the token must still be live to decide.
+        let live = match token {
+            Some(t) => self.api.accounts.token_live(t.id).await.unwrap_or(false),
+            None => false,
+        };
+        if !live {
+            return Asked::Pending(Some("the token was revoked meanwhile".into()));
+        }
+        let decided = crate::api::audited(
+            &self.api,
+            "approval.decide",
+            &caller.user.name,
+            &a.id,
+            json!({"decision": "approve", "via": "elicitation",
+                   "token_id": token.map(|t| t.id), "token_name": token.map(|t| &t.name)}),
+            async {
+                self.api
+                    .exec
+                    .as_user(&caller.user.name)
+                    .decide_approval(argos_proto::exec::v1::DecideApprovalRequest {
+                        id: a.id.clone(),
+                        decision: argos_proto::exec::v1::Decision::Approve as i32,
+                        confirm: String::new(),
+                        note: format!(
+                            "approved by {} in the agent's client (elicitation, token {})",
+                            caller.user.name,
+                            token.map_or("?", |t| t.name.as_str())
+                        ),
+                    })
+                    .await
+                    .map_err(crate::api::from_exec)
+            },
+        )
+        .await;
+        match decided {
+            Ok(_) => Asked::Approved,
+            Err(e) => Asked::Pending(Some(format!("approving it failed: {}", e.message))),
+        }
+    }
+}
+
+/// How long the human in the agent's client has to answer (2025-11-25).
+const ELICIT_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 #[cfg(test)]
 mod tests {

@@ -22,7 +22,7 @@ fn limits() -> argos_net::Limits {
 }
 
 pub fn tool() -> Result<Tool, rmcp::ErrorData> {
-    super::tool(json!({
+    super::tools::tool(json!({
         "name": "http_get",
         "title": "Read a web page",
         "description": concat!(
@@ -57,22 +57,22 @@ pub async fn call(
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> CallToolResponse {
     let Some(raw) = args.get("url").and_then(|u| u.as_str()) else {
-        return super::text_result("url: a string is required".into(), true);
+        return super::tools::text_result("url: a string is required".into(), true);
     };
     let local = |u: &url::Url| allow.iter().any(|e| listed(e, u));
     let hint = "an operator can allow this host with gateway.http_get_allow";
     let f = match argos_net::get(raw, &local, hint, &limits()).await {
         Ok(f) => f,
         Err(argos_net::NetError::Refused(m)) => {
-            return super::text_result(format!("refused: {m}"), true);
+            return super::tools::text_result(format!("refused: {m}"), true);
         }
         Err(argos_net::NetError::Failed(m)) => {
-            return super::text_result(format!("failed: {m}"), true);
+            return super::tools::text_result(format!("failed: {m}"), true);
         }
     };
     let text = match argos_net::text::of(f.content_type.as_deref(), &f.body) {
         Ok(t) => t,
-        Err(m) => return super::text_result(format!("{}: {m}", f.url), true),
+        Err(m) => return super::tools::text_result(format!("{}: {m}", f.url), true),
     };
     let shown = &text[..text.floor_char_boundary(TEXT_CAP)];
     let mut body = format!("URL: {}\nStatus: {}\n", f.url, f.status);

@@ -57,6 +57,27 @@ pub fn is_final(status: &str) -> bool {
     !matches!(status, "running" | "pending_approval" | "unspecified")
 }
 
+/// Waits for the next change of execution `id` (its own, its approval's, or changes
+/// missed); `Some(true)` when it has ended (no further change will come), `None` when the
+/// changes have stopped.
+pub(super) async fn next_change(
+    changes: &mut tokio::sync::broadcast::Receiver<crate::api::Change>,
+    id: &str,
+) -> Option<bool> {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match changes.recv().await {
+            Ok(crate::api::Change::Execution(x)) if x.id == id => {
+                return Some(is_final(crate::views::status_word(x.status)));
+            }
+            Ok(crate::api::Change::Approval(a)) if a.execution_id == id => return Some(false),
+            Ok(crate::api::Change::Missed(_)) | Err(RecvError::Lagged(_)) => return Some(false),
+            Err(RecvError::Closed) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
