@@ -39,6 +39,15 @@ pub struct Config {
     pub quota: QuotaConfig,
     pub approvals: ApprovalsConfig,
     pub mcp: McpConfig,
+    pub jobs: JobsConfig,
+}
+
+/// jobd's jobs: their default limit, how many one user may have, how long they are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobsConfig {
+    pub max_runtime_s: u64,
+    pub active_per_user: u64,
+    pub retention_days: u64,
 }
 
 /// What mcpd lets an upstream MCP server put in front of an agent.
@@ -478,6 +487,24 @@ impl Config {
                     256u64,
                     "Tools one MCP server may offer; the first ones are kept. 1 to 4096.",
                     Between(1, 4096),
+                ),
+            },
+            jobs: JobsConfig {
+                max_runtime_s: r.get_with(
+                    "jobs.max_runtime_s",
+                    3600u64,
+                    "Seconds a job may run when its creator gives no limit; at its limit it is ended (timed_out). 1 to 2592000 (30 days, the most a job may ask for).",
+                    Between(1, 30 * 24 * 3600),
+                ),
+                active_per_user: r.get(
+                    "jobs.active_per_user",
+                    256u64,
+                    "Jobs one user may have not yet ended (queued, waiting for an approval or running) at once; more are refused (429 at the gateway). Running ones are also held to quota.launches: the rest wait, queued. 0: unlimited.",
+                ),
+                retention_days: r.get(
+                    "jobs.retention_days",
+                    7u64,
+                    "Days an ended job is kept (its record; its output lives with execd's launch, kept for exec.retention_s) before jobd prunes it. 0 keeps them forever.",
                 ),
             },
             quota: QuotaConfig {

@@ -36,7 +36,8 @@ pub fn policy() -> MethodPolicy {
         .method(m("Kill"), launchers)
         .method(m("Get"), launchers)
         .method(m("List"), RoleSet::of(&admin))
-        .method(m("Watch"), RoleSet::of(&admin))
+        // job and mcp watch what their own role started (filtered in the handler).
+        .method(m("Watch"), launchers)
         .method(m("Classify"), RoleSet::all())
         .method(m("RequestRun"), launchers)
         .method(m("DecideApproval"), RoleSet::of(&[PeerRole::Gateway]))

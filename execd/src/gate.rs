@@ -99,8 +99,8 @@ pub enum GateError {
 /// What a request to run became, and where it runs.
 #[derive(Debug)]
 pub enum Requested {
-    /// Started at once.
-    Started(Record, Place),
+    /// Started at once (`true`: asked again, under the id its requester chose).
+    Started(Record, Place, bool),
     /// Waits for an approval (`true`: an identical one was already pending).
     Pending(Box<Approval>, Record, bool, Place),
 }
@@ -169,16 +169,116 @@ async fn execution_changed(m: &Manager, id: &str) -> Result<Record, GateError> {
     Ok(r)
 }
 
+/// What a requester asked of the gate, besides the command.
+#[derive(Debug, Default)]
+pub struct Asked {
+    /// Why, shown to the approver.
+    pub purpose: String,
+    /// The requester's own estimate: raises the class, never lowers it.
+    pub declared: Option<Class>,
+    pub place: Option<Place>,
+    /// The execution's id, chosen by the requester: asking again answers that execution.
+    pub execution_id: Option<String>,
+}
+
+/// How far back (and ahead, for clock skew) a requester-chosen execution id's time may be.
+const CHOSEN_ID_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// A requester-chosen execution id: a UUID v7 of the last 24 hours (ids are the ledger's
+/// order, so a chosen one may not place itself elsewhere in time).
+fn chosen_id(id: &str) -> Result<String, GateError> {
+    let bad = |why: &str| GateError::Field("execution_id", why.to_string());
+    let u = uuid::Uuid::parse_str(id).map_err(|_| bad("not a UUID"))?;
+    if u.get_version_num() != 7 {
+        return Err(bad("not a UUID v7"));
+    }
+    let (secs, nanos) = u
+        .get_timestamp()
+        .map(|t| t.to_unix())
+        .ok_or_else(|| bad("a UUID v7 without its time"))?;
+    let at = i64::try_from(secs).unwrap_or(i64::MAX) * 1000 + i64::from(nanos / 1_000_000);
+    if (now_ms() - at).abs() > CHOSEN_ID_WINDOW_MS {
+        return Err(bad("made more than 24 hours from now"));
+    }
+    Ok(u.hyphenated().to_string())
+}
+
+/// A chosen execution id being asked for, released when the request is answered.
+struct Asking<'a>(&'a Manager, String);
+
+impl<'a> Asking<'a> {
+    fn claim(m: &'a Manager, id: &str) -> Option<Asking<'a>> {
+        let mut ids = m.chosen_ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.insert(id.to_string())
+            .then(|| Asking(m, id.to_string()))
+    }
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        let mut ids = self.0.chosen_ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.remove(&self.1);
+    }
+}
+
+/// The execution a requester asked for before under the id it chose, as it is now.
+async fn asked_before(
+    m: &Manager,
+    id: &str,
+    who: &Requester,
+) -> Result<Option<Requested>, GateError> {
+    let Some(r) = m.ledger.get(id).await? else {
+        return Ok(None);
+    };
+    if r.requested_by_role != who.role || r.principal != who.principal {
+        return Err(GateError::Field(
+            "execution_id",
+            format!("{id} is another requester's execution"),
+        ));
+    }
+    let approval = m.approvals.of_execution(id).await?;
+    let place = match &approval {
+        Some(a) => a
+            .canonical()
+            .and_then(|c| Place::parse(&c.place))
+            .ok_or(StoreError::Damaged)?,
+        None => Place::of_profile(&r.profile).unwrap_or(Place::Sandbox),
+    };
+    Ok(Some(match approval {
+        Some(a) => Requested::Pending(Box::new(a), r, true, place),
+        None => Requested::Started(r, place, true),
+    }))
+}
+
 /// Judges a command and, by its place and class, starts it, records its approval, or
-/// refuses it.
+/// refuses it. A request with an execution id its requester chose, asked again, answers
+/// that execution as it is: it never runs twice.
 pub async fn request_run(
     m: &Arc<Manager>,
     mut req: LaunchRequest,
-    purpose: String,
-    declared: Option<Class>,
+    asked: Asked,
     who: &Requester,
-    place: Place,
 ) -> Result<Requested, GateError> {
+    let Asked {
+        purpose,
+        declared,
+        place,
+        execution_id,
+    } = asked;
+    let place = place.unwrap_or(Place::Auto);
+    let chosen = execution_id.as_deref().map(chosen_id).transpose()?;
+    // One request at a time per chosen id: a repeat racing the first is told to ask again
+    // (and then finds its row).
+    let _asking = match &chosen {
+        Some(id) => {
+            let asking = Asking::claim(m, id).ok_or(StoreError::Raced)?;
+            if let Some(before) = asked_before(m, id, who).await? {
+                return Ok(before);
+            }
+            Some(asking)
+        }
+        None => None,
+    };
     if req.tty.is_some() {
         return Err(GateError::Field(
             "tty",
@@ -215,7 +315,9 @@ pub async fn request_run(
     if purpose.len() > 4096 {
         return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
     }
-    let id = uuid::Uuid::now_v7().to_string();
+    let id = chosen
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // The whole request is judged: its environment and input can choose what runs.
     let verdict = {
         let (command, argv) = (req.command.clone(), req.argv.clone());
@@ -293,7 +395,7 @@ pub async fn request_run(
             .get(&id)
             .await?
             .ok_or_else(|| GateError::Field("execution", format!("{id} vanished")))?;
-        return Ok(Requested::Started(r, place));
+        return Ok(Requested::Started(r, place, false));
     }
     let unstarted = Identity {
         pid: 0,
@@ -326,6 +428,7 @@ pub async fn request_run(
                 requester_role: who.role.clone(),
                 requester_principal: who.principal.clone(),
                 ttl_ms,
+                merge_identical: chosen.is_none(),
             },
             &execution,
             now_ms(),
@@ -485,4 +588,32 @@ pub async fn resume(m: &Arc<Manager>) -> Result<(), GateError> {
         .await?;
     }
     Ok(())
+}
+
+/// Withdraws an execution still waiting for its approval (its requester, or an operator,
+/// no longer wants it): the approval is revoked, the execution rejected; nothing ran.
+pub async fn withdraw(m: &Manager, r: &Record, by: &Requester) -> Result<Record, GateError> {
+    let a = m
+        .approvals
+        .of_execution(&r.id)
+        .await?
+        .ok_or_else(|| GateError::Field("id", format!("{} has no approval", r.id)))?;
+    let actor = ledger::actor(&by.role, &by.principal);
+    match m
+        .approvals
+        .apply(
+            &a.id,
+            &Action::Revoke { by: actor.clone() },
+            &actor,
+            "withdrawn by its requester",
+            now_ms(),
+        )
+        .await
+    {
+        Ok(a) => changed(m, &a),
+        // Decided meanwhile: the execution says how.
+        Err(StoreError::Refused(Refusal::Final(..)) | StoreError::Raced) => {}
+        Err(e) => return Err(e.into()),
+    }
+    execution_changed(m, &r.id).await
 }

@@ -70,6 +70,8 @@ pub struct Manager {
     pub approval_changes: tokio::sync::broadcast::Sender<Approval>,
     /// How long an approval may wait, in seconds.
     pub approval_ttl_s: u64,
+    /// Execution ids their requesters chose, while a request for one is being answered.
+    pub chosen_ids: std::sync::Mutex<std::collections::HashSet<String>>,
     pub pool: Arc<Pool>,
     /// Every change of a launch's state (started, ended), for `Watch`.
     pub changes: tokio::sync::broadcast::Sender<Record>,
@@ -113,6 +115,7 @@ impl Manager {
             quota,
             approvals: approval::Store::new(ledger.pool().clone(), audit.clone(), quota, rules),
             approval_changes: tokio::sync::broadcast::channel(256).0,
+            chosen_ids: Default::default(),
             approval_ttl_s,
             audit,
             launcher,

@@ -220,18 +220,21 @@ impl Exec for ExecService {
         let requested = gate::request_run(
             &self.manager,
             wire::launch_request(run),
-            r.purpose,
-            declared,
+            gate::Asked {
+                purpose: r.purpose,
+                declared,
+                place: Some(place),
+                execution_id: (!r.execution_id.is_empty()).then_some(r.execution_id),
+            },
             &a.who,
-            place,
         )
         .await
         .map_err(edge::gate)?;
         Ok(Response::new(match requested {
-            Requested::Started(rec, place) => pb::RequestRunResponse {
+            Requested::Started(rec, place, again) => pb::RequestRunResponse {
                 execution: Some(wire::execution(&rec)),
                 approval: None,
-                deduplicated: false,
+                deduplicated: again,
                 place: wire::place(place) as i32,
             },
             Requested::Pending(ap, rec, deduplicated, place) => pb::RequestRunResponse {
@@ -600,11 +603,10 @@ impl Exec for ExecService {
     }
     type WatchStream = WatchStream;
 
-    async fn watch(
-        &self,
-        _req: Request<pb::WatchRequest>,
-    ) -> Result<Response<WatchStream>, Status> {
+    async fn watch(&self, req: Request<pb::WatchRequest>) -> Result<Response<WatchStream>, Status> {
         use tokio::sync::broadcast::error::RecvError;
+        // job and mcp are told only of what their own role started or asked for.
+        let a = self.access(&req);
         let mut changes = self.manager.changes.subscribe();
         let mut approvals = self.manager.approval_changes.subscribe();
         let (tx, rx) = tokio::sync::mpsc::channel(64);
@@ -612,12 +614,14 @@ impl Exec for ExecService {
             loop {
                 let event = tokio::select! {
                     change = changes.recv() => match change {
-                        Ok(rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
+                        Ok(rec) if a.may_see(&rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
+                        Ok(_) => continue,
                         Err(RecvError::Lagged(n)) => pb::watch_event::Event::Missed(n),
                         Err(RecvError::Closed) => return,
                     },
                     change = approvals.recv() => match change {
-                        Ok(a) => pb::watch_event::Event::Approval(wire::approval(&a)),
+                        Ok(ap) if a.may_see_approval(&ap) => pb::watch_event::Event::Approval(wire::approval(&ap)),
+                        Ok(_) => continue,
                         Err(RecvError::Lagged(n)) => pb::watch_event::Event::Missed(n),
                         Err(RecvError::Closed) => return,
                     },
@@ -651,7 +655,17 @@ impl Exec for ExecService {
         let a = self.access(&req);
         let id = req.into_inner().id;
         let rec = self.visible(&id, &a).await?;
-        waiting(&rec)?;
+        if rec.status == crate::spec::LaunchStatus::PendingApproval {
+            // Nothing runs yet: withdrawn, as its requester or an operator may.
+            let rec = gate::withdraw(&self.manager, &rec, &a.who)
+                .await
+                .map_err(edge::gate)?;
+            tracing::info!(id = %id, role = %a.who.role, principal = %a.who.principal, "withdrawn before approval");
+            return Ok(Response::new(pb::KillResponse {
+                execution: Some(wire::execution(&rec)),
+                outcome: pb::KillOutcome::AlreadyGone as i32,
+            }));
+        }
         let outcome = if rec.status.is_final() {
             KillOutcome::AlreadyGone
         } else {

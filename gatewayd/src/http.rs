@@ -53,6 +53,10 @@ impl State {
     pub fn mcp_channel(&self) -> Channel {
         self.mcp.clone()
     }
+
+    pub fn job_channel(&self) -> Channel {
+        self.job.clone()
+    }
 }
 
 pub fn router(state: State, api: api::Shared) -> axum::Router {
@@ -133,6 +137,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             axum::routing::put(api::set_user_access).delete(api::remove_user_access),
         )
         .route("/api/mcp/activity", get(api::mcp_activity))
+        .route("/api/jobs", get(api::jobs).post(api::create_job))
+        .route("/api/jobs/{id}", get(api::job))
+        .route("/api/jobs/{id}/cancel", post(api::cancel_job))
+        .route("/api/jobs/{id}/output", get(api::job_output))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,

@@ -126,9 +126,11 @@ fn main() -> ExitCode {
                 http_get_allow: g.http_get_allow.clone(),
                 mcp_access: std::sync::RwLock::new(mcp_access),
                 mcp_activity,
+                jobs: argos_proto::job::v1::job_client::JobClient::new(state.job_channel()),
             });
             tokio::spawn(api::watch_execd(api.clone()));
             tokio::spawn(api::watch_mcpd(api.clone()));
+            tokio::spawn(api::watch_jobd(api.clone()));
             tokio::spawn(api::sample_host(api.clone()));
             tokio::spawn(anchor::run(
                 api.clone(),

@@ -63,6 +63,47 @@ pub fn parse_approval_state(w: &str) -> Option<pb::ApprovalState> {
         .filter(|c| *c != pb::ApprovalState::Unspecified)
 }
 
+pub fn job_state(v: i32) -> String {
+    use argos_proto::job::v1::JobState;
+    word(
+        JobState::try_from(v).ok().map(|c| c.as_str_name()),
+        "JOB_STATE_",
+    )
+}
+
+pub fn parse_job_state(w: &str) -> Option<argos_proto::job::v1::JobState> {
+    use argos_proto::job::v1::JobState;
+    JobState::from_str_name(&proto_name("JOB_STATE_", w)?).filter(|c| *c != JobState::Unspecified)
+}
+
+/// A job as the API shows it.
+pub fn job(j: &argos_proto::job::v1::JobInfo) -> Value {
+    let env: std::collections::BTreeMap<_, _> = j.env.iter().collect();
+    json!({
+        "id": j.id,
+        "owner": j.owner,
+        "name": j.name,
+        "state": job_state(j.state),
+        "command": j.command,
+        "argv": j.argv,
+        "cwd": j.cwd,
+        "env": env,
+        "place": place(j.place),
+        "max_runtime_ms": j.max_runtime_ms,
+        "purpose": j.purpose,
+        "via": j.via,
+        "generation": j.generation,
+        "execution_id": j.execution_id,
+        "approval_id": j.approval_id,
+        "exit_code": j.exit_code,
+        "reason": j.reason,
+        "cancel_requested": j.cancel_requested,
+        "created_at_ms": j.created_at_unix_ms,
+        "started_at_ms": j.started_at_unix_ms,
+        "ended_at_ms": j.ended_at_unix_ms,
+    })
+}
+
 pub fn place(v: i32) -> String {
     word(
         pb::Place::try_from(v).ok().map(|c| c.as_str_name()),

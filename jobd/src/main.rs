@@ -1,22 +1,49 @@
-//! argos-jobd: background jobs, schedules, webhooks, chains and follow-ups.
-//!
-//! So far its surface is what the daemon skeleton gives every socket (`Status`, health,
-//! reflection) and its own, still empty, service; see ARCHITECTURE.md for what lands here
-//! next.
+//! argos-jobd: background jobs. A job is one command run for its owner through execd's
+//! risk gate, recorded before execd is asked for it and followed to its end across
+//! restarts of either daemon; it spawns no process itself. See ARCHITECTURE.md.
 #![forbid(unsafe_code)]
+
+mod engine;
+mod job;
+mod service;
+mod store;
 
 use std::process::ExitCode;
 
+use anyhow::Context as _;
+use argos_common::connect::ServerUids;
 use argos_common::daemon::{self, Privilege, Serve, Spec};
-use argos_common::peer::MethodPolicy;
-use argos_proto::job::v1::job_server::{Job, JobServer};
-
-struct JobService;
-
-impl Job for JobService {}
+use argos_common::grpc::Daemon;
+use argos_proto::job::v1::job_server::JobServer;
 
 fn main() -> ExitCode {
-    daemon::run(Spec::new("jobd", Privilege::Unprivileged), |_ctx| async {
-        Ok(Serve::new(JobServer::new(JobService), MethodPolicy::new()))
-    })
+    daemon::run(
+        Spec::new("jobd", Privilege::Unprivileged),
+        |ctx| async move {
+            let store = store::Store::open(&ctx.state_dir.join("jobd.db"))
+                .await
+                .context("jobd's database")?;
+            // Jobs run through execd's risk gate (its socket must be served by root, or by
+            // the uid the peer table gives execd).
+            let exec = argos_exec_client::ExecClient::connect_socket(
+                &ctx.config.socket_path(Daemon::Execd.name()),
+                ServerUids::for_daemon(&ctx.peers, Daemon::Execd),
+            );
+            let j = &ctx.config.jobs;
+            let engine = engine::Engine::new(
+                store,
+                exec,
+                engine::Limits {
+                    default_runtime_ms: j.max_runtime_s.saturating_mul(1000),
+                    active_per_user: j.active_per_user,
+                    retention_ms: j.retention_days.saturating_mul(24 * 3600 * 1000),
+                },
+            );
+            engine.spawn();
+            Ok(Serve::new(
+                JobServer::new(service::JobService { engine }),
+                service::policy(),
+            ))
+        },
+    )
 }

@@ -502,7 +502,12 @@ fn an_admins_grants_decide_the_tools_and_a_read_only_token_only_reads() {
     );
     assert_eq!(
         names(&v),
-        ["get_execution_status", "classify_command"],
+        [
+            "get_execution_status",
+            "classify_command",
+            "get_job",
+            "list_jobs"
+        ],
         "{v}"
     );
     assert_eq!(v["calls"][0]["isError"], true, "{v}");
@@ -563,7 +568,13 @@ fn an_admins_grants_decide_the_tools_and_a_read_only_token_only_reads() {
     );
     assert_eq!(
         names(&v),
-        ["get_execution_status", "classify_command", "http_get"],
+        [
+            "get_execution_status",
+            "classify_command",
+            "http_get",
+            "get_job",
+            "list_jobs"
+        ],
         "{v}"
     );
     assert!(
@@ -837,5 +848,120 @@ fn a_change_can_be_approved_in_the_agents_client_when_the_token_asks() {
             .iter()
             .all(|r| r["actor"] == "root-admin" && r["detail"]["token_name"] == "asker")
     );
+    stack.stop();
+}
+
+/// The job tools through the PyPI client: an agent starts a job in the places its grant
+/// allows (recorded as asked through MCP), reads it to its end with its output, lists and
+/// cancels its owner's jobs, and cannot see or cancel another user's.
+#[test]
+fn an_agent_starts_reads_lists_and_cancels_its_owners_jobs() {
+    require_root("the stack runs privilege-separated");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let url = format!("http://{}/mcp", stack.listen);
+    let bobs = token(&mut bob, "bob-agent", &["mcp"]);
+    let admins = token(&mut admin, "admin-agent", &["mcp"]);
+    let json_of = |call: &Value| -> Value {
+        assert_ne!(call["isError"], true, "{call}");
+        serde_json::from_str(&text(call)).unwrap()
+    };
+    let v = client(
+        &url,
+        &bobs,
+        "2026-07-28",
+        &[
+            (
+                "start_job",
+                json!({"command": "sleep 1; echo from the agent", "purpose": "try", "name": "agent job"}),
+            ),
+            (
+                "start_job",
+                json!({"command": "sleep 300", "purpose": "to cancel", "place": "sandbox"}),
+            ),
+            (
+                "start_job",
+                json!({"command": "touch /tmp/x", "purpose": "try", "place": "host"}),
+            ),
+        ],
+    );
+    for t in ["start_job", "get_job", "list_jobs", "cancel_job"] {
+        assert!(names(&v).contains(&t.to_string()), "{t}: {v}");
+    }
+    let first = json_of(&v["calls"][0])["job"].clone();
+    assert_eq!(
+        (
+            first["via"].as_str(),
+            first["place"].as_str(),
+            first["name"].as_str()
+        ),
+        (Some("mcp"), Some("sandbox"), Some("agent job")),
+        "a user's agent runs in the sandbox by default: {first}"
+    );
+    let uri = format!(
+        "argos://executions/{}",
+        first["execution_id"].as_str().unwrap()
+    );
+    assert_eq!(first["resource"], uri.as_str());
+    let long = json_of(&v["calls"][1])["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(v["calls"][2]["isError"], true, "{v}");
+    assert!(text(&v["calls"][2]).starts_with("place:"), "{v}");
+
+    // Read to its end, with its output.
+    let id = first["id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let v = client(&url, &bobs, "legacy", &[("get_job", json!({"job_id": id}))]);
+        let r = json_of(&v["calls"][0]);
+        if r["job"]["state"] == "succeeded" {
+            break r;
+        }
+        assert!(Instant::now() < deadline, "never ended: {r}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(done["stdout"]["head"], "from the agent\n", "{done}");
+
+    // Listed; cancelled; another user's agent (even an admin's) sees none of it.
+    let v = client(
+        &url,
+        &bobs,
+        "2026-07-28",
+        &[
+            ("list_jobs", json!({"active": true})),
+            ("cancel_job", json!({"job_id": long})),
+            ("list_jobs", json!({"limit": 10})),
+        ],
+    );
+    let active = json_of(&v["calls"][0]);
+    assert_eq!(active["jobs"].as_array().unwrap().len(), 1, "{active}");
+    assert_eq!(active["jobs"][0]["id"], long.as_str());
+    let cancelled = json_of(&v["calls"][1]);
+    assert_eq!(cancelled["job"]["cancel_requested"], true, "{cancelled}");
+    assert_eq!(json_of(&v["calls"][2])["jobs"].as_array().unwrap().len(), 2);
+    let r = bob.get(&format!("/api/jobs/{long}"));
+    assert_eq!(r.json()["job"]["state"], "cancelled", "{r:?}");
+    let v = client(
+        &url,
+        &admins,
+        "legacy",
+        &[
+            ("get_job", json!({"job_id": id})),
+            ("cancel_job", json!({"job_id": id})),
+            ("list_jobs", json!({})),
+            ("get_job", json!({"job_id": "not-an-id"})),
+        ],
+    );
+    for call in &v["calls"].as_array().unwrap()[..2] {
+        assert_eq!(call["isError"], true, "{call}");
+        assert!(text(call).contains("no job"), "{call}");
+    }
+    assert_eq!(json_of(&v["calls"][2])["jobs"], json!([]));
+    assert_eq!(v["calls"][3]["isError"], true, "{v}");
+    // The activity log has them, by tool.
+    let r = bob.get("/api/mcp/activity?tool=start_job");
+    assert_eq!(r.json()["activity"].as_array().unwrap().len(), 3, "{r:?}");
     stack.stop();
 }

@@ -171,6 +171,15 @@ fn authorization_matrix() {
             ),
             "DELETE /api/mcp/access/users/{name}" => ("/api/mcp/access/users/nosuch".into(), None),
             "GET /api/mcp/activity" => ("/api/mcp/activity".into(), None),
+            // Jobs: a bad field (400 past the rule), a job that does not exist (404).
+            "POST /api/jobs" => (
+                "/api/jobs".into(),
+                Some(json!({"command": "ls", "cwd": "relative"})),
+            ),
+            "GET /api/jobs" => ("/api/jobs".into(), None),
+            "GET /api/jobs/{id}" => (format!("/api/jobs/{id}"), None),
+            "POST /api/jobs/{id}/cancel" => (format!("/api/jobs/{id}/cancel"), Some(json!({}))),
+            "GET /api/jobs/{id}/output" => (format!("/api/jobs/{id}/output"), None),
             _ => return None,
         };
         Some((path, body))
@@ -524,6 +533,11 @@ fn the_openapi_document_covers_every_route() {
         "PUT /api/mcp/access/users/{name}",
         "DELETE /api/mcp/access/users/{name}",
         "GET /api/mcp/activity",
+        "POST /api/jobs",
+        "GET /api/jobs",
+        "GET /api/jobs/{id}",
+        "POST /api/jobs/{id}/cancel",
+        "GET /api/jobs/{id}/output",
     ];
     served.sort();
     assert_eq!(documented, served);

@@ -25,6 +25,8 @@ fn the_openapi_document_holds_against_schemathesis() {
     assert_eq!(r.status, 201, "{r:?}");
     let token = r.json()["token"].as_str().unwrap().to_string();
     let out = std::process::Command::new(&st)
+        .arg("--config-file")
+        .arg(root.join("tests/schemathesis.toml"))
         .arg("run")
         .arg(format!("http://{}/api/openapi.json", stack.listen_addr()))
         .args(["-H", &format!("Authorization: Bearer {token}")])

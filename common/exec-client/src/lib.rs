@@ -41,6 +41,9 @@ pub enum ErrorKind {
     NotFound,
     /// The state does not allow it (already decided, already ended, …).
     Conflict,
+    /// It raced another request for the same thing (the same chosen execution id, an
+    /// approval being decided): nothing was done; ask again.
+    Raced,
     /// This caller's role or principal may not do it.
     PermissionDenied,
     /// A limit was reached (launch uids, pending approvals, message size).
@@ -98,7 +101,8 @@ impl From<tonic::Status> for ExecError {
         let kind = match s.code() {
             Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidArgument,
             Code::NotFound => ErrorKind::NotFound,
-            Code::FailedPrecondition | Code::Aborted | Code::AlreadyExists => ErrorKind::Conflict,
+            Code::FailedPrecondition | Code::AlreadyExists => ErrorKind::Conflict,
+            Code::Aborted => ErrorKind::Raced,
             Code::PermissionDenied | Code::Unauthenticated => ErrorKind::PermissionDenied,
             Code::ResourceExhausted => ErrorKind::Exhausted,
             Code::Unavailable => ErrorKind::Unavailable,

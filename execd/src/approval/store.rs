@@ -14,6 +14,9 @@ pub struct NewApproval {
     pub requester_role: String,
     pub requester_principal: String,
     pub ttl_ms: i64,
+    /// An identical request still pending from the same requester is this one (false when
+    /// the requester chose the execution's id: it keeps its own).
+    pub merge_identical: bool,
 }
 
 /// Why a store operation failed.
@@ -107,6 +110,18 @@ impl Store {
             .map(row))
     }
 
+    /// The approval execution `id` waits for or ran after.
+    pub async fn of_execution(&self, id: &str) -> sqlx::Result<Option<Approval>> {
+        Ok(
+            sqlx::query("SELECT * FROM approvals WHERE execution_id = ?")
+                .bind(id)
+                .fetch_optional(&self.pool)
+                .await?
+                .as_ref()
+                .map(row),
+        )
+    }
+
     /// The stdin an approval's request feeds its command.
     pub async fn stdin(&self, id: &str) -> sqlx::Result<Vec<u8>> {
         sqlx::query_scalar("SELECT stdin FROM approvals WHERE id = ?")
@@ -154,11 +169,13 @@ impl Store {
         // An identical pending request is the same approval (and costs no quota).
         let existing = sqlx::query(
             "SELECT * FROM approvals WHERE state = 'pending' AND digest = ?
-               AND requester_role = ? AND requester_principal = ?",
+               AND requester_role = ? AND requester_principal = ? AND own_execution = 0
+               AND ?",
         )
         .bind(&digest)
         .bind(&n.requester_role)
         .bind(&n.requester_principal)
+        .bind(n.merge_identical)
         .fetch_optional(&mut *t.tx)
         .await?;
         if let Some(existing) = existing {
@@ -171,8 +188,9 @@ impl Store {
         self.quota.pending(&mut t.tx, &who).await??;
         let inserted = sqlx::query(
             "INSERT INTO approvals (id, state, risk_class, reasons, purpose, request, digest, stdin,
-               requester_role, requester_principal, created_at_ms, expires_at_ms, execution_id)
-             VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+               requester_role, requester_principal, created_at_ms, expires_at_ms, execution_id,
+               own_execution)
+             VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT DO NOTHING",
         )
         .bind(&id)
@@ -187,6 +205,7 @@ impl Store {
         .bind(now_ms)
         .bind(now_ms + n.ttl_ms)
         .bind(&execution.id)
+        .bind(!n.merge_identical)
         .execute(&mut *t.tx)
         .await?
         .rows_affected()
@@ -386,6 +405,7 @@ mod tests {
             requester_role: "mcp".into(),
             requester_principal: String::new(),
             ttl_ms: 1000,
+            merge_identical: true,
         };
         let execution = || NewExecution {
             id: uuid::Uuid::now_v7().to_string(),

@@ -115,6 +115,10 @@ pub enum Tool<'a> {
     Status,
     Classify,
     HttpGet,
+    /// `start_job`; `cancel_job`; `get_job` and `list_jobs`.
+    StartJob,
+    CancelJob,
+    ReadJobs,
     /// A brokered tool, with its annotations.
     Brokered(Option<&'a argos_proto::mcp::v1::Annotations>),
 }
@@ -124,8 +128,8 @@ impl Tool<'_> {
     /// annotations say `readOnlyHint` and not `destructiveHint`.
     pub fn read_only(self) -> bool {
         match self {
-            Tool::Status | Tool::Classify | Tool::HttpGet => true,
-            Tool::Run | Tool::Cancel => false,
+            Tool::Status | Tool::Classify | Tool::HttpGet | Tool::ReadJobs => true,
+            Tool::Run | Tool::Cancel | Tool::StartJob | Tool::CancelJob => false,
             Tool::Brokered(a) => {
                 a.is_some_and(|a| a.read_only == Some(true) && a.destructive != Some(true))
             }
@@ -139,8 +143,10 @@ impl Tool<'_> {
             return false;
         }
         match self {
-            Tool::Run | Tool::Cancel => !grant.run_places.is_empty(),
-            Tool::Status | Tool::Classify => true,
+            Tool::Run | Tool::Cancel | Tool::StartJob | Tool::CancelJob => {
+                !grant.run_places.is_empty()
+            }
+            Tool::Status | Tool::Classify | Tool::ReadJobs => true,
             Tool::HttpGet => grant.http_get,
             Tool::Brokered(_) => match grant.brokered {
                 Brokered::All => true,

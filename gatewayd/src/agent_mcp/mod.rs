@@ -16,6 +16,7 @@ pub mod activity;
 mod elicit;
 mod guard;
 mod http_get;
+mod jobs;
 mod resources;
 mod sessions;
 mod tools;
@@ -150,6 +151,10 @@ impl ServerHandler for Endpoint {
             (access::Tool::Cancel, cancel_tool()?),
             (access::Tool::Classify, classify_tool()?),
             (access::Tool::HttpGet, http_get::tool()?),
+            (access::Tool::StartJob, jobs::start_tool(&grant)?),
+            (access::Tool::ReadJobs, jobs::get_tool()?),
+            (access::Tool::ReadJobs, jobs::list_tool()?),
+            (access::Tool::CancelJob, jobs::cancel_tool()?),
         ] {
             if kind.allowed(&grant, read_only) {
                 tools.push(t);

@@ -84,7 +84,7 @@ const RUN_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The most of each output stream an answer carries (head and tail each).
 const OUTPUT_CAP: usize = 8 * 1024;
 
-fn output(o: Option<&argos_proto::exec::v1::Output>) -> serde_json::Value {
+pub(super) fn output(o: Option<&argos_proto::exec::v1::Output>) -> serde_json::Value {
     let Some(o) = o else { return json!(null) };
     let cut = |b: &[u8], from_end: bool| {
         let b = if b.len() > OUTPUT_CAP {
@@ -135,8 +135,47 @@ pub(super) fn text_result(text: String, is_error: bool) -> CallToolResponse {
     r.into()
 }
 
-fn arg<'a>(args: &'a serde_json::Map<String, serde_json::Value>, k: &str) -> Option<&'a str> {
+pub(super) fn arg<'a>(
+    args: &'a serde_json::Map<String, serde_json::Value>,
+    k: &str,
+) -> Option<&'a str> {
     args.get(k).and_then(|v| v.as_str())
+}
+
+/// The place a call's `place` names (its grant's default when absent), if granted.
+pub(super) fn granted_place(
+    grant: &access::Grant,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Result<argos_proto::exec::v1::Place, String> {
+    use argos_proto::exec::v1 as pb;
+    let place = match arg(args, "place") {
+        None => grant.default_place(),
+        Some(w) => match serde_json::from_value::<access::RunPlace>(json!(w)) {
+            Ok(p) => Some(p),
+            Err(_) => {
+                return Err(format!(
+                    "place: {w:?} is not auto, sandbox, inspect or host"
+                ));
+            }
+        },
+    };
+    let Some(place) = place.filter(|p| grant.run_places.contains(p)) else {
+        return Err(format!(
+            "place: you may run commands in {} only",
+            grant
+                .run_places
+                .iter()
+                .map(|p| json!(p).as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    };
+    Ok(match place {
+        access::RunPlace::Auto => pb::Place::Auto,
+        access::RunPlace::Sandbox => pb::Place::Sandbox,
+        access::RunPlace::Inspect => pb::Place::Inspect,
+        access::RunPlace::Host => pb::Place::Host,
+    })
 }
 
 impl Endpoint {
@@ -183,37 +222,9 @@ impl Endpoint {
             return text_result("command: a non-empty string is required".into(), true);
         };
         let purpose = arg(args, "purpose").unwrap_or_default();
-        let place = match arg(args, "place") {
-            None => grant.default_place(),
-            Some(w) => match serde_json::from_value::<access::RunPlace>(json!(w)) {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    return text_result(
-                        format!("place: {w:?} is not auto, sandbox, inspect or host"),
-                        true,
-                    );
-                }
-            },
-        };
-        let Some(place) = place.filter(|p| grant.run_places.contains(p)) else {
-            return text_result(
-                format!(
-                    "place: you may run commands in {} only",
-                    grant
-                        .run_places
-                        .iter()
-                        .map(|p| json!(p).as_str().unwrap_or_default().to_string())
-                        .collect::<Vec<_>>()
-                        .join(" or ")
-                ),
-                true,
-            );
-        };
-        let place = match place {
-            access::RunPlace::Auto => pb::Place::Auto,
-            access::RunPlace::Sandbox => pb::Place::Sandbox,
-            access::RunPlace::Inspect => pb::Place::Inspect,
-            access::RunPlace::Host => pb::Place::Host,
+        let place = match granted_place(grant, args) {
+            Ok(p) => p,
+            Err(why) => return text_result(why, true),
         };
         let declared_risk = match arg(args, "declared_risk") {
             None => pb::RiskClass::Unspecified,
@@ -240,6 +251,7 @@ impl Endpoint {
                 purpose: purpose.to_string(),
                 declared_risk: declared_risk as i32,
                 place: place as i32,
+                execution_id: String::new(),
             })
             .await
         {
@@ -482,6 +494,9 @@ impl Endpoint {
             "cancel_execution" => access::Tool::Cancel,
             "get_execution_status" => access::Tool::Status,
             "classify_command" => access::Tool::Classify,
+            "start_job" => access::Tool::StartJob,
+            "cancel_job" => access::Tool::CancelJob,
+            "get_job" | "list_jobs" => access::Tool::ReadJobs,
             "http_get" => access::Tool::HttpGet,
             n if n.starts_with("mcp__") => {
                 // Listed, enabled, not held, and allowed: decided in `call_brokered`.
@@ -529,6 +544,10 @@ impl Endpoint {
                         Err(e) => text_result(e.message, true),
                     },
                 }
+            }
+            access::Tool::StartJob => self.start_job(caller, &grant, args).await,
+            access::Tool::CancelJob | access::Tool::ReadJobs => {
+                self.job_call(caller, name, args).await
             }
             access::Tool::Brokered(_) => unreachable!("dispatched above"),
         };

@@ -62,6 +62,7 @@ pub async fn agent_run(
                     ))
                 })?,
             } as i32,
+            execution_id: String::new(),
         })
         .await
         .map_err(from_exec)?;

@@ -68,7 +68,7 @@ fn bodies(doc: &mut Value) {
         s["properties"]["decision"] =
             json!({"type": "string", "enum": ["approve", "deny", "revoke"]});
     });
-    for body in ["ExecBody", "ClassifyBody", "AgentRunBody"] {
+    for body in ["ExecBody", "ClassifyBody", "AgentRunBody", "JobBody"] {
         set(body, &|s| {
             s["oneOf"] = one_command.clone();
             if body == "ClassifyBody" {
@@ -106,6 +106,12 @@ fn bodies(doc: &mut Value) {
             }
             if p.get("stdin").is_some() {
                 p["stdin"] = json!({"type": "string", "maxLength": 1_048_576});
+            }
+            if body == "JobBody" {
+                p["name"] =
+                    json!({"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]{0,128}$"});
+                p["max_runtime_s"] =
+                    json!({"type": ["integer", "null"], "minimum": 1, "maximum": 2_592_000});
             }
             if p.get("resume").is_some() {
                 // Only POST /api/shell/stream resumes (its own copy of the body, below).
@@ -251,6 +257,8 @@ pub fn document(doc: &mut Value) {
     let states = [
         "pending", "approved", "denied", "revoked", "expired", "consumed",
     ];
+    // (Empty: any.)
+    let job_states: Vec<String> = (0..=11).map(crate::views::job_state).collect();
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };
@@ -271,6 +279,12 @@ pub fn document(doc: &mut Value) {
                 "/api/terminals" | "/api/shell/exec" | "/api/shell/stream" | "/api/agent/run"
             ) {
                 answers.push(("429", "a quota is reached (launches, terminals or pending approvals of this user): see the message"));
+            }
+            if path == "/api/jobs" && method == "post" {
+                answers.push((
+                    "429",
+                    "the caller has jobs.active_per_user jobs not yet ended",
+                ));
             }
             if op.contains_key("requestBody") {
                 answers.push((
@@ -332,6 +346,14 @@ pub fn document(doc: &mut Value) {
                         ("query", "state") if path == "/api/approvals" => {
                             p["schema"] = json!({"type": "string", "enum": states});
                             answers.push(("400", "an unknown state, or given twice"));
+                        }
+                        ("query", "state") if path == "/api/jobs" => {
+                            p["schema"] = json!({"type": "string", "enum": job_states});
+                            answers.push(("400", "an unknown state, or given twice"));
+                        }
+                        ("query", "active") => {
+                            p["schema"] = json!({"type": "boolean"});
+                            answers.push(("400", "active is not true or false"));
                         }
                         _ => {}
                     }

@@ -11,6 +11,8 @@ pub enum Change {
     McpServer(Arc<argos_proto::mcp::v1::Server>),
     /// An MCP server was removed.
     McpRemoved(String),
+    /// A job's change (from jobd's `WatchJobs`).
+    Job(Arc<argos_proto::job::v1::JobInfo>),
     /// Changes were dropped (a slow subscriber, or execd's stream lagged): re-list.
     Missed(u64),
 }
@@ -75,6 +77,34 @@ pub async fn watch_mcpd(api: Shared) {
     }
 }
 
+/// Keeps one `WatchJobs` stream on jobd open for the life of the gateway (reconnecting
+/// with back-off): each job's changes for `/api/events`, to its owner and admins.
+pub async fn watch_jobd(api: Shared) {
+    use argos_proto::job::v1 as jpb;
+    let mut backoff = Duration::from_millis(200);
+    loop {
+        let mut c = api.jobs.clone();
+        match c.watch_jobs(jpb::WatchJobsRequest {}).await {
+            Ok(stream) => {
+                backoff = Duration::from_millis(200);
+                let mut stream = stream.into_inner();
+                while let Ok(Some(ev)) = stream.message().await {
+                    let change = match ev.event {
+                        Some(jpb::job_event::Event::Job(j)) => Change::Job(Arc::new(j)),
+                        Some(jpb::job_event::Event::Missed(n)) => Change::Missed(n),
+                        None => continue,
+                    };
+                    let _ = api.changes.send(change);
+                }
+                let _ = api.changes.send(Change::Missed(0));
+            }
+            Err(e) => tracing::debug!(error = %e, "watching jobd"),
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
 /// Server-sent events of the state changes this caller may see: `execution` (an
 /// execution started or ended; admins see all, others their own), `approval` (created or
 /// decided; admins only), `mcp_server` (an MCP server's state, or its removal; admins
@@ -126,6 +156,12 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
                         continue;
                     }
                     event("mcp_server", &json!({"removed": id}))
+                }
+                Ok(Change::Job(j)) => {
+                    if !caller.is_admin() && j.owner != caller.user.name {
+                        continue;
+                    }
+                    event("job", &json!({"job": crate::views::job(&j)}))
                 }
                 Ok(Change::Missed(n)) => event("missed", &json!({"count": n})),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {

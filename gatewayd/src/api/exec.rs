@@ -189,7 +189,12 @@ pub async fn execution(
         loop {
             match tokio::time::timeout_at(deadline, changes.recv()).await {
                 Ok(Ok(Change::Execution(e))) if e.id != id => continue,
-                Ok(Ok(Change::Approval(_) | Change::McpServer(_) | Change::McpRemoved(_))) => {
+                Ok(Ok(
+                    Change::Approval(_)
+                    | Change::McpServer(_)
+                    | Change::McpRemoved(_)
+                    | Change::Job(_),
+                )) => {
                     continue;
                 }
                 _ => break,
@@ -207,12 +212,7 @@ fn owned(
     id: &str,
     e: Option<&pb::Execution>,
 ) -> Result<(), ApiError> {
-    let sees_all = caller.is_admin()
-        && match &caller.via {
-            Via::Cookie(_) => true,
-            Via::Bearer(scopes) => scopes.iter().any(|s| s == scope),
-        };
-    if sees_all || e.is_some_and(|e| e.principal == caller.user.name) {
+    if sees_all(caller, scope) || e.is_some_and(|e| e.principal == caller.user.name) {
         Ok(())
     } else {
         Err(ApiError::not_found(format!("no launch {id}")))
@@ -325,7 +325,7 @@ pub async fn shell_stream(
     let generation = api.streams.attach(&id);
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let follow = execd.follow(&id, from);
-    tokio::spawn(relay(api.clone(), generation, started, follow, tx));
+    tokio::spawn(relay(api.clone(), Some(generation), started, follow, tx));
     Ok(crate::sse::Stream(rx))
 }
 
@@ -362,11 +362,12 @@ pub(crate) fn whole_text(b: &[u8]) -> (std::borrow::Cow<'_, str>, usize) {
 }
 
 /// Follows the execution into the client's event stream (the client library follows
-/// again across an execd restart); if the client goes away before the end, kills the
-/// workload after the grace period unless a client resumed it.
+/// again across an execd restart); with a stream `generation` (a command the stream
+/// started), if the client goes away before the end, kills the workload after the grace
+/// period unless a client resumed it.
 pub(crate) async fn relay(
     api: Shared,
-    generation: u64,
+    generation: Option<u64>,
     started: Option<pb::Execution>,
     mut follow: argos_exec_client::Follow,
     tx: crate::sse::Sender,
@@ -452,6 +453,9 @@ pub(crate) async fn relay(
             break;
         }
     }
+    let Some(generation) = generation else {
+        return; // a job's output: it runs on without its reader
+    };
     if !gone || ended {
         if api.streams.still(&id, generation) {
             api.streams.forget(&id);

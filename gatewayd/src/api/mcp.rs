@@ -18,6 +18,11 @@ use super::*;
 
 /// mcpd's refusals as the API says them.
 pub(crate) fn from_mcp(s: tonic::Status) -> ApiError {
+    from_daemon("mcpd", s)
+}
+
+/// An unprivileged daemon's (mcpd's, jobd's) refusals as the API says them.
+pub(crate) fn from_daemon(daemon: &str, s: tonic::Status) -> ApiError {
     use tonic::Code;
     if std::error::Error::source(&s).is_some()
         && matches!(s.code(), Code::Unknown | Code::Internal | Code::Unavailable)
@@ -25,7 +30,7 @@ pub(crate) fn from_mcp(s: tonic::Status) -> ApiError {
         return ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
-            "mcpd is not answering; try again shortly",
+            format!("{daemon} is not answering; try again shortly"),
         );
     }
     let (status, code) = match s.code() {
@@ -40,7 +45,7 @@ pub(crate) fn from_mcp(s: tonic::Status) -> ApiError {
         // A tool call: the upstream server failed, or took too long.
         Code::DeadlineExceeded => (StatusCode::GATEWAY_TIMEOUT, "upstream_timeout"),
         Code::Unknown => (StatusCode::BAD_GATEWAY, "upstream"),
-        _ => return ApiError::internal(format!("mcpd: {s}")),
+        _ => return ApiError::internal(format!("{daemon}: {s}")),
     };
     ApiError::new(status, code, s.message())
 }

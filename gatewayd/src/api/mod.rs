@@ -32,6 +32,7 @@ mod constraints;
 mod events;
 mod exec;
 mod host;
+mod jobs;
 mod mcp;
 mod mcp_body;
 mod policy;
@@ -45,6 +46,7 @@ pub use classify::*;
 pub use events::*;
 pub use exec::*;
 pub use host::*;
+pub use jobs::*;
 pub use mcp::*;
 pub use mcp_body::*;
 pub use policy::authorize;
@@ -112,6 +114,8 @@ pub struct Api {
     pub mcp_access: std::sync::RwLock<crate::agent_mcp::access::Access>,
     /// The record of `/mcp`'s tool calls.
     pub mcp_activity: crate::agent_mcp::activity::Log,
+    /// jobd (background jobs).
+    pub jobs: argos_proto::job::v1::job_client::JobClient<tonic::transport::Channel>,
 }
 
 pub type Shared = Arc<Api>;
@@ -189,6 +193,11 @@ pub struct ErrorDetail {
         set_user_access,
         remove_user_access,
         mcp_activity,
+        create_job,
+        jobs,
+        job,
+        cancel_job,
+        job_output,
         crate::http::status
     ),
     components(schemas(
@@ -338,7 +347,7 @@ pub(crate) fn from_exec(e: ExecError) -> ApiError {
     let (status, code) = match e.kind {
         ErrorKind::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
         ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-        ErrorKind::Conflict => (StatusCode::CONFLICT, "conflict"),
+        ErrorKind::Conflict | ErrorKind::Raced => (StatusCode::CONFLICT, "conflict"),
         ErrorKind::PermissionDenied => (StatusCode::FORBIDDEN, "forbidden"),
         ErrorKind::Exhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
         ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),

@@ -137,6 +137,12 @@ pub const RULES: &[Rule] = &[
     rule("PUT", "/api/mcp/access/users/{name}", ADMIN, EXEC, TOKENS_TOO),
     rule("DELETE", "/api/mcp/access/users/{name}", ADMIN, EXEC, TOKENS_TOO),
     rule("GET", "/api/mcp/activity", USER, READ, TOKENS_TOO),
+    // Jobs: a user's own (admins everyone's); starting and cancelling one is `exec`.
+    rule("POST", "/api/jobs", USER, EXEC, TOKENS_TOO),
+    rule("GET", "/api/jobs", USER, READ, TOKENS_TOO),
+    rule("GET", "/api/jobs/{id}", USER, READ, TOKENS_TOO),
+    rule("POST", "/api/jobs/{id}/cancel", USER, EXEC, TOKENS_TOO),
+    rule("GET", "/api/jobs/{id}/output", USER, READ, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.

@@ -12,7 +12,7 @@ use serde_json::json;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     argos_tests::answer_help(
-        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND | --register-mcp|--start-mcp SERVER COMMAND]\n  call Status (or a launch, or a stdio MCP server's registration or start) on a daemon socket as this process, and print what it answered as JSON",
+        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND | --register-mcp|--start-mcp SERVER COMMAND | --request-run PLACE EXECUTION_ID COMMAND | --kill ID x]\n  call Status (or a launch, a stdio MCP server's registration or start, the risk gate with a chosen execution id, a kill) on a daemon socket as this process, and print what it answered as JSON",
     );
     let mut args = std::env::args().skip(1);
     let Some(socket) = args.next().map(PathBuf::from) else {
@@ -30,12 +30,17 @@ async fn main() -> ExitCode {
                 i += 2;
             }
             (
-                verb @ ("--run" | "--start" | "--register-mcp" | "--start-mcp"),
+                verb @ ("--run" | "--start" | "--register-mcp" | "--start-mcp" | "--kill"),
                 Some(profile),
                 Some(cmd),
             ) => {
                 launch = Some((verb.to_string(), profile.clone(), cmd.clone()));
                 i += 3;
+            }
+            ("--request-run", Some(place), Some(id)) if rest.get(i + 3).is_some() => {
+                let command = rest[i + 3].clone();
+                launch = Some((format!("--request-run {place}"), id.clone(), command));
+                i += 4;
             }
             _ => {
                 eprintln!(
@@ -73,6 +78,61 @@ async fn main() -> ExitCode {
             })
             .await
             .map(|r| json!({"ok": true, "id": r.into_inner().execution.unwrap_or_default().id}))
+        };
+        return match r {
+            Ok(v) => {
+                println!("{v}");
+                ExitCode::SUCCESS
+            }
+            Err(status) => {
+                println!(
+                    "{}",
+                    json!({"ok": false, "code": format!("{:?}", status.code()), "message": status.message()})
+                );
+                ExitCode::from(3)
+            }
+        };
+    }
+    // The risk gate with a chosen execution id (`--request-run PLACE ID COMMAND`), or a
+    // kill (`--kill ID x`), as this process's peer role and the principal given.
+    if let Some((verb, id, command)) = launch
+        .clone()
+        .filter(|(v, _, _)| v.starts_with("--request-run") || v == "--kill")
+    {
+        use argos_proto::exec::v1 as pb;
+        let mut c = pb::exec_client::ExecClient::new(ch);
+        let r = if verb == "--kill" {
+            let req = argos_common::grpc::with_principal(
+                tonic::Request::new(pb::KillRequest { id }),
+                principal.as_deref(),
+                None,
+            );
+            c.kill(req).await.map(|r| {
+                let e = r.into_inner().execution.unwrap_or_default();
+                json!({"ok": true, "id": e.id, "status": e.status})
+            })
+        } else {
+            let place = verb.trim_start_matches("--request-run ");
+            let req = argos_common::grpc::with_principal(
+                tonic::Request::new(pb::RequestRunRequest {
+                    run: Some(pb::RunRequest {
+                        command,
+                        ..Default::default()
+                    }),
+                    place: pb::Place::from_str_name(&format!("PLACE_{}", place.to_uppercase()))
+                        .unwrap_or_default() as i32,
+                    execution_id: id,
+                    ..Default::default()
+                }),
+                principal.as_deref(),
+                None,
+            );
+            c.request_run(req).await.map(|r| {
+                let r = r.into_inner();
+                let e = r.execution.unwrap_or_default();
+                json!({"ok": true, "id": e.id, "status": e.status, "principal": e.principal,
+                       "approval": r.approval.map(|a| a.id), "deduplicated": r.deduplicated})
+            })
         };
         return match r {
             Ok(v) => {

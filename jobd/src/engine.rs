@@ -1,0 +1,556 @@
+//! Carrying jobs through execd: asking it to start them, following what becomes of their
+//! executions, cancelling them, and pruning what ended long ago.
+//!
+//! Every job is in jobd's store, with its execution id, before execd hears of it. execd
+//! answers a repeated `RequestRun` with the same id by the execution it already has, so a
+//! job left `starting` by any crash is simply asked for again: it runs once. What becomes
+//! of executions comes from execd's `Watch`; each time the watch (re)connects, or says it
+//! missed changes, every job not yet ended is read again from execd (`Get`), so an end
+//! that happened while jobd or execd was down is found. Nothing is signalled on a guess:
+//! a cancel is execd's verified kill of that execution, and an execution execd cannot
+//! account for is `lost` with execd's reason.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use argos_exec_client::{ErrorKind, ExecClient, ExecError};
+use argos_proto::exec::v1 as xpb;
+use tokio::sync::{Notify, Semaphore, broadcast};
+
+use crate::job::{self, Place, Spec, State};
+use crate::store::{Job, Store, StoreError, now_ms};
+
+/// How many jobs are being asked for at execd at once.
+const LAUNCHING_AT_ONCE: usize = 8;
+/// How long queued jobs wait for another try when nothing wakes the launcher.
+const RETRY_EVERY: Duration = Duration::from_secs(2);
+/// Attempts at a start that execd failed (not refused) before the job is failed.
+const MAX_ATTEMPTS: u32 = 5;
+
+/// Why a job could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error(transparent)]
+    Invalid(#[from] job::Invalid),
+    #[error("{0} has {1} jobs not yet ended (jobs.active_per_user)")]
+    Exhausted(String, u64),
+    /// execd refused it outright when first asked (a field, the gate): nothing was kept.
+    #[error("{0}")]
+    Refused(ExecError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Limits from the configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub default_runtime_ms: u64,
+    pub active_per_user: u64,
+    pub retention_ms: u64,
+}
+
+pub struct Engine {
+    pub store: Store,
+    exec: ExecClient,
+    limits: Limits,
+    /// Every change of a job, for `WatchJobs`.
+    pub changes: broadcast::Sender<Job>,
+    /// Jobs being asked for at execd by this process right now.
+    launching: Arc<Mutex<HashSet<String>>>,
+    asking: Semaphore,
+    /// Wakes the launcher: a job was queued, or one ended (a quota may have room).
+    wake: Notify,
+}
+
+/// What asking execd for a job came to.
+enum Asked {
+    /// Answered (started, waiting for its approval, or already ended).
+    Answered,
+    /// execd's quota for its owner is full: the owner's other jobs wait too.
+    Full,
+    /// execd away or failing: asked again later.
+    Later,
+}
+
+impl Engine {
+    pub fn new(store: Store, exec: ExecClient, limits: Limits) -> Arc<Engine> {
+        Arc::new(Engine {
+            store,
+            exec,
+            limits,
+            changes: broadcast::channel(1024).0,
+            launching: Arc::default(),
+            asking: Semaphore::new(LAUNCHING_AT_ONCE),
+            wake: Notify::new(),
+        })
+    }
+
+    /// Starts the launcher, the watcher and the pruner.
+    pub fn spawn(self: &Arc<Self>) {
+        tokio::spawn(self.clone().launcher());
+        tokio::spawn(self.clone().watcher());
+        tokio::spawn(self.clone().pruner());
+    }
+
+    fn changed(&self, j: &Job) {
+        let _ = self.changes.send(j.clone());
+        if j.state.is_final() {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Records a job for `owner` and asks execd for it at once; answers it as it then is.
+    pub async fn create(&self, owner: &str, via: &str, mut spec: Spec) -> Result<Job, CreateError> {
+        spec.check(self.limits.default_runtime_ms)?;
+        let id = uuid::Uuid::now_v7().to_string();
+        // Held from before the row exists: the launcher leaves it to this call.
+        let _claim = Launching::claim(self, &id);
+        let Some(j) = self
+            .store
+            .insert(&id, owner, via, &spec, self.limits.active_per_user)
+            .await?
+        else {
+            return Err(CreateError::Exhausted(
+                owner.to_string(),
+                self.limits.active_per_user,
+            ));
+        };
+        tracing::info!(job = %j.id, owner, via, execution = %j.execution_id, "job recorded");
+        let (refused, _) = {
+            let _permit = self.asking.acquire().await;
+            self.ask(&j).await?
+        };
+        if let Some(refused) = refused {
+            return Err(CreateError::Refused(refused));
+        }
+        let now = self.store.get(&j.id).await?.unwrap_or(j);
+        self.changed(&now);
+        Ok(now)
+    }
+
+    /// One ask at execd for job `j` (claimed first; cancelled instead when its cancel came
+    /// before it was ever asked).
+    async fn ask(&self, j: &Job) -> Result<(Option<ExecError>, Asked), StoreError> {
+        let Some(j) = self.store.get(&j.id).await? else {
+            return Ok((None, Asked::Answered));
+        };
+        if j.cancel_requested {
+            self.cancel_unstarted(&j).await?;
+            return Ok((None, Asked::Answered));
+        }
+        if !self.store.claim(&j.id, j.generation).await? {
+            return Ok((None, Asked::Answered));
+        }
+        let first = j.attempts == 0;
+        let req = xpb::RequestRunRequest {
+            run: Some(j.spec.run_request()),
+            purpose: j.spec.purpose.clone(),
+            place: j.spec.place.wire() as i32,
+            execution_id: j.execution_id.clone(),
+            ..Default::default()
+        };
+        match self.exec.as_user(&j.owner).request_run(req).await {
+            Ok(r) => {
+                let e = r.execution.unwrap_or_default();
+                let place = xpb::Place::try_from(r.place)
+                    .ok()
+                    .and_then(|p| Place::from_wire(p as i32).ok());
+                let approval = r.approval.map(|a| a.id).unwrap_or_default();
+                self.apply(&j, &e, place, &approval).await?;
+                // A cancel that came while execd was being asked is carried out now.
+                if let Some(now) = self.store.get(&j.id).await?
+                    && now.cancel_requested
+                    && !now.state.is_final()
+                {
+                    self.kill(&now).await?;
+                }
+                Ok((None, Asked::Answered))
+            }
+            Err(e) => match e.kind {
+                ErrorKind::Exhausted => {
+                    let why = format!("queued: {}", e.message);
+                    if self.store.requeue(&j.id, j.generation, &why).await?
+                        && let Some(j) = self.store.get(&j.id).await?
+                    {
+                        self.changed(&j);
+                    }
+                    Ok((None, Asked::Full))
+                }
+                ErrorKind::Unavailable | ErrorKind::Cancelled | ErrorKind::Raced => {
+                    let why = format!("asking execd again: {}", e.message);
+                    self.store.note(&j.id, j.generation, &why).await?;
+                    Ok((None, Asked::Later))
+                }
+                ErrorKind::Internal if j.attempts + 1 < MAX_ATTEMPTS => {
+                    tracing::warn!(job = %j.id, error = %e.message, "execd failed to start a job; asking again");
+                    self.store.note(&j.id, j.generation, &e.message).await?;
+                    Ok((None, Asked::Later))
+                }
+                ErrorKind::Internal | ErrorKind::DataLoss => {
+                    let o = ended(
+                        State::Failed,
+                        format!("execd could not start it: {}", e.message),
+                    );
+                    self.settle(&j, &o, None, "").await?;
+                    Ok((None, Asked::Answered))
+                }
+                // Refused: a field, the gate, this owner. Nothing ran.
+                ErrorKind::InvalidArgument
+                | ErrorKind::PermissionDenied
+                | ErrorKind::Conflict
+                | ErrorKind::NotFound => {
+                    if first {
+                        self.store.forget_refused(&j.id).await?;
+                        tracing::info!(job = %j.id, error = %e.message, "execd refused a new job; not kept");
+                        return Ok((Some(e), Asked::Answered));
+                    }
+                    let o = ended(State::Rejected, e.message.clone());
+                    self.settle(&j, &o, None, "").await?;
+                    Ok((None, Asked::Answered))
+                }
+            },
+        }
+    }
+
+    /// Moves job `j` to what execd says of its execution.
+    async fn apply(
+        &self,
+        j: &Job,
+        e: &xpb::Execution,
+        place: Option<Place>,
+        approval: &str,
+    ) -> Result<(), StoreError> {
+        let o = job::outcome(e, j.cancel_requested);
+        self.settle(j, &o, place, approval).await
+    }
+
+    async fn settle(
+        &self,
+        j: &Job,
+        o: &job::Outcome,
+        place: Option<Place>,
+        approval: &str,
+    ) -> Result<(), StoreError> {
+        if let Some(now) = self
+            .store
+            .settle(&j.id, j.generation, o, place, approval)
+            .await?
+        {
+            if now.state.is_final() {
+                tracing::info!(job = %now.id, state = now.state.as_str(), exit_code = ?now.exit_code, "job ended");
+            }
+            self.changed(&now);
+        }
+        Ok(())
+    }
+
+    /// Cancels job `id`: a job never asked for ends at once; one waiting for its
+    /// approval is withdrawn and a running one killed, both by execd. Answers the job as
+    /// it then is (None: no such job).
+    pub async fn cancel(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        let Some(j) = self.store.request_cancel(id).await? else {
+            return Ok(None);
+        };
+        if j.state.is_final() {
+            return Ok(Some(j));
+        }
+        self.changed(&j);
+        match j.state {
+            State::Queued => {
+                if let Some(done) = self.store.cancel_unasked(&j.id, false).await? {
+                    self.changed(&done);
+                }
+            }
+            // Being asked for by this process: its answer is followed by the kill.
+            State::Starting if self.launching.lock().expect("launching").contains(&j.id) => {}
+            State::Starting => self.cancel_unstarted(&j).await?,
+            _ => self.kill(&j).await?,
+        }
+        self.store.get(id).await
+    }
+
+    /// A cancelled job that may or may not have reached execd: if execd has its
+    /// execution, that is withdrawn or killed; if not, it never started.
+    async fn cancel_unstarted(&self, j: &Job) -> Result<(), StoreError> {
+        if j.state == State::Queued || j.attempts == 0 {
+            if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+                self.changed(&done);
+            }
+            return Ok(());
+        }
+        match self
+            .exec
+            .as_user(&j.owner)
+            .get(&j.execution_id, false)
+            .await
+        {
+            Ok(r) => {
+                let e = r.execution.unwrap_or_default();
+                self.apply(j, &e, None, "").await?;
+                if let Some(now) = self.store.get(&j.id).await?
+                    && !now.state.is_final()
+                {
+                    self.kill(&now).await?;
+                }
+            }
+            Err(e) if e.kind == ErrorKind::NotFound => {
+                // Never reached execd. (Should a request still in flight land later,
+                // the watcher kills what it starts: the job is cancelled.)
+                if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+                    self.changed(&done);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(job = %j.id, error = %e.message, "cancelling: execd not reached; the watcher carries it out");
+            }
+        }
+        Ok(())
+    }
+
+    /// execd's verified kill of the job's execution (a withdrawal while it waits for its
+    /// approval). execd away: the watcher asks again when it is back.
+    async fn kill(&self, j: &Job) -> Result<(), StoreError> {
+        match self.exec.as_user(&j.owner).kill(&j.execution_id).await {
+            Ok(r) => {
+                let outcome = xpb::KillOutcome::try_from(r.outcome).unwrap_or_default();
+                tracing::info!(job = %j.id, execution = %j.execution_id, ?outcome, "job cancelled at execd");
+                if let Some(e) = r.execution {
+                    self.apply(j, &e, None, "").await?;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(job = %j.id, error = %e.message, "cancelling at execd failed; asked again when execd is back");
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks execd for queued jobs (and those left starting by a crash), oldest first,
+    /// a few at a time; an owner whose quota at execd is full waits, this round, for one
+    /// of their jobs to end.
+    async fn launcher(self: Arc<Self>) {
+        loop {
+            let pending = match self.store.to_launch(512).await {
+                Ok(p) => p,
+                Err(e) => {
+                    tracing::error!(error = %e, "reading jobs to start");
+                    Vec::new()
+                }
+            };
+            let mut full: HashSet<String> = HashSet::new();
+            let mut asks = tokio::task::JoinSet::new();
+            for j in pending {
+                if full.contains(&j.owner) {
+                    continue;
+                }
+                let Some(claim) = Launching::claim(&self, &j.id) else {
+                    continue; // being asked for by a call
+                };
+                let me = self.clone();
+                asks.spawn(async move {
+                    let r = {
+                        let _claim = claim;
+                        let _permit = me.asking.acquire().await;
+                        me.ask(&j).await
+                    };
+                    (j.owner, r)
+                });
+                if asks.len() >= LAUNCHING_AT_ONCE
+                    && let Some(Ok((owner, r))) = asks.join_next().await
+                {
+                    note_full(&mut full, owner, r);
+                }
+            }
+            while let Some(done) = asks.join_next().await {
+                if let Ok((owner, r)) = done {
+                    note_full(&mut full, owner, r);
+                }
+            }
+            tokio::select! {
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(RETRY_EVERY) => {}
+            }
+        }
+    }
+
+    /// Follows execd's `Watch`; on every (re)connection and every missed change, reads
+    /// every job not yet ended again from execd.
+    async fn watcher(self: Arc<Self>) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.exec.watch().await {
+                Ok(mut stream) => {
+                    backoff = Duration::from_millis(100);
+                    self.reconcile().await;
+                    while let Ok(Some(ev)) = stream.message().await {
+                        match ev.event {
+                            Some(xpb::watch_event::Event::Execution(e)) => {
+                                if let Err(err) = self.on_execution(&e).await {
+                                    tracing::error!(error = %err, "recording an execution's change");
+                                }
+                            }
+                            Some(xpb::watch_event::Event::Missed(n)) => {
+                                tracing::warn!(
+                                    missed = n,
+                                    "execd's watch dropped changes; reading every job again"
+                                );
+                                self.reconcile().await;
+                            }
+                            _ => {}
+                        }
+                    }
+                    tracing::info!("execd's watch ended; connecting again");
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e.message, "execd's watch: not reachable yet");
+                }
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// An execution changed at execd: its job follows (a late start of a job cancelled
+    /// before it ever started is killed).
+    async fn on_execution(&self, e: &xpb::Execution) -> Result<(), StoreError> {
+        let Some(j) = self.store.by_execution(&e.id).await? else {
+            return Ok(());
+        };
+        if j.state.is_final() {
+            let status = xpb::ExecutionStatus::try_from(e.status).unwrap_or_default();
+            if j.state == State::Cancelled && status == xpb::ExecutionStatus::Running {
+                tracing::warn!(job = %j.id, execution = %e.id, "a cancelled job's request reached execd late; killing it");
+                let _ = self.exec.as_user(&j.owner).kill(&e.id).await;
+            }
+            return Ok(());
+        }
+        if j.state == State::Starting && self.launching.lock().expect("launching").contains(&j.id) {
+            // Its ask's answer says the same, and carries its place.
+            return Ok(());
+        }
+        self.apply(&j, e, None, "").await?;
+        if j.cancel_requested
+            && let Some(now) = self.store.get(&j.id).await?
+            && !now.state.is_final()
+        {
+            self.kill(&now).await?;
+        }
+        Ok(())
+    }
+
+    /// Reads every job that execd has (awaiting its approval, running) again, and carries
+    /// out cancels that could not reach execd.
+    async fn reconcile(&self) {
+        let active = match self.store.active().await {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %e, "reading the active jobs");
+                return;
+            }
+        };
+        for j in active {
+            if !matches!(j.state, State::AwaitingApproval | State::Running) {
+                continue;
+            }
+            let r = match self
+                .exec
+                .as_user(&j.owner)
+                .get(&j.execution_id, false)
+                .await
+            {
+                Ok(r) => r,
+                Err(e) if e.kind == ErrorKind::NotFound => {
+                    let o = ended(
+                        State::Lost,
+                        "execd has no record of its execution any more".into(),
+                    );
+                    if let Err(err) = self.settle(&j, &o, None, "").await {
+                        tracing::error!(error = %err, "recording a lost job");
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    tracing::info!(error = %e.message, "reconciling: execd not reached; later");
+                    return;
+                }
+            };
+            if let Err(err) = self.on_execution(&r.execution.unwrap_or_default()).await {
+                tracing::error!(error = %err, "reconciling a job");
+            }
+        }
+    }
+
+    /// The head and tail of an ended job's output, from execd (None where execd has it
+    /// no more, or is away).
+    pub async fn output(&self, j: &Job) -> (Option<xpb::Output>, Option<xpb::Output>) {
+        match self.exec.as_user(&j.owner).get(&j.execution_id, true).await {
+            Ok(r) => (r.stdout, r.stderr),
+            Err(e) => {
+                tracing::info!(job = %j.id, error = %e.message, "a job's output could not be read");
+                (None, None)
+            }
+        }
+    }
+
+    /// Removes jobs that ended more than `jobs.retention_days` ago, hourly.
+    async fn pruner(self: Arc<Self>) {
+        if self.limits.retention_ms == 0 {
+            return;
+        }
+        loop {
+            let cut = now_ms() - i64::try_from(self.limits.retention_ms).unwrap_or(i64::MAX);
+            match self.store.prune(cut).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(pruned = n, "ended jobs past their retention removed"),
+                Err(e) => tracing::error!(error = %e, "pruning jobs"),
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+fn note_full(
+    full: &mut HashSet<String>,
+    owner: String,
+    r: Result<(Option<ExecError>, Asked), StoreError>,
+) {
+    match r {
+        Ok((_, Asked::Full)) => {
+            full.insert(owner);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "starting a job"),
+    }
+}
+
+/// A job this process is asking execd for; released when dropped.
+struct Launching(Arc<Mutex<HashSet<String>>>, String);
+
+impl Launching {
+    /// None: already being asked for.
+    fn claim(e: &Engine, id: &str) -> Option<Launching> {
+        e.launching
+            .lock()
+            .expect("launching")
+            .insert(id.to_string())
+            .then(|| Launching(e.launching.clone(), id.to_string()))
+    }
+}
+
+impl Drop for Launching {
+    fn drop(&mut self) {
+        self.0.lock().expect("launching").remove(&self.1);
+    }
+}
+
+/// An end jobd records itself (execd refused or failed the start).
+fn ended(state: State, reason: String) -> job::Outcome {
+    job::Outcome {
+        state,
+        exit_code: None,
+        reason,
+        started_at_ms: 0,
+        ended_at_ms: now_ms(),
+    }
+}

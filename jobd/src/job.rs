@@ -1,0 +1,422 @@
+//! What a job is, apart from where it is kept: its states, what its creator asked for
+//! (checked here, every field named when refused), and how execd's word on its execution
+//! moves it. Pure: no I/O.
+
+use std::collections::BTreeMap;
+
+use argos_proto::exec::v1 as xpb;
+use serde::{Deserialize, Serialize};
+
+/// Where a job stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    Queued,
+    Starting,
+    AwaitingApproval,
+    Running,
+    Succeeded,
+    Failed,
+    TimedOut,
+    Cancelled,
+    Died,
+    Lost,
+    Rejected,
+}
+
+impl State {
+    pub const ALL: [State; 11] = [
+        State::Queued,
+        State::Starting,
+        State::AwaitingApproval,
+        State::Running,
+        State::Succeeded,
+        State::Failed,
+        State::TimedOut,
+        State::Cancelled,
+        State::Died,
+        State::Lost,
+        State::Rejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Queued => "queued",
+            State::Starting => "starting",
+            State::AwaitingApproval => "awaiting_approval",
+            State::Running => "running",
+            State::Succeeded => "succeeded",
+            State::Failed => "failed",
+            State::TimedOut => "timed_out",
+            State::Cancelled => "cancelled",
+            State::Died => "died",
+            State::Lost => "lost",
+            State::Rejected => "rejected",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<State> {
+        State::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// It ended: nothing moves it again.
+    pub fn is_final(self) -> bool {
+        !matches!(
+            self,
+            State::Queued | State::Starting | State::AwaitingApproval | State::Running
+        )
+    }
+}
+
+/// Where a job runs: the risk gate's places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    Auto,
+    Sandbox,
+    Inspect,
+    Host,
+}
+
+impl Place {
+    pub fn from_wire(v: i32) -> Result<Place, Invalid> {
+        match xpb::Place::try_from(v) {
+            Ok(xpb::Place::Unspecified | xpb::Place::Auto) => Ok(Place::Auto),
+            Ok(xpb::Place::Sandbox) => Ok(Place::Sandbox),
+            Ok(xpb::Place::Inspect) => Ok(Place::Inspect),
+            Ok(xpb::Place::Host) => Ok(Place::Host),
+            Err(_) => Err(Invalid(
+                "place",
+                format!("{v} is not a place (auto, sandbox, inspect or host)"),
+            )),
+        }
+    }
+
+    pub fn wire(self) -> xpb::Place {
+        match self {
+            Place::Auto => xpb::Place::Auto,
+            Place::Sandbox => xpb::Place::Sandbox,
+            Place::Inspect => xpb::Place::Inspect,
+            Place::Host => xpb::Place::Host,
+        }
+    }
+}
+
+/// What a job's creator asked for, as kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    pub place: Place,
+    pub max_runtime_ms: u64,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub purpose: String,
+}
+
+/// A refused field and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}: {1}")]
+pub struct Invalid(pub &'static str, pub String);
+
+/// The most a job may ask to run: 30 days.
+pub const MAX_RUNTIME_MS: u64 = 30 * 24 * 3600 * 1000;
+
+impl Spec {
+    /// Checks what jobd can check itself; execd checks the rest (the environment's
+    /// allow-list, the cwd's existence, the gate) when asked to start it, and a refusal
+    /// there leaves the job `rejected`.
+    pub fn check(&mut self, default_runtime_ms: u64) -> Result<(), Invalid> {
+        match (self.command.is_empty(), self.argv.is_empty()) {
+            (true, true) => return Err(Invalid("command", "give a command or argv".into())),
+            (false, false) => {
+                return Err(Invalid(
+                    "command",
+                    "give a command or argv, not both".into(),
+                ));
+            }
+            _ => {}
+        }
+        if self.command.len() > 128 * 1024 {
+            return Err(Invalid("command", "longer than 128 KiB".into()));
+        }
+        if self.argv.len() > 4096 || self.argv.iter().map(String::len).sum::<usize>() > 128 * 1024 {
+            return Err(Invalid(
+                "argv",
+                "more than 4096 arguments or 128 KiB".into(),
+            ));
+        }
+        if self.argv.first().is_some_and(String::is_empty) {
+            return Err(Invalid("argv", "its program is empty".into()));
+        }
+        if [&self.command, &self.cwd, &self.name, &self.purpose]
+            .iter()
+            .any(|s| s.contains('\0'))
+            || self.argv.iter().any(|a| a.contains('\0'))
+        {
+            return Err(Invalid("command", "a NUL byte".into()));
+        }
+        if !self.cwd.is_empty()
+            && (!self.cwd.starts_with('/') || self.cwd.split('/').any(|c| c == ".."))
+        {
+            return Err(Invalid("cwd", "absolute, without ..".into()));
+        }
+        if self.env.len() > 256
+            || self
+                .env
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+                > 64 * 1024
+        {
+            return Err(Invalid("env", "more than 256 variables or 64 KiB".into()));
+        }
+        if self.purpose.len() > 4096 {
+            return Err(Invalid("purpose", "longer than 4096 bytes".into()));
+        }
+        if self.name.chars().count() > 128 {
+            return Err(Invalid("name", "longer than 128 characters".into()));
+        }
+        if self.name.chars().any(char::is_control) {
+            return Err(Invalid("name", "a control character".into()));
+        }
+        if self.name.trim().is_empty() {
+            self.name = default_name(self);
+        }
+        if self.max_runtime_ms == 0 {
+            self.max_runtime_ms = default_runtime_ms;
+        }
+        if self.max_runtime_ms > MAX_RUNTIME_MS {
+            return Err(Invalid(
+                "max_runtime_ms",
+                format!("more than 30 days ({MAX_RUNTIME_MS})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// What execd is asked to run.
+    pub fn run_request(&self) -> xpb::RunRequest {
+        xpb::RunRequest {
+            argv: self.argv.clone(),
+            command: self.command.clone(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone().into_iter().collect(),
+            timeout_ms: Some(self.max_runtime_ms),
+            ..Default::default()
+        }
+    }
+}
+
+/// A name from the command: its first 60 characters, on one line.
+fn default_name(s: &Spec) -> String {
+    let text = if s.argv.is_empty() {
+        s.command.clone()
+    } else {
+        s.argv.join(" ")
+    };
+    let line: String = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(60)
+        .collect();
+    if line.is_empty() { "job".into() } else { line }
+}
+
+/// Where execd's word on a job's execution moves it, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub state: State,
+    pub exit_code: Option<i32>,
+    pub reason: String,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+}
+
+/// The state an execution puts its job in; `cancelling`: the job's cancel was asked.
+pub fn outcome(e: &xpb::Execution, cancelling: bool) -> Outcome {
+    use xpb::ExecutionStatus as S;
+    let status = S::try_from(e.status).unwrap_or(S::Unspecified);
+    let (state, reason) = match status {
+        S::Running => (State::Running, String::new()),
+        S::PendingApproval => (
+            State::AwaitingApproval,
+            "waits for an operator's approval of this exact command".into(),
+        ),
+        S::Succeeded => (State::Succeeded, String::new()),
+        S::Failed => (State::Failed, e.error.clone()),
+        S::TimedOut => (
+            State::TimedOut,
+            format!("its max runtime ({} ms) ended it", e.timeout_ms),
+        ),
+        S::Killed if cancelling => (State::Cancelled, "killed on its cancel".into()),
+        S::Killed => (
+            State::Died,
+            "killed, not by its cancel (an admin ended its execution)".into(),
+        ),
+        S::ContainmentUnavailable => (
+            State::Failed,
+            format!(
+                "its containment could not be set up; nothing ran: {}",
+                e.error
+            ),
+        ),
+        S::TeardownFailed => (
+            State::Died,
+            format!("its end could not be confirmed: {}", e.error),
+        ),
+        S::Lost => (State::Lost, lost_reason(&e.error)),
+        S::Rejected if cancelling => (
+            State::Cancelled,
+            "withdrawn before its approval; nothing ran".into(),
+        ),
+        S::Rejected => (
+            State::Rejected,
+            if e.error.is_empty() {
+                "its approval was denied, revoked or expired; nothing ran".into()
+            } else {
+                format!("{}; nothing ran", e.error)
+            },
+        ),
+        S::Unspecified => (
+            State::Lost,
+            format!(
+                "execd answered an execution status jobd does not know ({})",
+                e.status
+            ),
+        ),
+    };
+    let exit_code = if state.is_final() { e.exit_code } else { None };
+    // An execution that waited for its approval and never ran has a creation time, not
+    // a start.
+    let ran = !matches!(status, S::PendingApproval | S::Rejected);
+    Outcome {
+        state,
+        exit_code,
+        reason,
+        started_at_ms: if ran { e.started_at_unix_ms } else { 0 },
+        ended_at_ms: if state.is_final() {
+            e.ended_at_unix_ms
+        } else {
+            0
+        },
+    }
+}
+
+fn lost_reason(error: &str) -> String {
+    if error.is_empty() {
+        "execd could not verify what became of its launch".into()
+    } else {
+        format!("execd could not verify what became of its launch: {error}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exec(status: xpb::ExecutionStatus) -> xpb::Execution {
+        xpb::Execution {
+            status: status as i32,
+            exit_code: Some(137),
+            started_at_unix_ms: 5,
+            ended_at_unix_ms: 9,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn states_round_trip_and_four_are_not_ended() {
+        for s in State::ALL {
+            assert_eq!(State::parse(s.as_str()), Some(s));
+            let active = ["queued", "starting", "awaiting_approval", "running"];
+            assert_eq!(!s.is_final(), active.contains(&s.as_str()), "{s:?}");
+        }
+        assert_eq!(State::parse("done"), None);
+    }
+
+    #[test]
+    fn a_kill_is_a_cancel_only_when_the_job_asked_for_one() {
+        use xpb::ExecutionStatus as S;
+        assert_eq!(outcome(&exec(S::Killed), true).state, State::Cancelled);
+        let died = outcome(&exec(S::Killed), false);
+        assert_eq!(died.state, State::Died);
+        assert_eq!(died.exit_code, Some(137));
+        assert_eq!(outcome(&exec(S::Rejected), true).state, State::Cancelled);
+        assert_eq!(outcome(&exec(S::Rejected), false).state, State::Rejected);
+    }
+
+    #[test]
+    fn every_execution_status_has_a_job_state() {
+        use xpb::ExecutionStatus as S;
+        let cases = [
+            (S::Running, State::Running),
+            (S::PendingApproval, State::AwaitingApproval),
+            (S::Succeeded, State::Succeeded),
+            (S::Failed, State::Failed),
+            (S::TimedOut, State::TimedOut),
+            (S::ContainmentUnavailable, State::Failed),
+            (S::TeardownFailed, State::Died),
+            (S::Lost, State::Lost),
+            (S::Unspecified, State::Lost),
+        ];
+        for (status, state) in cases {
+            let o = outcome(&exec(status), false);
+            assert_eq!(o.state, state, "{status:?}");
+            assert_eq!(o.ended_at_ms != 0, state.is_final(), "{status:?}");
+            assert_eq!(o.exit_code.is_some(), state.is_final(), "{status:?}");
+        }
+        assert!(outcome(&exec(S::Lost), false).reason.contains("verify"));
+    }
+
+    fn spec() -> Spec {
+        Spec {
+            name: String::new(),
+            command: "sleep 5; echo done".into(),
+            argv: Vec::new(),
+            cwd: String::new(),
+            env: BTreeMap::new(),
+            place: Place::Sandbox,
+            max_runtime_ms: 0,
+            purpose: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_spec_gets_its_defaults_and_refusals_name_the_field() {
+        let mut s = spec();
+        s.check(3_600_000).unwrap();
+        assert_eq!(s.name, "sleep 5; echo done");
+        assert_eq!(s.max_runtime_ms, 3_600_000);
+        let refused = |f: fn(&mut Spec)| {
+            let mut s = spec();
+            f(&mut s);
+            s.check(1000).unwrap_err().0
+        };
+        assert_eq!(refused(|s| s.command.clear()), "command");
+        assert_eq!(refused(|s| s.argv = vec!["ls".into()]), "command");
+        assert_eq!(refused(|s| s.cwd = "tmp".into()), "cwd");
+        assert_eq!(refused(|s| s.cwd = "/tmp/../etc".into()), "cwd");
+        assert_eq!(refused(|s| s.name = "a\nb".into()), "name");
+        assert_eq!(refused(|s| s.name = "x".repeat(129)), "name");
+        assert_eq!(refused(|s| s.purpose = "x".repeat(4097)), "purpose");
+        assert_eq!(
+            refused(|s| s.max_runtime_ms = MAX_RUNTIME_MS + 1),
+            "max_runtime_ms"
+        );
+        assert_eq!(
+            refused(|s| {
+                s.command.clear();
+                s.argv = vec![String::new()];
+            }),
+            "argv"
+        );
+    }
+}

@@ -1,0 +1,269 @@
+//! jobd's gRPC edge: `argos.job.v1.Job` over the engine. Wire types become domain types
+//! here and nowhere else; every error leaves as one status with a stable code.
+
+use std::sync::Arc;
+
+use argos_common::peer::{MethodPolicy, PeerRole, RoleSet};
+use argos_common::principal::Caller;
+use argos_exec_client::ErrorKind;
+use argos_proto::job::v1 as pb;
+use argos_proto::job::v1::job_server::{Job as JobRpc, JobServer};
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::server::NamedService;
+use tonic::{Request, Response, Status};
+
+use crate::engine::{CreateError, Engine};
+use crate::job::{Place, Spec, State};
+use crate::store::{Filter, Job, StoreError};
+
+pub struct JobService {
+    pub engine: Arc<Engine>,
+}
+
+/// Who may call what: creating and cancelling are the gateway's, for a user it
+/// authenticated (and checked owns the job); reading is the gateway's and operators'.
+pub fn policy() -> MethodPolicy {
+    let name = <JobServer<JobService> as NamedService>::NAME;
+    let m = |rpc: &str| format!("/{name}/{rpc}");
+    let gateway = RoleSet::of(&[PeerRole::Gateway]);
+    let readers = RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator]);
+    MethodPolicy::new()
+        .method(m("CreateJob"), gateway)
+        .method(m("CancelJob"), gateway)
+        .method(m("GetJob"), readers)
+        .method(m("ListJobs"), readers)
+        .method(m("WatchJobs"), readers)
+}
+
+fn store(e: StoreError) -> Status {
+    tracing::error!(error = %e, "jobd's store");
+    Status::internal("jobd's database failed; see its log")
+}
+
+fn create_error(e: CreateError) -> Status {
+    match e {
+        CreateError::Invalid(i) => Status::invalid_argument(i.to_string()),
+        CreateError::Exhausted(..) => Status::resource_exhausted(e.to_string()),
+        CreateError::Refused(x) => {
+            let m = x.message;
+            match x.kind {
+                ErrorKind::PermissionDenied => Status::permission_denied(m),
+                ErrorKind::NotFound => Status::not_found(m),
+                ErrorKind::Conflict => Status::failed_precondition(m),
+                _ => Status::invalid_argument(m),
+            }
+        }
+        CreateError::Store(s) => store(s),
+    }
+}
+
+fn state_wire(s: State) -> pb::JobState {
+    match s {
+        State::Queued => pb::JobState::Queued,
+        State::Starting => pb::JobState::Starting,
+        State::AwaitingApproval => pb::JobState::AwaitingApproval,
+        State::Running => pb::JobState::Running,
+        State::Succeeded => pb::JobState::Succeeded,
+        State::Failed => pb::JobState::Failed,
+        State::TimedOut => pb::JobState::TimedOut,
+        State::Cancelled => pb::JobState::Cancelled,
+        State::Died => pb::JobState::Died,
+        State::Lost => pb::JobState::Lost,
+        State::Rejected => pb::JobState::Rejected,
+    }
+}
+
+fn state_filter(v: i32) -> Result<Option<State>, Status> {
+    let s = pb::JobState::try_from(v)
+        .map_err(|_| Status::invalid_argument(format!("state: {v} is not a job state")))?;
+    Ok(State::ALL.into_iter().find(|x| state_wire(*x) == s))
+}
+
+pub fn job_out(j: &Job) -> pb::JobInfo {
+    pb::JobInfo {
+        id: j.id.clone(),
+        owner: j.owner.clone(),
+        name: j.spec.name.clone(),
+        state: state_wire(j.state) as i32,
+        command: j.spec.command.clone(),
+        argv: j.spec.argv.clone(),
+        cwd: j.spec.cwd.clone(),
+        env: j.spec.env.clone().into_iter().collect(),
+        place: j.place.unwrap_or(j.spec.place).wire() as i32,
+        max_runtime_ms: j.spec.max_runtime_ms,
+        purpose: j.spec.purpose.clone(),
+        via: j.via.clone(),
+        generation: j.generation,
+        execution_id: j.execution_id.clone(),
+        approval_id: j.approval_id.clone(),
+        exit_code: j.exit_code,
+        reason: j.reason.clone(),
+        cancel_requested: j.cancel_requested,
+        created_at_unix_ms: j.created_at_ms,
+        started_at_unix_ms: j.started_at_ms,
+        ended_at_unix_ms: j.ended_at_ms,
+    }
+}
+
+fn job_id(id: &str) -> Result<(), Status> {
+    uuid::Uuid::parse_str(id)
+        .map(|_| ())
+        .map_err(|_| Status::invalid_argument("id: not a job id"))
+}
+
+type WatchStream = ReceiverStream<Result<pb::JobEvent, Status>>;
+
+#[tonic::async_trait]
+impl JobRpc for JobService {
+    async fn create_job(
+        &self,
+        req: Request<pb::CreateJobRequest>,
+    ) -> Result<Response<pb::JobInfo>, Status> {
+        let owner = req
+            .extensions()
+            .get::<Caller>()
+            .and_then(|c| c.principal.clone())
+            .ok_or_else(|| {
+                Status::invalid_argument(
+                    "principal: a job is created for a user (x-argos-principal)",
+                )
+            })?;
+        let r = req.into_inner();
+        let via = match r.via.as_str() {
+            "" | "api" => "api",
+            "mcp" => "mcp",
+            other => {
+                return Err(Status::invalid_argument(format!(
+                    "via: {other:?} is not api or mcp"
+                )));
+            }
+        };
+        let spec = Spec {
+            name: r.name,
+            command: r.command,
+            argv: r.argv,
+            cwd: r.cwd,
+            env: r.env.into_iter().collect(),
+            place: Place::from_wire(r.place)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+            max_runtime_ms: r.max_runtime_ms,
+            purpose: r.purpose,
+        };
+        let j = self
+            .engine
+            .create(owner.as_str(), via, spec)
+            .await
+            .map_err(create_error)?;
+        Ok(Response::new(job_out(&j)))
+    }
+
+    async fn get_job(
+        &self,
+        req: Request<pb::GetJobRequest>,
+    ) -> Result<Response<pb::GetJobResponse>, Status> {
+        let r = req.into_inner();
+        job_id(&r.id)?;
+        let j = self
+            .engine
+            .store
+            .get(&r.id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| Status::not_found(format!("no job {}", r.id)))?;
+        let (stdout, stderr) = if r.include_output && j.state.is_final() && j.started_at_ms > 0 {
+            self.engine.output(&j).await
+        } else {
+            (None, None)
+        };
+        Ok(Response::new(pb::GetJobResponse {
+            job: Some(job_out(&j)),
+            stdout,
+            stderr,
+        }))
+    }
+
+    async fn list_jobs(
+        &self,
+        req: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let r = req.into_inner();
+        let limit = match r.page_size {
+            0 => 50,
+            n @ 1..=500 => n,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "page_size: {n} is more than 500"
+                )));
+            }
+        };
+        if !r.page_token.is_empty() {
+            job_id(&r.page_token).map_err(|_| {
+                Status::invalid_argument("page_token: not a token from a previous page")
+            })?;
+        }
+        let jobs = self
+            .engine
+            .store
+            .list(&Filter {
+                owner: (!r.owner.is_empty()).then_some(r.owner.as_str()),
+                state: state_filter(r.state)?,
+                active: r.active,
+                before_id: (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
+                limit,
+            })
+            .await
+            .map_err(store)?;
+        let next_page_token = if jobs.len() == limit as usize {
+            jobs.last().map(|j| j.id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(pb::ListJobsResponse {
+            jobs: jobs.iter().map(job_out).collect(),
+            next_page_token,
+        }))
+    }
+
+    async fn cancel_job(
+        &self,
+        req: Request<pb::CancelJobRequest>,
+    ) -> Result<Response<pb::JobInfo>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        let j = self
+            .engine
+            .cancel(&id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| Status::not_found(format!("no job {id}")))?;
+        Ok(Response::new(job_out(&j)))
+    }
+
+    type WatchJobsStream = WatchStream;
+
+    async fn watch_jobs(
+        &self,
+        _req: Request<pb::WatchJobsRequest>,
+    ) -> Result<Response<WatchStream>, Status> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.engine.changes.subscribe();
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        tokio::spawn(async move {
+            loop {
+                let event = match changes.recv().await {
+                    Ok(j) => pb::job_event::Event::Job(job_out(&j)),
+                    Err(RecvError::Lagged(n)) => pb::job_event::Event::Missed(n),
+                    Err(RecvError::Closed) => return,
+                };
+                if tx
+                    .send(Ok(pb::JobEvent { event: Some(event) }))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+}

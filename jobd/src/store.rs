@@ -1,0 +1,565 @@
+//! jobd's own database: the jobs. Each change is one conditional UPDATE bound to the job's
+//! generation, so a late or repeated word about an older launch, or about a job that
+//! already ended, changes nothing; and a job moves only forward
+//! (queued/starting → awaiting_approval → running → an end).
+
+use sqlx::Row as _;
+use sqlx::sqlite::{SqlitePool, SqliteRow};
+
+use crate::job::{Outcome, Place, Spec, State};
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// A job as kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: String,
+    pub owner: String,
+    pub via: String,
+    pub spec: Spec,
+    pub state: State,
+    pub generation: u32,
+    pub execution_id: String,
+    /// Where execd runs it, once it answered.
+    pub place: Option<Place>,
+    pub approval_id: String,
+    pub exit_code: Option<i32>,
+    pub reason: String,
+    pub cancel_requested: bool,
+    pub attempts: u32,
+    pub created_at_ms: i64,
+    pub started_at_ms: i64,
+    pub ended_at_ms: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Open(#[from] argos_store::StoreError),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("job {0}: its stored record cannot be read ({1})")]
+    Corrupt(String, String),
+}
+
+/// A listing's filter.
+#[derive(Debug, Default, Clone)]
+pub struct Filter<'a> {
+    pub owner: Option<&'a str>,
+    pub state: Option<State>,
+    pub active: bool,
+    pub before_id: Option<&'a str>,
+    pub limit: u32,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// The states not yet ended, as SQL's list (a literal: sqlx takes only static text).
+macro_rules! active {
+    () => {
+        "('queued','starting','awaiting_approval','running')"
+    };
+}
+
+/// A state's place in the order a job moves through (ends last).
+macro_rules! rank {
+    () => {
+        "(CASE state WHEN 'queued' THEN 0 WHEN 'starting' THEN 0 \
+         WHEN 'awaiting_approval' THEN 1 WHEN 'running' THEN 2 ELSE 3 END)"
+    };
+}
+
+fn rank(s: State) -> i64 {
+    match s {
+        State::Queued | State::Starting => 0,
+        State::AwaitingApproval => 1,
+        State::Running => 2,
+        _ => 3,
+    }
+}
+
+fn place_str(p: Option<Place>) -> &'static str {
+    match p {
+        None => "",
+        Some(Place::Auto) => "auto",
+        Some(Place::Sandbox) => "sandbox",
+        Some(Place::Inspect) => "inspect",
+        Some(Place::Host) => "host",
+    }
+}
+
+fn place_of(s: &str) -> Option<Place> {
+    match s {
+        "auto" => Some(Place::Auto),
+        "sandbox" => Some(Place::Sandbox),
+        "inspect" => Some(Place::Inspect),
+        "host" => Some(Place::Host),
+        _ => None,
+    }
+}
+
+fn row(r: &SqliteRow) -> Result<Job, StoreError> {
+    let id: String = r.get("id");
+    let corrupt = |why: String| StoreError::Corrupt(id.clone(), why);
+    let spec: String = r.get("spec");
+    let state: String = r.get("state");
+    Ok(Job {
+        spec: serde_json::from_str(&spec).map_err(|e| corrupt(e.to_string()))?,
+        state: State::parse(&state).ok_or_else(|| corrupt(format!("state {state:?}")))?,
+        owner: r.get("owner"),
+        via: r.get("via"),
+        generation: u32::try_from(r.get::<i64, _>("generation")).unwrap_or(u32::MAX),
+        execution_id: r.get("execution_id"),
+        place: place_of(r.get("place")),
+        approval_id: r.get("approval_id"),
+        exit_code: r
+            .get::<Option<i64>, _>("exit_code")
+            .and_then(|c| i32::try_from(c).ok()),
+        reason: r.get("reason"),
+        cancel_requested: r.get::<i64, _>("cancel_requested") != 0,
+        attempts: u32::try_from(r.get::<i64, _>("attempts")).unwrap_or(u32::MAX),
+        created_at_ms: r.get("created_at_ms"),
+        started_at_ms: r.get("started_at_ms"),
+        ended_at_ms: r.get("ended_at_ms"),
+        id: id.clone(),
+    })
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    pub async fn open(path: &std::path::Path) -> Result<Store, StoreError> {
+        Ok(Store {
+            pool: argos_store::open(path, &MIGRATOR).await?,
+        })
+    }
+
+    /// Records a new job (queued, generation 1, its execution id chosen) if its owner has
+    /// fewer than `active_limit` not yet ended (0: no limit); `None` when at the limit.
+    pub async fn insert(
+        &self,
+        id: &str,
+        owner: &str,
+        via: &str,
+        spec: &Spec,
+        active_limit: u64,
+    ) -> Result<Option<Job>, StoreError> {
+        let execution_id = uuid::Uuid::now_v7().to_string();
+        let spec_text = serde_json::to_string(spec).expect("a spec serializes");
+        let limit = i64::try_from(active_limit).unwrap_or(i64::MAX);
+        // One statement: the count and the insert cannot be split by another insert.
+        let inserted = sqlx::query(concat!(
+            "INSERT INTO jobs (id, owner, via, spec, state, generation, execution_id, created_at_ms)
+             SELECT ?1, ?2, ?3, ?4, 'queued', 1, ?5, ?6
+             WHERE ?7 = 0 OR (SELECT count(*) FROM jobs WHERE owner = ?2 AND state IN ",
+            active!(),
+            ") < ?7"
+        ))
+        .bind(id)
+        .bind(owner)
+        .bind(via)
+        .bind(&spec_text)
+        .bind(&execution_id)
+        .bind(now_ms())
+        .bind(limit)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if !inserted {
+            return Ok(None);
+        }
+        self.get(id).await
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query("SELECT * FROM jobs WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(row)
+            .transpose()
+    }
+
+    /// The job whose current launch is execution `id`.
+    pub async fn by_execution(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query("SELECT * FROM jobs WHERE execution_id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .as_ref()
+            .map(row)
+            .transpose()
+    }
+
+    /// Newest first.
+    pub async fn list(&self, f: &Filter<'_>) -> Result<Vec<Job>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT * FROM jobs WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2)
+               AND (NOT ?3 OR state IN ",
+            active!(),
+            ") AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5"
+        ))
+        .bind(f.owner)
+        .bind(f.state.map(State::as_str))
+        .bind(f.active)
+        .bind(f.before_id)
+        .bind(i64::from(f.limit))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect()
+    }
+
+    /// Every job not yet ended, oldest first.
+    pub async fn active(&self) -> Result<Vec<Job>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT * FROM jobs WHERE state IN ",
+            active!(),
+            " ORDER BY id"
+        ))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect()
+    }
+
+    /// Jobs waiting to be asked for (queued, or asked with no answer recorded), oldest first.
+    pub async fn to_launch(&self, limit: u32) -> Result<Vec<Job>, StoreError> {
+        sqlx::query("SELECT * FROM jobs WHERE state IN ('queued', 'starting') ORDER BY id LIMIT ?")
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?
+            .iter()
+            .map(row)
+            .collect()
+    }
+
+    /// queued (or starting: asked again) → starting, counting the attempt; false when the
+    /// job moved on meanwhile.
+    pub async fn claim(&self, id: &str, generation: u32) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE jobs SET state = 'starting', attempts = attempts + 1
+             WHERE id = ? AND generation = ? AND state IN ('queued', 'starting')",
+        )
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// starting → queued, saying why it waits (execd's quota).
+    pub async fn requeue(&self, id: &str, generation: u32, why: &str) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE jobs SET state = 'queued', reason = ?
+             WHERE id = ? AND generation = ? AND state = 'starting'",
+        )
+        .bind(why)
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Notes why a job still starting waits (execd away), without moving it.
+    pub async fn note(&self, id: &str, generation: u32, why: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE jobs SET reason = ? WHERE id = ? AND generation = ? AND state = 'starting'",
+        )
+        .bind(why)
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Moves generation `generation` of job `id` to what execd said, only forward and only
+    /// while it has not ended; answers the job when it moved.
+    pub async fn settle(
+        &self,
+        id: &str,
+        generation: u32,
+        o: &Outcome,
+        place: Option<Place>,
+        approval_id: &str,
+    ) -> Result<Option<Job>, StoreError> {
+        let moved = sqlx::query(concat!(
+            "UPDATE jobs SET state = ?1, exit_code = ?2, reason = ?3,
+                 started_at_ms = CASE WHEN ?4 > 0 THEN ?4 ELSE started_at_ms END,
+                 ended_at_ms = ?5,
+                 place = CASE WHEN ?6 != '' THEN ?6 ELSE place END,
+                 approval_id = CASE WHEN ?7 != '' THEN ?7 ELSE approval_id END
+             WHERE id = ?8 AND generation = ?9 AND ",
+            rank!(),
+            " < 3 AND ",
+            rank!(),
+            " <= ?10
+               AND (state != ?1 OR (?6 != '' AND place != ?6) OR (?7 != '' AND approval_id != ?7))"
+        ))
+        .bind(o.state.as_str())
+        .bind(o.exit_code)
+        .bind(&o.reason)
+        .bind(o.started_at_ms)
+        .bind(o.ended_at_ms)
+        .bind(place_str(place))
+        .bind(approval_id)
+        .bind(id)
+        .bind(i64::from(generation))
+        .bind(rank(o.state))
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved { self.get(id).await } else { Ok(None) }
+    }
+
+    /// Records that cancelling job `id` was asked (while it has not ended); answers the
+    /// job as it now is.
+    pub async fn request_cancel(&self, id: &str) -> Result<Option<Job>, StoreError> {
+        sqlx::query(concat!(
+            "UPDATE jobs SET cancel_requested = 1 WHERE id = ? AND state IN ",
+            active!()
+        ))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        self.get(id).await
+    }
+
+    /// Ends a job that was never asked for as cancelled (`starting` too: execd was found
+    /// not to have it); answers it when it did.
+    pub async fn cancel_unasked(
+        &self,
+        id: &str,
+        starting: bool,
+    ) -> Result<Option<Job>, StoreError> {
+        let moved = sqlx::query(
+            "UPDATE jobs SET state = 'cancelled', reason = 'cancelled before it started; nothing ran',
+                 ended_at_ms = ?1
+             WHERE id = ?2 AND (state = 'queued' OR (?3 AND state = 'starting'))",
+        )
+        .bind(now_ms())
+        .bind(id)
+        .bind(starting)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved { self.get(id).await } else { Ok(None) }
+    }
+
+    /// Forgets a job execd refused outright when it was first asked: it never was.
+    pub async fn forget_refused(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM jobs WHERE id = ? AND state = 'starting' AND attempts = 1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Removes jobs that ended before `before_ms`; answers how many.
+    pub async fn prune(&self, before_ms: i64) -> Result<u64, StoreError> {
+        Ok(sqlx::query(concat!(
+            "DELETE FROM jobs WHERE ended_at_ms > 0 AND ended_at_ms < ? AND state NOT IN ",
+            active!()
+        ))
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    async fn store() -> (Store, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        (Store::open(&dir.path().join("jobd.db")).await.unwrap(), dir)
+    }
+
+    fn spec() -> Spec {
+        Spec {
+            name: "n".into(),
+            command: "true".into(),
+            argv: Vec::new(),
+            cwd: String::new(),
+            env: BTreeMap::new(),
+            place: Place::Sandbox,
+            max_runtime_ms: 1000,
+            purpose: String::new(),
+        }
+    }
+
+    fn outcome(state: State) -> Outcome {
+        Outcome {
+            state,
+            exit_code: state.is_final().then_some(0),
+            reason: String::new(),
+            started_at_ms: 1,
+            ended_at_ms: if state.is_final() { 2 } else { 0 },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_job_moves_only_forward_and_only_in_its_generation() {
+        let (s, _d) = store().await;
+        let j = s
+            .insert(
+                &uuid::Uuid::now_v7().to_string(),
+                "alice",
+                "api",
+                &spec(),
+                0,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((j.state, j.generation), (State::Queued, 1));
+        assert!(s.claim(&j.id, 1).await.unwrap());
+        let running = s
+            .settle(&j.id, 1, &outcome(State::Running), Some(Place::Sandbox), "")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(running.state, State::Running);
+        assert_eq!(running.place, Some(Place::Sandbox));
+        // A late word from before it ran, a repeat, another generation: nothing moves.
+        for (g, st) in [
+            (1, State::AwaitingApproval),
+            (1, State::Running),
+            (2, State::Failed),
+        ] {
+            assert!(
+                s.settle(&j.id, g, &outcome(st), None, "")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        let done = s
+            .settle(&j.id, 1, &outcome(State::Succeeded), None, "")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((done.state, done.exit_code), (State::Succeeded, Some(0)));
+        // Ended is ended.
+        assert!(
+            s.settle(&j.id, 1, &outcome(State::Lost), None, "")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(!s.claim(&j.id, 1).await.unwrap());
+        assert!(
+            s.request_cancel(&j.id)
+                .await
+                .unwrap()
+                .is_some_and(|j| !j.cancel_requested)
+        );
+    }
+
+    #[tokio::test]
+    async fn the_active_limit_counts_only_what_has_not_ended() {
+        let (s, _d) = store().await;
+        let a = s
+            .insert(
+                &uuid::Uuid::now_v7().to_string(),
+                "alice",
+                "api",
+                &spec(),
+                2,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        s.insert(
+            &uuid::Uuid::now_v7().to_string(),
+            "alice",
+            "api",
+            &spec(),
+            2,
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(
+            s.insert(
+                &uuid::Uuid::now_v7().to_string(),
+                "alice",
+                "api",
+                &spec(),
+                2
+            )
+            .await
+            .unwrap()
+            .is_none()
+        );
+        assert!(
+            s.insert(&uuid::Uuid::now_v7().to_string(), "bob", "api", &spec(), 2)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        s.cancel_unasked(&a.id, false).await.unwrap().unwrap();
+        assert!(
+            s.insert(
+                &uuid::Uuid::now_v7().to_string(),
+                "alice",
+                "api",
+                &spec(),
+                2
+            )
+            .await
+            .unwrap()
+            .is_some()
+        );
+        let listed = s
+            .list(&Filter {
+                owner: Some("alice"),
+                active: true,
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 2);
+        assert!(listed[0].id > listed[1].id, "newest first");
+    }
+
+    #[tokio::test]
+    async fn prune_removes_only_what_ended_before_the_cut() {
+        let (s, _d) = store().await;
+        let old = s
+            .insert(&uuid::Uuid::now_v7().to_string(), "a", "api", &spec(), 0)
+            .await
+            .unwrap()
+            .unwrap();
+        let live = s
+            .insert(&uuid::Uuid::now_v7().to_string(), "a", "api", &spec(), 0)
+            .await
+            .unwrap()
+            .unwrap();
+        s.cancel_unasked(&old.id, false).await.unwrap().unwrap();
+        assert_eq!(s.prune(now_ms() + 1).await.unwrap(), 1);
+        assert!(s.get(&old.id).await.unwrap().is_none());
+        assert!(s.get(&live.id).await.unwrap().is_some());
+    }
+}
