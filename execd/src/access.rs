@@ -41,6 +41,13 @@ pub fn policy() -> MethodPolicy {
         .method(m("Classify"), RoleSet::all())
         .method(m("RequestRun"), launchers)
         .method(m("DecideApproval"), RoleSet::of(&[PeerRole::Gateway]))
+        // A standing approval is an admin's act (through the gateway); jobd reads it.
+        .method(m("ApproveStanding"), RoleSet::of(&[PeerRole::Gateway]))
+        .method(m("RevokeStanding"), RoleSet::of(&[PeerRole::Gateway]))
+        .method(
+            m("GetStanding"),
+            RoleSet::of(&[PeerRole::Gateway, PeerRole::Operator, PeerRole::Job]),
+        )
         .method(m("GetApproval"), launchers)
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))

@@ -179,6 +179,8 @@ pub struct Asked {
     pub place: Option<Place>,
     /// The execution's id, chosen by the requester: asking again answers that execution.
     pub execution_id: Option<String>,
+    /// A standing approval (a task's approved action) that must cover the request exactly.
+    pub standing: Option<String>,
 }
 
 /// How far back (and ahead, for clock skew) a requester-chosen execution id's time may be.
@@ -250,35 +252,27 @@ async fn asked_before(
     }))
 }
 
-/// Judges a command and, by its place and class, starts it, records its approval, or
-/// refuses it. A request with an execution id its requester chose, asked again, answers
-/// that execution as it is: it never runs twice.
-pub async fn request_run(
-    m: &Arc<Manager>,
+/// A request as the gate judged it: where it runs, its verdict, its launch as validated
+/// and the canonical form (and digest) an approval of it is bound to.
+pub struct Judged {
+    pub req: LaunchRequest,
+    pub place: Place,
+    pub verdict: risk::Verdict,
+    pub spec: crate::spec::LaunchSpec,
+    pub canonical: Canonical,
+    pub digest: String,
+}
+
+/// Judges a request asked for `place` (the whole of it: its environment and input can
+/// choose what runs), resolves `auto`, refuses what `inspect` may not run, and validates
+/// the launch (as launch `id`), so nothing is refused after an operator approved it.
+pub async fn judge(
+    m: &Manager,
     mut req: LaunchRequest,
-    asked: Asked,
-    who: &Requester,
-) -> Result<Requested, GateError> {
-    let Asked {
-        purpose,
-        declared,
-        place,
-        execution_id,
-    } = asked;
-    let place = place.unwrap_or(Place::Auto);
-    let chosen = execution_id.as_deref().map(chosen_id).transpose()?;
-    // One request at a time per chosen id: a repeat racing the first is told to ask again
-    // (and then finds its row).
-    let _asking = match &chosen {
-        Some(id) => {
-            let asking = Asking::claim(m, id).ok_or(StoreError::Raced)?;
-            if let Some(before) = asked_before(m, id, who).await? {
-                return Ok(before);
-            }
-            Some(asking)
-        }
-        None => None,
-    };
+    place: Place,
+    declared: Option<Class>,
+    id: &str,
+) -> Result<Judged, GateError> {
     if req.tty.is_some() {
         return Err(GateError::Field(
             "tty",
@@ -312,12 +306,6 @@ pub async fn request_run(
             ));
         }
     };
-    if purpose.len() > 4096 {
-        return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
-    }
-    let id = chosen
-        .clone()
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     // The whole request is judged: its environment and input can choose what runs.
     let verdict = {
         let (command, argv) = (req.command.clone(), req.argv.clone());
@@ -368,9 +356,90 @@ pub async fn request_run(
         }
     }
     // Refused here, not after an operator approved it.
-    let spec = m.launcher.validate(&id, &req, m.launcher.launch_uids.0)?;
-    let c = canonical(m, &req, place);
-    let (_, digest) = c.text_and_digest();
+    let spec = m.launcher.validate(id, &req, m.launcher.launch_uids.0)?;
+    let canonical = canonical(m, &req, place);
+    let (_, digest) = canonical.text_and_digest();
+    Ok(Judged {
+        req,
+        place,
+        verdict,
+        spec,
+        canonical,
+        digest,
+    })
+}
+
+/// Judges a command and, by its place and class, starts it, records its approval, or
+/// refuses it. A request with an execution id its requester chose, asked again, answers
+/// that execution as it is: it never runs twice.
+pub async fn request_run(
+    m: &Arc<Manager>,
+    req: LaunchRequest,
+    asked: Asked,
+    who: &Requester,
+) -> Result<Requested, GateError> {
+    let Asked {
+        purpose,
+        declared,
+        place,
+        execution_id,
+        standing,
+    } = asked;
+    let place = place.unwrap_or(Place::Auto);
+    let chosen = execution_id.as_deref().map(chosen_id).transpose()?;
+    // One request at a time per chosen id: a repeat racing the first is told to ask again
+    // (and then finds its row).
+    let _asking = match &chosen {
+        Some(id) => {
+            let asking = Asking::claim(m, id).ok_or(StoreError::Raced)?;
+            if let Some(before) = asked_before(m, id, who).await? {
+                return Ok(before);
+            }
+            Some(asking)
+        }
+        None => None,
+    };
+    if purpose.len() > 4096 {
+        return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
+    }
+    let id = chosen
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let Judged {
+        req,
+        place,
+        verdict,
+        spec,
+        canonical: c,
+        digest,
+    } = judge(m, req, place, declared, &id).await?;
+    if let Some(standing) = standing {
+        let s = crate::standing::covering(m, &standing, who, place, &digest).await?;
+        let detail = serde_json::json!({
+            "risk_class": verdict.class.as_str(),
+            "reasons": verdict.reasons,
+            "place": place.as_str(),
+            "digest": digest,
+            "purpose": purpose,
+            "standing_approval": s.id,
+            "approved_by": s.approved_by,
+        });
+        let id = m
+            .start_as(
+                id,
+                &req,
+                who,
+                Some(&[place.profile().to_string()]),
+                Intent::Record(detail),
+            )
+            .await?;
+        let r = m
+            .ledger
+            .get(&id)
+            .await?
+            .ok_or_else(|| GateError::Field("execution", format!("{id} vanished")))?;
+        return Ok(Requested::Started(r, place, false));
+    }
     // The sandbox runs anything at once (its containment is the guard); the host's
     // read-only view runs reads at once; the host itself, never without an approval.
     if place == Place::Sandbox || place == Place::Inspect {

@@ -26,6 +26,7 @@ pub mod quota;
 pub mod service;
 pub mod shim;
 pub mod spec;
+pub mod standing;
 pub mod sys;
 pub mod terminal;
 pub mod uids;

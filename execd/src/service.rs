@@ -225,6 +225,7 @@ impl Exec for ExecService {
                 declared,
                 place: Some(place),
                 execution_id: (!r.execution_id.is_empty()).then_some(r.execution_id),
+                standing: (!r.standing_approval_id.is_empty()).then_some(r.standing_approval_id),
             },
             &a.who,
         )
@@ -244,6 +245,70 @@ impl Exec for ExecService {
                 place: wire::place(place) as i32,
             },
         }))
+    }
+
+    async fn approve_standing(
+        &self,
+        req: Request<pb::ApproveStandingRequest>,
+    ) -> Result<Response<pb::StandingApproval>, Status> {
+        let a = self.access(&req);
+        if a.who.principal.is_empty() {
+            return Err(edge::invalid(
+                "principal: a standing approval names the admin who gives it",
+            ));
+        }
+        let r = req.into_inner();
+        let owner = argos_common::principal::Principal::parse(&r.owner)
+            .map_err(|e| edge::invalid(format!("owner: {e}")))?;
+        if r.label.len() > 256 {
+            return Err(edge::invalid("label: longer than 256 bytes"));
+        }
+        let run = r
+            .run
+            .ok_or_else(|| edge::invalid("run: the command to approve is missing"))?;
+        let place = wire::place_from(r.place)?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let judged = gate::judge(&self.manager, wire::launch_request(run), place, None, &id)
+            .await
+            .map_err(edge::gate)?;
+        let by = crate::ledger::actor(&a.who.role, &a.who.principal);
+        let s = crate::standing::approve(&self.manager, &judged, owner.as_str(), &r.label, &by)
+            .await
+            .map_err(edge::gate)?;
+        Ok(Response::new(wire::standing(&s)))
+    }
+
+    async fn revoke_standing(
+        &self,
+        req: Request<pb::RevokeStandingRequest>,
+    ) -> Result<Response<pb::StandingApproval>, Status> {
+        let a = self.access(&req);
+        let id = req.into_inner().id;
+        if uuid::Uuid::parse_str(&id).is_err() {
+            return Err(edge::invalid("id: not a standing approval's id"));
+        }
+        let by = crate::ledger::actor(&a.who.role, &a.who.principal);
+        let s = crate::standing::revoke(&self.manager, &id, &by)
+            .await
+            .map_err(edge::gate)?;
+        Ok(Response::new(wire::standing(&s)))
+    }
+
+    async fn get_standing(
+        &self,
+        req: Request<pb::GetStandingRequest>,
+    ) -> Result<Response<pb::StandingApproval>, Status> {
+        let id = req.into_inner().id;
+        if uuid::Uuid::parse_str(&id).is_err() {
+            return Err(edge::invalid("id: not a standing approval's id"));
+        }
+        match crate::standing::get(&self.manager, &id)
+            .await
+            .map_err(edge::store)?
+        {
+            Some(s) => Ok(Response::new(wire::standing(&s))),
+            None => Err(edge::not_found(format!("no standing approval {id}"))),
+        }
     }
 
     async fn decide_approval(

@@ -365,3 +365,28 @@ pub fn audit_anchor(a: &argos_store::audit::Anchor) -> pb::AuditAnchor {
         by: a.by.clone(),
     }
 }
+
+pub fn standing(s: &crate::standing::Standing) -> pb::StandingApproval {
+    let c = &s.canonical;
+    pb::StandingApproval {
+        id: s.id.clone(),
+        label: s.label.clone(),
+        owner: s.owner.clone(),
+        place: place(s.place) as i32,
+        digest: s.digest.clone(),
+        risk_class: s
+            .risk_class
+            .parse::<argos_risk::Class>()
+            .map_or(pb::RiskClass::Unspecified, risk_class) as i32,
+        approved_by: s.approved_by.clone(),
+        created_at_unix_ms: s.created_at_ms,
+        revoked_by: s.revoked_by.clone(),
+        revoked_at_unix_ms: s.revoked_at_ms,
+        command: c.command.clone(),
+        argv: c.argv.clone(),
+        cwd: c.cwd.clone(),
+        env: c.env.clone().into_iter().collect(),
+        timeout_ms: c.timeout_ms,
+        run_as: c.run_as.clone(),
+    }
+}

@@ -141,6 +141,18 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/jobs/{id}", get(api::job))
         .route("/api/jobs/{id}/cancel", post(api::cancel_job))
         .route("/api/jobs/{id}/output", get(api::job_output))
+        .route("/api/tasks", get(api::tasks).post(api::create_task))
+        .route("/api/tasks/preview", get(api::preview_schedule))
+        .route(
+            "/api/tasks/{id}",
+            get(api::task)
+                .put(api::update_task)
+                .delete(api::delete_task),
+        )
+        .route("/api/tasks/{id}/run", post(api::run_task))
+        .route("/api/tasks/{id}/pause", post(api::pause_task))
+        .route("/api/tasks/{id}/resume", post(api::resume_task))
+        .route("/api/tasks/{id}/approve", post(api::approve_task))
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,

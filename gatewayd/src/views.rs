@@ -101,6 +101,41 @@ pub fn job(j: &argos_proto::job::v1::JobInfo) -> Value {
         "created_at_ms": j.created_at_unix_ms,
         "started_at_ms": j.started_at_unix_ms,
         "ended_at_ms": j.ended_at_unix_ms,
+        "task_id": j.task_id,
+        "task_version": j.task_version,
+        "trigger": j.trigger,
+        "scheduled_for_ms": j.scheduled_for_unix_ms,
+    })
+}
+
+/// A task as the API shows it.
+pub fn task(t: &argos_proto::job::v1::Task) -> Value {
+    let env: std::collections::BTreeMap<_, _> = t.env.iter().collect();
+    json!({
+        "id": t.id,
+        "owner": t.owner,
+        "name": t.name,
+        "version": t.version,
+        "command": t.command,
+        "argv": t.argv,
+        "cwd": t.cwd,
+        "env": env,
+        "place": place(t.place),
+        "max_runtime_ms": t.max_runtime_ms,
+        "purpose": t.purpose,
+        "schedule": t.schedule.as_ref().map(|s| json!({
+            "cron": s.cron, "timezone": if s.timezone.is_empty() { "UTC" } else { &s.timezone },
+            "overlap": s.overlap, "catch_up": s.catch_up,
+        })),
+        "paused": t.paused,
+        "approved": t.approved_version != 0 && t.approved_version == t.version,
+        "approved_version": t.approved_version,
+        "approved_by": t.approved_by,
+        "approved_at_ms": t.approved_at_unix_ms,
+        "standing_approval_id": t.standing_approval_id,
+        "next_run_at_ms": t.next_run_at_unix_ms,
+        "created_at_ms": t.created_at_unix_ms,
+        "updated_at_ms": t.updated_at_unix_ms,
     })
 }
 

@@ -61,6 +61,8 @@ pub struct Engine {
     asking: Semaphore,
     /// Wakes the launcher: a job was queued, or one ended (a quota may have room).
     wake: Notify,
+    /// Wakes the scheduler: a task changed.
+    tasks_changed: Notify,
 }
 
 /// What asking execd for a job came to.
@@ -83,6 +85,7 @@ impl Engine {
             launching: Arc::default(),
             asking: Semaphore::new(LAUNCHING_AT_ONCE),
             wake: Notify::new(),
+            tasks_changed: Notify::new(),
         })
     }
 
@@ -91,6 +94,28 @@ impl Engine {
         tokio::spawn(self.clone().launcher());
         tokio::spawn(self.clone().watcher());
         tokio::spawn(self.clone().pruner());
+        tokio::spawn(self.clone().scheduler());
+    }
+
+    pub(crate) fn exec(&self) -> &ExecClient {
+        &self.exec
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub(crate) fn tasks_changed(&self) -> &Notify {
+        &self.tasks_changed
+    }
+
+    pub(crate) fn wake_launcher(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Tells the watchers of a new job.
+    pub(crate) fn announce(&self, j: &Job) {
+        self.changed(j);
     }
 
     fn changed(&self, j: &Job) {
@@ -142,12 +167,15 @@ impl Engine {
         if !self.store.claim(&j.id, j.generation).await? {
             return Ok((None, Asked::Answered));
         }
-        let first = j.attempts == 0;
+        // A job asked for through the API that execd refuses outright is not kept (the
+        // caller hears why); a task's run is kept, rejected, in the task's history.
+        let first = j.attempts == 0 && j.task_id.is_empty();
         let req = xpb::RequestRunRequest {
             run: Some(j.spec.run_request()),
             purpose: j.spec.purpose.clone(),
             place: j.spec.place.wire() as i32,
             execution_id: j.execution_id.clone(),
+            standing_approval_id: j.standing_approval_id.clone(),
             ..Default::default()
         };
         match self.exec.as_user(&j.owner).request_run(req).await {

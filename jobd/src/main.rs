@@ -5,8 +5,11 @@
 
 mod engine;
 mod job;
+mod schedule;
 mod service;
 mod store;
+mod task;
+mod tasks;
 
 use std::process::ExitCode;
 

@@ -14,7 +14,10 @@ use tonic::{Request, Response, Status};
 
 use crate::engine::{CreateError, Engine};
 use crate::job::{Place, Spec, State};
+use crate::schedule::{CatchUp, Overlap, Schedule};
 use crate::store::{Filter, Job, StoreError};
+use crate::task::Task;
+use crate::tasks::{Approval, TaskError};
 
 pub struct JobService {
     pub engine: Arc<Engine>,
@@ -33,6 +36,14 @@ pub fn policy() -> MethodPolicy {
         .method(m("GetJob"), readers)
         .method(m("ListJobs"), readers)
         .method(m("WatchJobs"), readers)
+        .method(m("SaveTask"), gateway)
+        .method(m("ApproveTask"), gateway)
+        .method(m("DeleteTask"), gateway)
+        .method(m("SetTaskPaused"), gateway)
+        .method(m("RunTask"), gateway)
+        .method(m("GetTask"), readers)
+        .method(m("ListTasks"), readers)
+        .method(m("PreviewSchedule"), readers)
 }
 
 fn store(e: StoreError) -> Status {
@@ -55,6 +66,112 @@ fn create_error(e: CreateError) -> Status {
         }
         CreateError::Store(s) => store(s),
     }
+}
+
+fn task_error(e: TaskError) -> Status {
+    match e {
+        TaskError::Invalid(i) => Status::invalid_argument(i.to_string()),
+        TaskError::NotFound(_) => Status::not_found(e.to_string()),
+        TaskError::Refused(m) => Status::failed_precondition(m),
+        TaskError::Exec(x) => match x.kind {
+            ErrorKind::Unavailable | ErrorKind::Cancelled => {
+                Status::unavailable(format!("execd: {}", x.message))
+            }
+            ErrorKind::NotFound | ErrorKind::InvalidArgument => {
+                Status::invalid_argument(format!("standing_approval_id: {}", x.message))
+            }
+            _ => Status::failed_precondition(format!("standing_approval_id: {}", x.message)),
+        },
+        TaskError::Store(s) => store(s),
+    }
+}
+
+fn schedule_in(s: Option<pb::Schedule>) -> Result<Option<Schedule>, Status> {
+    let Some(s) = s else { return Ok(None) };
+    let or = |w: &str, default: &'static str| -> String {
+        if w.is_empty() {
+            default.into()
+        } else {
+            w.to_string()
+        }
+    };
+    let overlap = match or(&s.overlap, "skip").as_str() {
+        "skip" => Overlap::Skip,
+        "queue" => Overlap::Queue,
+        "replace" => Overlap::Replace,
+        "allow" => Overlap::Allow,
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "overlap: {other:?} is not skip, queue, replace or allow"
+            )));
+        }
+    };
+    let catch_up = match or(&s.catch_up, "none").as_str() {
+        "none" => CatchUp::None,
+        "latest" => CatchUp::Latest,
+        "all" => CatchUp::All,
+        other => {
+            return Err(Status::invalid_argument(format!(
+                "catch_up: {other:?} is not none, latest or all"
+            )));
+        }
+    };
+    Ok(Some(Schedule {
+        cron: s.cron,
+        timezone: s.timezone,
+        overlap,
+        catch_up,
+    }))
+}
+
+fn word_of<T: serde::Serialize>(v: T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+pub fn task_out(t: &Task) -> pb::Task {
+    let a = t.approval.as_ref();
+    pb::Task {
+        id: t.id.clone(),
+        owner: t.owner.clone(),
+        name: t.name.clone(),
+        version: t.version,
+        command: t.spec.command.clone(),
+        argv: t.spec.argv.clone(),
+        cwd: t.spec.cwd.clone(),
+        env: t.spec.env.clone().into_iter().collect(),
+        place: t.spec.place.wire() as i32,
+        max_runtime_ms: t.spec.max_runtime_ms,
+        purpose: t.spec.purpose.clone(),
+        schedule: t.schedule.as_ref().map(|s| pb::Schedule {
+            cron: s.cron.clone(),
+            timezone: s.timezone.clone(),
+            overlap: word_of(s.overlap),
+            catch_up: word_of(s.catch_up),
+        }),
+        paused: t.paused,
+        approved_version: a.map_or(0, |a| a.version),
+        approved_by: a.map(|a| a.by.clone()).unwrap_or_default(),
+        approved_at_unix_ms: a.map_or(0, |a| a.at_ms),
+        standing_approval_id: a
+            .map(|a| a.standing_approval_id.clone())
+            .unwrap_or_default(),
+        next_run_at_unix_ms: t.next_run_at_ms,
+        created_at_unix_ms: t.created_at_ms,
+        updated_at_unix_ms: t.updated_at_ms,
+    }
+}
+
+fn principal_of<T>(req: &Request<T>) -> Result<String, Status> {
+    req.extensions()
+        .get::<Caller>()
+        .and_then(|c| c.principal.clone())
+        .map(|p| p.to_string())
+        .ok_or_else(|| {
+            Status::invalid_argument("principal: a task is saved for a user (x-argos-principal)")
+        })
 }
 
 fn state_wire(s: State) -> pb::JobState {
@@ -102,6 +219,10 @@ pub fn job_out(j: &Job) -> pb::JobInfo {
         created_at_unix_ms: j.created_at_ms,
         started_at_unix_ms: j.started_at_ms,
         ended_at_unix_ms: j.ended_at_ms,
+        task_id: j.task_id.clone(),
+        task_version: j.task_version,
+        trigger: j.trigger.clone(),
+        scheduled_for_unix_ms: j.scheduled_for_ms,
     }
 }
 
@@ -210,6 +331,7 @@ impl JobRpc for JobService {
                 active: r.active,
                 before_id: (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
                 limit,
+                task_id: (!r.task_id.is_empty()).then_some(r.task_id.as_str()),
             })
             .await
             .map_err(store)?;
@@ -237,6 +359,216 @@ impl JobRpc for JobService {
             .map_err(store)?
             .ok_or_else(|| Status::not_found(format!("no job {id}")))?;
         Ok(Response::new(job_out(&j)))
+    }
+
+    async fn save_task(
+        &self,
+        req: Request<pb::SaveTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let owner = principal_of(&req)?;
+        let r = req.into_inner();
+        if !r.id.is_empty() {
+            job_id(&r.id)?;
+        }
+        let spec = Spec {
+            name: r.name.clone(),
+            command: r.command,
+            argv: r.argv,
+            cwd: r.cwd,
+            env: r.env.into_iter().collect(),
+            place: Place::from_wire(r.place)
+                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+            max_runtime_ms: r.max_runtime_ms,
+            purpose: r.purpose,
+        };
+        let schedule = schedule_in(r.schedule)?;
+        if r.validate_only {
+            let spec = self
+                .engine
+                .check_task(&r.name, spec, schedule.as_ref())
+                .map_err(task_error)?;
+            let now = crate::store::now_ms();
+            let t = Task {
+                id: r.id,
+                owner,
+                name: r.name,
+                version: 0,
+                spec,
+                schedule,
+                paused: false,
+                approval: None,
+                cursor_ms: now,
+                next_run_at_ms: 0,
+                created_at_ms: now,
+                updated_at_ms: now,
+            };
+            return Ok(Response::new(task_out(&t)));
+        }
+        let approval = match (r.standing_approval_id.is_empty(), r.approved_by.is_empty()) {
+            (true, true) => None,
+            (false, false) => Some(Approval {
+                standing_approval_id: r.standing_approval_id,
+                by: r.approved_by,
+            }),
+            _ => {
+                return Err(Status::invalid_argument(
+                    "standing_approval_id: given with approved_by, or neither",
+                ));
+            }
+        };
+        let t = self
+            .engine
+            .save_task(
+                (!r.id.is_empty()).then_some(r.id.as_str()),
+                &owner,
+                &r.name,
+                spec,
+                schedule,
+                approval,
+            )
+            .await
+            .map_err(task_error)?;
+        Ok(Response::new(task_out(&t)))
+    }
+
+    async fn approve_task(
+        &self,
+        req: Request<pb::ApproveTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let r = req.into_inner();
+        job_id(&r.id)?;
+        if r.standing_approval_id.is_empty() || r.approved_by.is_empty() {
+            return Err(Status::invalid_argument(
+                "standing_approval_id: an approval names execd's standing approval and its admin",
+            ));
+        }
+        let t = self
+            .engine
+            .approve_task(
+                &r.id,
+                r.version,
+                Approval {
+                    standing_approval_id: r.standing_approval_id,
+                    by: r.approved_by,
+                },
+            )
+            .await
+            .map_err(task_error)?;
+        Ok(Response::new(task_out(&t)))
+    }
+
+    async fn get_task(
+        &self,
+        req: Request<pb::GetTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        let t = self
+            .engine
+            .store
+            .task(&id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| Status::not_found(format!("no task {id}")))?;
+        Ok(Response::new(task_out(&t)))
+    }
+
+    async fn list_tasks(
+        &self,
+        req: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let r = req.into_inner();
+        let limit = match r.page_size {
+            0 => 50,
+            n @ 1..=500 => n,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "page_size: {n} is more than 500"
+                )));
+            }
+        };
+        if !r.page_token.is_empty() {
+            job_id(&r.page_token).map_err(|_| {
+                Status::invalid_argument("page_token: not a token from a previous page")
+            })?;
+        }
+        let tasks = self
+            .engine
+            .store
+            .tasks(
+                (!r.owner.is_empty()).then_some(r.owner.as_str()),
+                (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
+                limit,
+            )
+            .await
+            .map_err(store)?;
+        let next_page_token = if tasks.len() == limit as usize {
+            tasks.last().map(|t| t.id.clone()).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        Ok(Response::new(pb::ListTasksResponse {
+            tasks: tasks.iter().map(task_out).collect(),
+            next_page_token,
+        }))
+    }
+
+    async fn delete_task(
+        &self,
+        req: Request<pb::DeleteTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        let t = self.engine.delete_task(&id).await.map_err(task_error)?;
+        Ok(Response::new(task_out(&t)))
+    }
+
+    async fn set_task_paused(
+        &self,
+        req: Request<pb::SetTaskPausedRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let r = req.into_inner();
+        job_id(&r.id)?;
+        let t = self
+            .engine
+            .set_paused(&r.id, r.paused)
+            .await
+            .map_err(task_error)?;
+        Ok(Response::new(task_out(&t)))
+    }
+
+    async fn run_task(
+        &self,
+        req: Request<pb::RunTaskRequest>,
+    ) -> Result<Response<pb::JobInfo>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        let j = self.engine.run_task(&id).await.map_err(task_error)?;
+        Ok(Response::new(job_out(&j)))
+    }
+
+    async fn preview_schedule(
+        &self,
+        req: Request<pb::PreviewScheduleRequest>,
+    ) -> Result<Response<pb::PreviewScheduleResponse>, Status> {
+        let r = req.into_inner();
+        let count = match r.count {
+            0 => 5,
+            n @ 1..=50 => n as usize,
+            n => {
+                return Err(Status::invalid_argument(format!(
+                    "count: {n} is more than 50"
+                )));
+            }
+        };
+        let s = schedule_in(r.schedule)?
+            .ok_or_else(|| Status::invalid_argument("schedule: give one"))?;
+        let c = s
+            .compile()
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
+        Ok(Response::new(pb::PreviewScheduleResponse {
+            at_unix_ms: c.preview(crate::store::now_ms(), count),
+        }))
     }
 
     type WatchJobsStream = WatchStream;

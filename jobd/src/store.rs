@@ -30,6 +30,15 @@ pub struct Job {
     pub created_at_ms: i64,
     pub started_at_ms: i64,
     pub ended_at_ms: i64,
+    /// The task it is a run of ("": none), which version, what started it, when the
+    /// schedule said it was due, the standing approval it runs under, and the run it
+    /// waits for (overlap `queue`).
+    pub task_id: String,
+    pub task_version: u32,
+    pub trigger: String,
+    pub scheduled_for_ms: i64,
+    pub standing_approval_id: String,
+    pub after_job: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +51,19 @@ pub enum StoreError {
     Corrupt(String, String),
 }
 
+/// A run of a task to record.
+#[derive(Debug)]
+pub struct NewRun<'a> {
+    pub owner: &'a str,
+    pub spec: &'a Spec,
+    pub task_id: &'a str,
+    pub task_version: u32,
+    pub trigger: &'a str,
+    pub scheduled_for_ms: i64,
+    pub standing_approval_id: &'a str,
+    pub after_job: &'a str,
+}
+
 /// A listing's filter.
 #[derive(Debug, Default, Clone)]
 pub struct Filter<'a> {
@@ -50,6 +72,7 @@ pub struct Filter<'a> {
     pub active: bool,
     pub before_id: Option<&'a str>,
     pub limit: u32,
+    pub task_id: Option<&'a str>,
 }
 
 pub fn now_ms() -> i64 {
@@ -125,6 +148,12 @@ fn row(r: &SqliteRow) -> Result<Job, StoreError> {
         created_at_ms: r.get("created_at_ms"),
         started_at_ms: r.get("started_at_ms"),
         ended_at_ms: r.get("ended_at_ms"),
+        task_id: r.get("task_id"),
+        task_version: u32::try_from(r.get::<i64, _>("task_version")).unwrap_or(0),
+        trigger: r.get("trigger"),
+        scheduled_for_ms: r.get("scheduled_for_ms"),
+        standing_approval_id: r.get("standing_approval_id"),
+        after_job: r.get("after_job"),
         id: id.clone(),
     })
 }
@@ -139,6 +168,10 @@ impl Store {
         Ok(Store {
             pool: argos_store::open(path, &MIGRATOR).await?,
         })
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 
     /// Records a new job (queued, generation 1, its execution id chosen) if its owner has
@@ -179,6 +212,55 @@ impl Store {
         self.get(id).await
     }
 
+    /// Records a run of a task (queued, its execution id chosen): at most one per fire of
+    /// its schedule (`None` when this fire already has its run).
+    pub async fn insert_run(&self, run: &NewRun<'_>) -> Result<Option<Job>, StoreError> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let execution_id = uuid::Uuid::now_v7().to_string();
+        let spec_text = serde_json::to_string(run.spec).expect("a spec serializes");
+        let inserted = sqlx::query(
+            "INSERT INTO jobs (id, owner, via, spec, state, generation, execution_id, created_at_ms,
+               task_id, task_version, trigger, scheduled_for_ms, standing_approval_id, after_job)
+             VALUES (?, ?, 'task', ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(&id)
+        .bind(run.owner)
+        .bind(&spec_text)
+        .bind(&execution_id)
+        .bind(now_ms())
+        .bind(run.task_id)
+        .bind(i64::from(run.task_version))
+        .bind(run.trigger)
+        .bind(run.scheduled_for_ms)
+        .bind(run.standing_approval_id)
+        .bind(run.after_job)
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if inserted {
+            self.get(&id).await
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A task's runs that have not ended, oldest first.
+    pub async fn active_runs(&self, task_id: &str) -> Result<Vec<Job>, StoreError> {
+        sqlx::query(concat!(
+            "SELECT * FROM jobs WHERE task_id = ? AND state IN ",
+            active!(),
+            " ORDER BY id"
+        ))
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect()
+    }
+
     pub async fn get(&self, id: &str) -> Result<Option<Job>, StoreError> {
         sqlx::query("SELECT * FROM jobs WHERE id = ?")
             .bind(id)
@@ -206,13 +288,15 @@ impl Store {
             "SELECT * FROM jobs WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2)
                AND (NOT ?3 OR state IN ",
             active!(),
-            ") AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5"
+            ") AND (?4 IS NULL OR id < ?4) AND (?6 IS NULL OR task_id = ?6)
+             ORDER BY id DESC LIMIT ?5"
         ))
         .bind(f.owner)
         .bind(f.state.map(State::as_str))
         .bind(f.active)
         .bind(f.before_id)
         .bind(i64::from(f.limit))
+        .bind(f.task_id)
         .fetch_all(&self.pool)
         .await?
         .iter()
@@ -236,13 +320,19 @@ impl Store {
 
     /// Jobs waiting to be asked for (queued, or asked with no answer recorded), oldest first.
     pub async fn to_launch(&self, limit: u32) -> Result<Vec<Job>, StoreError> {
-        sqlx::query("SELECT * FROM jobs WHERE state IN ('queued', 'starting') ORDER BY id LIMIT ?")
-            .bind(i64::from(limit))
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(row)
-            .collect()
+        sqlx::query(concat!(
+            "SELECT * FROM jobs WHERE state IN ('queued', 'starting')
+               AND (after_job = '' OR NOT EXISTS (SELECT 1 FROM jobs p
+                      WHERE p.id = jobs.after_job AND p.state IN ",
+            active!(),
+            ")) ORDER BY id LIMIT ?"
+        ))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(row)
+        .collect()
     }
 
     /// queued (or starting: asked again) → starting, counting the attempt; false when the
@@ -365,7 +455,9 @@ impl Store {
 
     /// Forgets a job execd refused outright when it was first asked: it never was.
     pub async fn forget_refused(&self, id: &str) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM jobs WHERE id = ? AND state = 'starting' AND attempts = 1")
+        sqlx::query(
+            "DELETE FROM jobs WHERE id = ? AND state = 'starting' AND attempts = 1 AND task_id = ''",
+        )
             .bind(id)
             .execute(&self.pool)
             .await?;

@@ -180,6 +180,26 @@ fn authorization_matrix() {
             "GET /api/jobs/{id}" => (format!("/api/jobs/{id}"), None),
             "POST /api/jobs/{id}/cancel" => (format!("/api/jobs/{id}/cancel"), Some(json!({}))),
             "GET /api/jobs/{id}/output" => (format!("/api/jobs/{id}/output"), None),
+            // Tasks: a bad field (400 past the rule), a task that does not exist (404).
+            "POST /api/tasks" => (
+                "/api/tasks".into(),
+                Some(json!({"name": "", "command": "ls"})),
+            ),
+            "GET /api/tasks" => ("/api/tasks".into(), None),
+            "GET /api/tasks/preview" => ("/api/tasks/preview?cron=0%203%20*%20*%20*".into(), None),
+            "GET /api/tasks/{id}" => (format!("/api/tasks/{id}"), None),
+            "PUT /api/tasks/{id}" => (
+                format!("/api/tasks/{id}"),
+                Some(json!({"name": "x", "command": "ls"})),
+            ),
+            "DELETE /api/tasks/{id}" => (format!("/api/tasks/{id}"), None),
+            "POST /api/tasks/{id}/run" => (format!("/api/tasks/{id}/run"), Some(json!({}))),
+            "POST /api/tasks/{id}/pause" => (format!("/api/tasks/{id}/pause"), Some(json!({}))),
+            "POST /api/tasks/{id}/resume" => (format!("/api/tasks/{id}/resume"), Some(json!({}))),
+            "POST /api/tasks/{id}/approve" => (
+                format!("/api/tasks/{id}/approve"),
+                Some(json!({"version": 1})),
+            ),
             _ => return None,
         };
         Some((path, body))
@@ -538,6 +558,16 @@ fn the_openapi_document_covers_every_route() {
         "GET /api/jobs/{id}",
         "POST /api/jobs/{id}/cancel",
         "GET /api/jobs/{id}/output",
+        "POST /api/tasks",
+        "GET /api/tasks",
+        "GET /api/tasks/preview",
+        "GET /api/tasks/{id}",
+        "PUT /api/tasks/{id}",
+        "DELETE /api/tasks/{id}",
+        "POST /api/tasks/{id}/run",
+        "POST /api/tasks/{id}/pause",
+        "POST /api/tasks/{id}/resume",
+        "POST /api/tasks/{id}/approve",
     ];
     served.sort();
     assert_eq!(documented, served);

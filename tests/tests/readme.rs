@@ -3,7 +3,7 @@
 //! with `set -euo pipefail`, its stack's port and tree put for the README's defaults
 //! (`127.0.0.1:7000`, `.argos/`), and an API token wherever the README says `argos_…`
 //! (`$TOKEN` with read and exec, `$ARGOS_TOKEN` with read and approve, `$AGENT` with
-//! agent). Ids are taken from earlier answers by the README's own lines (`ID=$(… | jq …)`).
+//! agent, `$MCP` with mcp). Ids are taken from earlier answers by the README's own lines (`ID=$(… | jq …)`).
 //! One line is left out, and said so: approving the agent's `systemctl restart nginx`,
 //! which would run it as root on the machine running the tests (gate.rs approves and runs
 //! a host change for real). Every other line must succeed and no answer may be an error.
@@ -74,6 +74,7 @@ fn the_readme_examples_work_as_printed() {
         ("TOKEN", token(&mut admin, &["read", "exec"])),
         ("AGENT", token(&mut admin, &["agent"])),
         ("ARGOS_TOKEN", token(&mut admin, &["read", "approve"])),
+        ("MCP", token(&mut admin, &["mcp"])),
     ];
     let port = stack.listen_addr().port();
     let root = stack.root().display().to_string();

@@ -298,6 +298,31 @@ impl ExecClient {
         Ok(self.grpc().request_run(self.req(r)).await?.into_inner())
     }
 
+    /// Records a standing approval of one exact request for its owner (the gateway, for
+    /// an admin user).
+    pub async fn approve_standing(
+        &self,
+        r: pb::ApproveStandingRequest,
+    ) -> Result<pb::StandingApproval, ExecError> {
+        Ok(self
+            .grpc()
+            .approve_standing(self.req(r))
+            .await?
+            .into_inner())
+    }
+
+    /// Revokes a standing approval (the gateway, for an admin user).
+    pub async fn revoke_standing(&self, id: &str) -> Result<pb::StandingApproval, ExecError> {
+        let r = pb::RevokeStandingRequest { id: id.to_string() };
+        Ok(self.grpc().revoke_standing(self.req(r)).await?.into_inner())
+    }
+
+    /// One standing approval.
+    pub async fn get_standing(&self, id: &str) -> Result<pb::StandingApproval, ExecError> {
+        let r = pb::GetStandingRequest { id: id.to_string() };
+        Ok(self.grpc().get_standing(self.req(r)).await?.into_inner())
+    }
+
     /// Decides an approval (the gateway, for an admin user).
     pub async fn decide_approval(
         &self,

@@ -252,6 +252,7 @@ impl Endpoint {
                 declared_risk: declared_risk as i32,
                 place: place as i32,
                 execution_id: String::new(),
+                standing_approval_id: String::new(),
             })
             .await
         {

@@ -63,6 +63,7 @@ pub async fn agent_run(
                 })?,
             } as i32,
             execution_id: String::new(),
+            standing_approval_id: String::new(),
         })
         .await
         .map_err(from_exec)?;

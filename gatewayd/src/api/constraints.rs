@@ -68,7 +68,13 @@ fn bodies(doc: &mut Value) {
         s["properties"]["decision"] =
             json!({"type": "string", "enum": ["approve", "deny", "revoke"]});
     });
-    for body in ["ExecBody", "ClassifyBody", "AgentRunBody", "JobBody"] {
+    for body in [
+        "ExecBody",
+        "ClassifyBody",
+        "AgentRunBody",
+        "JobBody",
+        "TaskBody",
+    ] {
         set(body, &|s| {
             s["oneOf"] = one_command.clone();
             if body == "ClassifyBody" {
@@ -107,6 +113,12 @@ fn bodies(doc: &mut Value) {
             if p.get("stdin").is_some() {
                 p["stdin"] = json!({"type": "string", "maxLength": 1_048_576});
             }
+            if body == "TaskBody" {
+                p["name"] = json!({"type": "string",
+                    "pattern": "^[^\\s\\x00-\\x1f\\x7f-\\x9f]([^\\x00-\\x1f\\x7f-\\x9f]{0,62}[^\\s\\x00-\\x1f\\x7f-\\x9f])?$"});
+                p["max_runtime_s"] =
+                    json!({"type": ["integer", "null"], "minimum": 1, "maximum": 2_592_000});
+            }
             if body == "JobBody" {
                 p["name"] =
                     json!({"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]{0,128}$"});
@@ -119,6 +131,13 @@ fn bodies(doc: &mut Value) {
             }
         });
     }
+    set("ScheduleBody", &|s| {
+        let p = &mut s["properties"];
+        p["cron"] = json!({"type": "string", "maxLength": 256});
+        p["timezone"] = json!({"type": "string", "maxLength": 64});
+        p["overlap"] = json!({"type": "string", "enum": ["", "skip", "queue", "replace", "allow"]});
+        p["catch_up"] = json!({"type": "string", "enum": ["", "none", "latest", "all"]});
+    });
     set("TerminalBody", &|s| {
         let p = &mut s["properties"];
         p["rows"] = json!({"type": ["integer", "null"], "minimum": 1, "maximum": 1000});
@@ -280,6 +299,9 @@ pub fn document(doc: &mut Value) {
             ) {
                 answers.push(("429", "a quota is reached (launches, terminals or pending approvals of this user): see the message"));
             }
+            if path == "/api/tasks/preview" {
+                answers.push(("400", "not a cron pattern or time zone (named)"));
+            }
             if path == "/api/jobs" && method == "post" {
                 answers.push((
                     "429",
@@ -350,6 +372,10 @@ pub fn document(doc: &mut Value) {
                         ("query", "state") if path == "/api/jobs" => {
                             p["schema"] = json!({"type": "string", "enum": job_states});
                             answers.push(("400", "an unknown state, or given twice"));
+                        }
+                        ("query", "count") => {
+                            p["schema"] = json!({"type": "integer", "minimum": 1, "maximum": 50});
+                            answers.push(("400", "count is not 1 to 50"));
                         }
                         ("query", "active") => {
                             p["schema"] = json!({"type": "boolean"});

@@ -25,8 +25,12 @@ pub(crate) struct JobdFor {
 }
 
 impl JobdFor {
-    fn req<T>(&self, msg: T) -> tonic::Request<T> {
+    pub(crate) fn req<T>(&self, msg: T) -> tonic::Request<T> {
         argos_common::grpc::with_principal(tonic::Request::new(msg), Some(&self.user), None)
+    }
+
+    pub(crate) fn client(&self) -> jpb::job_client::JobClient<tonic::transport::Channel> {
+        self.client.clone()
     }
 
     pub(crate) async fn create(&self, r: jpb::CreateJobRequest) -> Result<jpb::JobInfo, ApiError> {
@@ -183,6 +187,8 @@ pub struct JobsQuery {
     active: Option<bool>,
     /// Only this owner's (admins; a user always sees their own).
     owner: Option<String>,
+    /// Only this task's runs.
+    task_id: Option<String>,
     /// At most this many (default 50, at most 500).
     limit: Option<u32>,
     page_token: Option<String>,
@@ -215,6 +221,7 @@ pub async fn jobs(
             page_size: limit,
             page_token: q.page_token.unwrap_or_default(),
             active: q.active.unwrap_or(false),
+            task_id: q.task_id.unwrap_or_default(),
         })
         .await?;
     Ok(Json(json!({

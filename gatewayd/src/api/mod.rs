@@ -36,6 +36,7 @@ mod jobs;
 mod mcp;
 mod mcp_body;
 mod policy;
+mod tasks;
 mod terminals;
 
 pub use accounts::*;
@@ -50,6 +51,7 @@ pub use jobs::*;
 pub use mcp::*;
 pub use mcp_body::*;
 pub use policy::authorize;
+pub use tasks::*;
 pub use terminals::*;
 
 /// Largest request body the API reads.
@@ -198,6 +200,16 @@ pub struct ErrorDetail {
         job,
         cancel_job,
         job_output,
+        create_task,
+        tasks,
+        task,
+        update_task,
+        delete_task,
+        run_task,
+        pause_task,
+        resume_task,
+        approve_task,
+        preview_schedule,
         crate::http::status
     ),
     components(schemas(

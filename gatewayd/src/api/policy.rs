@@ -143,6 +143,17 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/api/jobs/{id}", USER, READ, TOKENS_TOO),
     rule("POST", "/api/jobs/{id}/cancel", USER, EXEC, TOKENS_TOO),
     rule("GET", "/api/jobs/{id}/output", USER, READ, TOKENS_TOO),
+    // Tasks: a user's own (admins anyone's); approving a version is an admin's `approve`.
+    rule("POST", "/api/tasks", USER, EXEC, TOKENS_TOO),
+    rule("GET", "/api/tasks", USER, READ, TOKENS_TOO),
+    rule("GET", "/api/tasks/preview", USER, READ, TOKENS_TOO),
+    rule("GET", "/api/tasks/{id}", USER, READ, TOKENS_TOO),
+    rule("PUT", "/api/tasks/{id}", USER, EXEC, TOKENS_TOO),
+    rule("DELETE", "/api/tasks/{id}", USER, EXEC, TOKENS_TOO),
+    rule("POST", "/api/tasks/{id}/run", USER, EXEC, TOKENS_TOO),
+    rule("POST", "/api/tasks/{id}/pause", USER, EXEC, TOKENS_TOO),
+    rule("POST", "/api/tasks/{id}/resume", USER, EXEC, TOKENS_TOO),
+    rule("POST", "/api/tasks/{id}/approve", ADMIN, &["approve"], TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.

@@ -12,7 +12,7 @@ use serde_json::json;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     argos_tests::answer_help(
-        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND | --register-mcp|--start-mcp SERVER COMMAND | --request-run PLACE EXECUTION_ID COMMAND | --kill ID x]\n  call Status (or a launch, a stdio MCP server's registration or start, the risk gate with a chosen execution id, a kill) on a daemon socket as this process, and print what it answered as JSON",
+        "usage: argos-probe SOCKET [--principal NAME] [--run|--start PROFILE COMMAND | --register-mcp|--start-mcp SERVER COMMAND | --request-run PLACE EXECUTION_ID COMMAND [--standing ID] | --kill ID x]\n  call Status (or a launch, a stdio MCP server's registration or start, the risk gate with a chosen execution id, a kill) on a daemon socket as this process, and print what it answered as JSON",
     );
     let mut args = std::env::args().skip(1);
     let Some(socket) = args.next().map(PathBuf::from) else {
@@ -21,12 +21,17 @@ async fn main() -> ExitCode {
     };
     let rest: Vec<String> = args.collect();
     let mut principal = None;
+    let mut standing = String::new();
     let mut launch: Option<(String, String, String)> = None;
     let mut i = 0;
     while i < rest.len() {
         match (rest[i].as_str(), rest.get(i + 1), rest.get(i + 2)) {
             ("--principal", Some(p), _) => {
                 principal = Some(p.clone());
+                i += 2;
+            }
+            ("--standing", Some(s), _) => {
+                standing = s.clone();
                 i += 2;
             }
             (
@@ -122,6 +127,7 @@ async fn main() -> ExitCode {
                     place: pb::Place::from_str_name(&format!("PLACE_{}", place.to_uppercase()))
                         .unwrap_or_default() as i32,
                     execution_id: id,
+                    standing_approval_id: standing,
                     ..Default::default()
                 }),
                 principal.as_deref(),

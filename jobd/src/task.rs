@@ -1,0 +1,371 @@
+//! Tasks: a command (its action, a job's spec) that runs by its schedule or when asked,
+//! for its owner, only in a version an admin approved — execd's standing approval of
+//! that exact action, which execd checks again on every run. Each save is a new version;
+//! a version nobody approved never runs. Kept in jobd's database beside the jobs.
+
+use sqlx::Row as _;
+use sqlx::sqlite::SqliteRow;
+
+use crate::job::{Invalid, Place, Spec};
+use crate::schedule::Schedule;
+use crate::store::{Store, StoreError, now_ms};
+
+/// A task as kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    pub id: String,
+    pub owner: String,
+    pub name: String,
+    pub version: u32,
+    pub spec: Spec,
+    pub schedule: Option<Schedule>,
+    pub paused: bool,
+    pub approval: Option<Approved>,
+    /// The schedule's fires up to here are handled.
+    pub cursor_ms: i64,
+    /// When it fires next (0: nothing scheduled).
+    pub next_run_at_ms: i64,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+}
+
+/// An admin's approval of one version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approved {
+    pub version: u32,
+    pub by: String,
+    pub at_ms: i64,
+    pub standing_approval_id: String,
+    /// Where execd's approval runs it (`auto` resolved).
+    pub place: Place,
+}
+
+impl Task {
+    /// The approval of its current version, if it has one: only then does it run.
+    pub fn runnable(&self) -> Option<&Approved> {
+        self.approval.as_ref().filter(|a| a.version == self.version)
+    }
+}
+
+/// A task's name: 1 to 64 characters, no control characters.
+pub fn check_name(name: &str) -> Result<(), Invalid> {
+    let n = name.chars().count();
+    if n == 0 || n > 64 || name.chars().any(char::is_control) || name.trim() != name {
+        return Err(Invalid(
+            "name",
+            "1 to 64 characters, no control characters or outer spaces".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn place_str(p: Place) -> &'static str {
+    match p {
+        Place::Auto => "auto",
+        Place::Sandbox => "sandbox",
+        Place::Inspect => "inspect",
+        Place::Host => "host",
+    }
+}
+
+fn place_of(s: &str) -> Option<Place> {
+    [Place::Auto, Place::Sandbox, Place::Inspect, Place::Host]
+        .into_iter()
+        .find(|p| place_str(*p) == s)
+}
+
+fn row(r: &SqliteRow) -> Result<Task, StoreError> {
+    let id: String = r.get("id");
+    let corrupt = |why: String| StoreError::Corrupt(id.clone(), why);
+    let spec: String = r.get("spec");
+    let schedule: Option<String> = r.get("schedule");
+    let approved_version = u32::try_from(r.get::<i64, _>("approved_version")).unwrap_or(0);
+    let approved_place: String = r.get("approved_place");
+    Ok(Task {
+        spec: serde_json::from_str(&spec).map_err(|e| corrupt(e.to_string()))?,
+        schedule: schedule
+            .map(|s| serde_json::from_str(&s))
+            .transpose()
+            .map_err(|e| corrupt(e.to_string()))?,
+        approval: (approved_version > 0)
+            .then(|| {
+                Ok::<_, StoreError>(Approved {
+                    version: approved_version,
+                    by: r.get("approved_by"),
+                    at_ms: r.get("approved_at_ms"),
+                    standing_approval_id: r.get("standing_approval_id"),
+                    place: place_of(&approved_place)
+                        .ok_or_else(|| corrupt(format!("place {approved_place:?}")))?,
+                })
+            })
+            .transpose()?,
+        owner: r.get("owner"),
+        name: r.get("name"),
+        version: u32::try_from(r.get::<i64, _>("version")).unwrap_or(0),
+        paused: r.get::<i64, _>("paused") != 0,
+        cursor_ms: r.get("cursor_ms"),
+        next_run_at_ms: r.get("next_run_at_ms"),
+        created_at_ms: r.get("created_at_ms"),
+        updated_at_ms: r.get("updated_at_ms"),
+        id: id.clone(),
+    })
+}
+
+impl Store {
+    pub async fn task(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        sqlx::query("SELECT * FROM tasks WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?
+            .as_ref()
+            .map(row)
+            .transpose()
+    }
+
+    /// Newest first.
+    pub async fn tasks(
+        &self,
+        owner: Option<&str>,
+        before_id: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<Task>, StoreError> {
+        sqlx::query(
+            "SELECT * FROM tasks WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR id < ?2)
+             ORDER BY id DESC LIMIT ?3",
+        )
+        .bind(owner)
+        .bind(before_id)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(row)
+        .collect()
+    }
+
+    /// Records a new task (version 1) or a new version of task `id` (owned by `owner`),
+    /// approved when `approved` says so (else it keeps the approval of an older version,
+    /// which no longer runs); its schedule's cursor starts now. None: no such task.
+    pub async fn save_task(
+        &self,
+        id: Option<&str>,
+        owner: &str,
+        name: &str,
+        spec: &Spec,
+        schedule: Option<&Schedule>,
+        approved: Option<&Approved>,
+    ) -> Result<Option<Task>, StoreError> {
+        let now = now_ms();
+        let spec_text = serde_json::to_string(spec).expect("a spec serializes");
+        let schedule_text = schedule.map(|s| serde_json::to_string(s).expect("serializes"));
+        let id = match id {
+            None => {
+                let id = uuid::Uuid::now_v7().to_string();
+                sqlx::query(
+                    "INSERT INTO tasks (id, owner, name, version, spec, schedule, cursor_ms,
+                       created_at_ms, updated_at_ms) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)",
+                )
+                .bind(&id)
+                .bind(owner)
+                .bind(name)
+                .bind(&spec_text)
+                .bind(&schedule_text)
+                .bind(now)
+                .bind(now)
+                .bind(now)
+                .execute(self.pool())
+                .await?;
+                id
+            }
+            Some(id) => {
+                let changed = sqlx::query(
+                    "UPDATE tasks SET name = ?, version = version + 1, spec = ?, schedule = ?,
+                       cursor_ms = ?, updated_at_ms = ? WHERE id = ? AND owner = ?",
+                )
+                .bind(name)
+                .bind(&spec_text)
+                .bind(&schedule_text)
+                .bind(now)
+                .bind(now)
+                .bind(id)
+                .bind(owner)
+                .execute(self.pool())
+                .await?
+                .rows_affected()
+                    == 1;
+                if !changed {
+                    return Ok(None);
+                }
+                id.to_string()
+            }
+        };
+        if let Some(a) = approved {
+            let version: i64 = sqlx::query_scalar("SELECT version FROM tasks WHERE id = ?")
+                .bind(&id)
+                .fetch_one(self.pool())
+                .await?;
+            let a = Approved {
+                version: u32::try_from(version).unwrap_or(0),
+                ..a.clone()
+            };
+            self.approve_task(&id, &a).await?;
+        }
+        self.task(&id).await
+    }
+
+    /// Approves version `a.version` of task `id`, if that is still its current version;
+    /// its schedule's cursor starts now. False: it changed meanwhile.
+    pub async fn approve_task(&self, id: &str, a: &Approved) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE tasks SET approved_version = ?, approved_by = ?, approved_at_ms = ?,
+               standing_approval_id = ?, approved_place = ?, cursor_ms = ?
+             WHERE id = ? AND version = ?",
+        )
+        .bind(i64::from(a.version))
+        .bind(&a.by)
+        .bind(a.at_ms)
+        .bind(&a.standing_approval_id)
+        .bind(place_str(a.place))
+        .bind(now_ms())
+        .bind(id)
+        .bind(i64::from(a.version))
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Pauses or resumes; a resumed schedule starts from now (what was due while paused
+    /// is not made up for).
+    pub async fn set_paused(&self, id: &str, paused: bool) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE tasks SET paused = ?, cursor_ms = CASE WHEN ? THEN cursor_ms ELSE ? END,
+               updated_at_ms = ? WHERE id = ?",
+        )
+        .bind(paused)
+        .bind(paused)
+        .bind(now_ms())
+        .bind(now_ms())
+        .bind(id)
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    pub async fn delete_task(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(sqlx::query("DELETE FROM tasks WHERE id = ?")
+            .bind(id)
+            .execute(self.pool())
+            .await?
+            .rows_affected()
+            == 1)
+    }
+
+    /// Sets when task `id` (at `version`) fires next and how far its fires are handled.
+    pub async fn schedule_next(
+        &self,
+        id: &str,
+        version: u32,
+        cursor_ms: i64,
+        next_run_at_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE tasks SET cursor_ms = ?, next_run_at_ms = ? WHERE id = ? AND version = ?",
+        )
+        .bind(cursor_ms)
+        .bind(next_run_at_ms)
+        .bind(id)
+        .bind(i64::from(version))
+        .execute(self.pool())
+        .await?;
+        Ok(())
+    }
+
+    /// Tasks due at `now_ms`.
+    pub async fn due_tasks(&self, now_ms: i64) -> Result<Vec<Task>, StoreError> {
+        sqlx::query("SELECT * FROM tasks WHERE next_run_at_ms > 0 AND next_run_at_ms <= ?")
+            .bind(now_ms)
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(row)
+            .collect()
+    }
+
+    /// The earliest time any task fires next.
+    pub async fn next_wake(&self) -> Result<Option<i64>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT min(next_run_at_ms) FROM tasks WHERE next_run_at_ms > 0")
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn spec() -> Spec {
+        Spec {
+            name: "t".into(),
+            command: "true".into(),
+            argv: Vec::new(),
+            cwd: String::new(),
+            env: BTreeMap::new(),
+            place: Place::Host,
+            max_runtime_ms: 1000,
+            purpose: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_new_version_is_not_runnable_until_approved() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("jobd.db")).await.unwrap();
+        let approved = Approved {
+            version: 0,
+            by: "root-admin".into(),
+            at_ms: 1,
+            standing_approval_id: "s1".into(),
+            place: Place::Host,
+        };
+        let t = s
+            .save_task(None, "alice", "nightly", &spec(), None, Some(&approved))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(t.version, 1);
+        assert_eq!(t.runnable().map(|a| a.version), Some(1));
+        // Changed by someone who may not approve: version 2, not runnable.
+        let t2 = s
+            .save_task(Some(&t.id), "alice", "nightly", &spec(), None, None)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(t2.version, 2);
+        assert!(t2.runnable().is_none());
+        // An approval of the old version does not take; of the current one, does.
+        let stale = Approved {
+            version: 1,
+            ..approved.clone()
+        };
+        assert!(!s.approve_task(&t.id, &stale).await.unwrap());
+        let fresh = Approved {
+            version: 2,
+            ..approved
+        };
+        assert!(s.approve_task(&t.id, &fresh).await.unwrap());
+        assert!(s.task(&t.id).await.unwrap().unwrap().runnable().is_some());
+        // Another owner cannot save over it.
+        assert!(
+            s.save_task(Some(&t.id), "mallory", "x", &spec(), None, None)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(check_name("").is_err() && check_name(" x").is_err() && check_name("ok").is_ok());
+    }
+}

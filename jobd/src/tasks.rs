@@ -1,0 +1,308 @@
+//! Carrying tasks out: saving and approving versions, running one when asked, and the
+//! scheduler — one loop that sleeps until the earliest task is due, starts the runs its
+//! fires call for (the overlap and catch-up policies decide), and moves its cursor on.
+//! A fire's run is recorded under a unique (task, fire time) key, so a scheduler
+//! interrupted by a crash starts it at most once when it looks again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use argos_exec_client::ExecError;
+
+use crate::engine::Engine;
+use crate::job::{Invalid, Place, Spec};
+use crate::schedule::{self, OnFire, Schedule};
+use crate::store::{Job, NewRun, StoreError, now_ms};
+use crate::task::{Approved, Task, check_name};
+
+/// Why a task could not be saved, approved or run.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("no task {0}")]
+    NotFound(String),
+    /// It may not run now (not approved, or a run is active and its overlap is `skip`).
+    #[error("{0}")]
+    Refused(String),
+    /// execd refused the standing approval named, or is away.
+    #[error("standing_approval_id: {0}")]
+    Exec(ExecError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an admin's save or approval brings: execd's standing approval and who gave it.
+#[derive(Debug, Clone)]
+pub struct Approval {
+    pub standing_approval_id: String,
+    pub by: String,
+}
+
+impl Engine {
+    /// The standing approval named, if it is in force for `owner` and runs the task's
+    /// place (its digest is execd's to check on every run).
+    async fn approved(
+        &self,
+        a: &Approval,
+        owner: &str,
+        place: Place,
+        version: u32,
+    ) -> Result<Approved, TaskError> {
+        let s = self
+            .exec()
+            .get_standing(&a.standing_approval_id)
+            .await
+            .map_err(TaskError::Exec)?;
+        if s.owner != owner || s.revoked_at_unix_ms != 0 {
+            return Err(TaskError::Refused(format!(
+                "standing_approval_id: {} is not in force for {owner}",
+                a.standing_approval_id
+            )));
+        }
+        let at = Place::from_wire(s.place)?;
+        if place != Place::Auto && place != at || at == Place::Auto {
+            return Err(TaskError::Refused(format!(
+                "standing_approval_id: {} runs elsewhere than the task asks",
+                a.standing_approval_id
+            )));
+        }
+        Ok(Approved {
+            version,
+            by: a.by.clone(),
+            at_ms: now_ms(),
+            standing_approval_id: a.standing_approval_id.clone(),
+            place: at,
+        })
+    }
+
+    /// Checks a task as it would be saved (defaults filled in), saving nothing.
+    pub fn check_task(
+        &self,
+        name: &str,
+        mut spec: Spec,
+        schedule: Option<&Schedule>,
+    ) -> Result<Spec, TaskError> {
+        check_name(name)?;
+        spec.name = name.to_string();
+        spec.check(self.limits().default_runtime_ms)?;
+        if let Some(s) = schedule {
+            s.compile()?;
+        }
+        Ok(spec)
+    }
+
+    /// Saves a new task or a new version of one (`id`), approved when `approval` is given.
+    pub async fn save_task(
+        &self,
+        id: Option<&str>,
+        owner: &str,
+        name: &str,
+        spec: Spec,
+        schedule: Option<Schedule>,
+        approval: Option<Approval>,
+    ) -> Result<Task, TaskError> {
+        let spec = self.check_task(name, spec, schedule.as_ref())?;
+        let approved = match &approval {
+            Some(a) => Some(self.approved(a, owner, spec.place, 0).await?),
+            None => None,
+        };
+        let t = self
+            .store
+            .save_task(id, owner, name, &spec, schedule.as_ref(), approved.as_ref())
+            .await?
+            .ok_or_else(|| TaskError::NotFound(id.unwrap_or_default().to_string()))?;
+        tracing::info!(task = %t.id, owner, version = t.version, approved = t.runnable().is_some(), "task saved");
+        self.reschedule(&t).await
+    }
+
+    /// Approves `version` of task `id` (still its current one).
+    pub async fn approve_task(
+        &self,
+        id: &str,
+        version: u32,
+        approval: Approval,
+    ) -> Result<Task, TaskError> {
+        let t = self.task_or_404(id).await?;
+        if t.version != version {
+            return Err(TaskError::Refused(format!(
+                "version: task {id} is at version {}, not {version}",
+                t.version
+            )));
+        }
+        let a = self
+            .approved(&approval, &t.owner, t.spec.place, version)
+            .await?;
+        if !self.store.approve_task(id, &a).await? {
+            return Err(TaskError::Refused(format!(
+                "version: task {id} changed while it was being approved"
+            )));
+        }
+        tracing::info!(task = %id, version, by = %a.by, "task version approved");
+        let t = self.task_or_404(id).await?;
+        self.reschedule(&t).await
+    }
+
+    pub async fn set_paused(&self, id: &str, paused: bool) -> Result<Task, TaskError> {
+        if !self.store.set_paused(id, paused).await? {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        let t = self.task_or_404(id).await?;
+        self.reschedule(&t).await
+    }
+
+    pub async fn delete_task(&self, id: &str) -> Result<Task, TaskError> {
+        let t = self.task_or_404(id).await?;
+        self.store.delete_task(id).await?;
+        self.tasks_changed().notify_one();
+        tracing::info!(task = %id, "task removed");
+        Ok(t)
+    }
+
+    async fn task_or_404(&self, id: &str) -> Result<Task, TaskError> {
+        self.store
+            .task(id)
+            .await?
+            .ok_or_else(|| TaskError::NotFound(id.to_string()))
+    }
+
+    /// Sets when the task fires next (nothing while paused, unscheduled or unapproved)
+    /// and wakes the scheduler.
+    async fn reschedule(&self, t: &Task) -> Result<Task, TaskError> {
+        let next = match (&t.schedule, t.runnable(), t.paused) {
+            (Some(s), Some(_), false) => s
+                .compile()
+                .ok()
+                .and_then(|c| c.next_after(t.cursor_ms.max(now_ms() - 1)))
+                .unwrap_or(0),
+            _ => 0,
+        };
+        self.store
+            .schedule_next(&t.id, t.version, t.cursor_ms, next)
+            .await?;
+        self.tasks_changed().notify_one();
+        self.task_or_404(&t.id).await
+    }
+
+    /// Runs task `id` now (its approved version), as its overlap policy says.
+    pub async fn run_task(&self, id: &str) -> Result<Job, TaskError> {
+        let t = self.task_or_404(id).await?;
+        let overlap = t
+            .schedule
+            .as_ref()
+            .map_or(schedule::Overlap::Allow, |s| s.overlap);
+        match self.fire(&t, "manual", 0, overlap).await? {
+            Some(j) => {
+                self.wake_launcher();
+                Ok(self.store.get(&j.id).await?.unwrap_or(j))
+            }
+            None => Err(TaskError::Refused(format!(
+                "task {id} has a run not yet ended and its overlap is skip"
+            ))),
+        }
+    }
+
+    /// Records one run of `t` (its approved version) as `overlap` says, given its runs
+    /// not yet ended; None when skipped (or when this fire already has its run).
+    async fn fire(
+        &self,
+        t: &Task,
+        trigger: &str,
+        scheduled_for_ms: i64,
+        overlap: schedule::Overlap,
+    ) -> Result<Option<Job>, TaskError> {
+        let Some(a) = t.runnable() else {
+            return Err(TaskError::Refused(format!(
+                "task {} version {} is not approved: an admin must approve it first",
+                t.id, t.version
+            )));
+        };
+        let active = self.store.active_runs(&t.id).await?;
+        let mut after = String::new();
+        match schedule::on_fire(overlap, active.len()) {
+            OnFire::Start => {}
+            OnFire::Skip => {
+                tracing::info!(task = %t.id, trigger, "a run is active and overlap is skip: this fire is skipped");
+                return Ok(None);
+            }
+            OnFire::Queue => after = active.last().map(|j| j.id.clone()).unwrap_or_default(),
+            OnFire::Replace => {
+                for j in &active {
+                    self.cancel(&j.id).await?;
+                }
+            }
+        }
+        let spec = Spec {
+            place: a.place,
+            ..t.spec.clone()
+        };
+        let j = self
+            .store
+            .insert_run(&NewRun {
+                owner: &t.owner,
+                spec: &spec,
+                task_id: &t.id,
+                task_version: a.version,
+                trigger,
+                scheduled_for_ms,
+                standing_approval_id: &a.standing_approval_id,
+                after_job: &after,
+            })
+            .await?;
+        if let Some(j) = &j {
+            tracing::info!(task = %t.id, job = %j.id, trigger, scheduled_for_ms, "task run recorded");
+            self.announce(j);
+        }
+        Ok(j)
+    }
+
+    /// Starts the runs due now, then sleeps until the next task is due or a task changes.
+    pub(crate) async fn scheduler(self: Arc<Self>) {
+        loop {
+            let now = now_ms();
+            match self.store.due_tasks(now).await {
+                Ok(due) => {
+                    for t in due {
+                        if let Err(e) = self.fire_due(&t, now).await {
+                            tracing::error!(task = %t.id, error = %e, "firing a task's schedule");
+                        }
+                    }
+                }
+                Err(e) => tracing::error!(error = %e, "reading the tasks due"),
+            }
+            let wait = match self.store.next_wake().await {
+                Ok(Some(at)) => Duration::from_millis(u64::try_from(at - now_ms()).unwrap_or(0)),
+                _ => Duration::from_secs(60),
+            }
+            .min(Duration::from_secs(60));
+            tokio::select! {
+                _ = self.tasks_changed().notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// A due task's fires since its cursor: runs as its policies say, then the cursor
+    /// moves to `now` and the next fire is set.
+    async fn fire_due(&self, t: &Task, now: i64) -> Result<(), TaskError> {
+        let Some(s) = &t.schedule else {
+            return Ok(());
+        };
+        let c = s.compile()?;
+        if t.runnable().is_some() && !t.paused {
+            let due = c.due(t.cursor_ms, now, s.catch_up);
+            if due.skipped > 0 {
+                tracing::warn!(task = %t.id, skipped = due.skipped, catch_up = ?s.catch_up, "missed fires not made up for");
+            }
+            for at in due.fires {
+                self.fire(t, "schedule", at, s.overlap).await?;
+            }
+            self.wake_launcher();
+        }
+        let next = c.next_after(now).unwrap_or(0);
+        self.store
+            .schedule_next(&t.id, t.version, now, next)
+            .await?;
+        Ok(())
+    }
+}

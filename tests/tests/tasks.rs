@@ -1,0 +1,331 @@
+//! Tasks through the gateway, jobd and execd: schedules that fire on time and as their
+//! overlap policy says, pause and resume, manual runs, versions approved by an admin
+//! (execd's standing approval, checked on every run), what a plain user's task waits
+//! for, and what a compromised jobd can and cannot do with a standing approval.
+
+use std::time::{Duration, Instant};
+
+use argos_tests::web::Web;
+use argos_tests::{JOB_UID, StackBuilder, probe_as};
+use serde_json::{Value, json};
+
+fn runs(web: &mut Web, task: &str) -> Vec<Value> {
+    let r = web.get(&format!("/api/jobs?task_id={task}&limit=500"));
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()["jobs"].as_array().unwrap().clone()
+}
+
+fn wait_runs(web: &mut Web, task: &str, secs: u64, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let r = runs(web, task);
+        if done(&r) {
+            return r;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task}'s runs never got there: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+fn ended(r: &[Value]) -> usize {
+    r.iter()
+        .filter(|j| !matches!(j["state"].as_str(), Some("queued" | "starting" | "running")))
+        .count()
+}
+
+#[test]
+fn an_admins_task_runs_on_its_schedule_and_only_as_approved() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let marker = format!("/tmp/argos-task-{}", std::process::id());
+    let _ = std::fs::remove_file(&marker);
+
+    // Every 2 seconds, as root on the host: the admin's save is its approval.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "tick", "command": format!("echo ran >> {marker}"), "place": "host",
+               "schedule": {"cron": "*/2 * * * * *", "overlap": "allow"}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let t = r.json()["task"].clone();
+    let id = t["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        (t["version"].clone(), t["approved"].clone()),
+        (json!(1), json!(true)),
+        "{t}"
+    );
+    assert_eq!(t["approved_by"], "root-admin");
+    assert!(t["next_run_at_ms"].as_i64().unwrap() > 0, "{t}");
+    let standing = t["standing_approval_id"].as_str().unwrap().to_string();
+    let done = wait_runs(&mut admin, &id, 20, |r| {
+        r.iter().filter(|j| j["state"] == "succeeded").count() >= 2
+    });
+    for j in &done {
+        assert_eq!(
+            (j["trigger"].as_str(), j["task_version"].as_u64()),
+            (Some("schedule"), Some(1)),
+            "{j}"
+        );
+        assert_eq!(j["place"], "host", "{j}");
+        assert_eq!(j["scheduled_for_ms"].as_i64().unwrap() % 2000, 0, "{j}");
+    }
+    let fires: std::collections::BTreeSet<i64> = done
+        .iter()
+        .map(|j| j["scheduled_for_ms"].as_i64().unwrap())
+        .collect();
+    assert_eq!(fires.len(), done.len(), "one run per fire");
+
+    // Paused: nothing more fires; resumed: it goes on.
+    let r = admin.post(&format!("/api/tasks/{id}/pause"), json!({}));
+    assert_eq!(
+        (r.status, r.json()["task"]["next_run_at_ms"].clone()),
+        (200, json!(0)),
+        "{r:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let before = runs(&mut admin, &id).len();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(runs(&mut admin, &id).len(), before, "a paused task fired");
+    let r = admin.post(&format!("/api/tasks/{id}/resume"), json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    wait_runs(&mut admin, &id, 10, |r| r.len() > before);
+
+    // A compromised jobd cannot stretch the standing approval: another command, another
+    // owner, or after its revocation, execd runs nothing.
+    let execd = stack.socket("execd");
+    let ask = |principal: &str, command: &str| {
+        probe_as(
+            &execd,
+            JOB_UID,
+            &[
+                "--principal",
+                principal,
+                "--standing",
+                &standing,
+                "--request-run",
+                "host",
+                &uuid::Uuid::now_v7().to_string(),
+                command,
+            ],
+        )
+    };
+    let r = ask("root-admin", "touch /etc/argos-task-evil");
+    assert_eq!(r["code"], "InvalidArgument", "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("does not cover"),
+        "{r}"
+    );
+    let r = ask("bob", &format!("echo ran >> {marker}"));
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("not this requester"),
+        "{r}"
+    );
+    // (The same command with another time limit is another request, too.)
+    let r = ask("root-admin", &format!("echo ran >> {marker}"));
+    assert!(
+        r["message"].as_str().unwrap().contains("does not cover"),
+        "{r}"
+    );
+
+    // Deleted: its standing approval is revoked; nothing more runs.
+    let r = admin.call("DELETE", &format!("/api/tasks/{id}"), None, &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = ask("root-admin", &format!("echo ran >> {marker}"));
+    assert!(r["message"].as_str().unwrap().contains("revoked"), "{r}");
+    std::thread::sleep(Duration::from_secs(1));
+    let after = runs(&mut admin, &id);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        runs(&mut admin, &id).len(),
+        after.len(),
+        "a removed task fired"
+    );
+    let lines = std::fs::read_to_string(&marker).unwrap().lines().count();
+    let succeeded = after.iter().filter(|j| j["state"] == "succeeded").count();
+    assert_eq!(lines, succeeded, "each run ran once, and nothing else did");
+    let _ = std::fs::remove_file(&marker);
+
+    // A plain user's task waits for an admin; an edit needs a new approval.
+    let r = bob.post(
+        "/api/tasks",
+        json!({"name": "mine", "command": "echo bobs", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let t = r.json()["task"].clone();
+    let bid = t["id"].as_str().unwrap().to_string();
+    assert_eq!(t["approved"], false, "{t}");
+    let r = bob.post(&format!("/api/tasks/{bid}/run"), json!({}));
+    assert_eq!(r.status, 409, "{r:?}");
+    assert!(r.message().contains("not approved"), "{r:?}");
+    let r = bob.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
+    assert_eq!(r.status, 403, "a user approves nothing: {r:?}");
+    let r = admin.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["task"]["approved"], true);
+    let r = bob.post(&format!("/api/tasks/{bid}/run"), json!({}));
+    assert_eq!(r.status, 201, "{r:?}");
+    assert_eq!(r.json()["job"]["trigger"], "manual");
+    wait_runs(&mut bob, &bid, 20, |r| {
+        r.iter().any(|j| j["state"] == "succeeded")
+    });
+    let r = bob.call(
+        "PUT",
+        &format!("/api/tasks/{bid}"),
+        Some(&json!({"name": "mine", "command": "echo changed", "place": "sandbox"})),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        (
+            r.json()["task"]["version"].clone(),
+            r.json()["task"]["approved"].clone()
+        ),
+        (json!(2), json!(false))
+    );
+    assert_eq!(
+        bob.post(&format!("/api/tasks/{bid}/run"), json!({})).status,
+        409
+    );
+    let r = admin.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
+    assert_eq!(r.status, 409, "a stale version: {r:?}");
+    // Admins do not edit others' tasks; other users do not see them.
+    let r = admin.call(
+        "PUT",
+        &format!("/api/tasks/{bid}"),
+        Some(&json!({"name": "x", "command": "id"})),
+        &[],
+    );
+    assert_eq!(r.status, 403, "{r:?}");
+    let r = admin.post(
+        "/api/users",
+        json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD, "role": "user"}),
+    );
+    assert_eq!(r.status, 201);
+    let mut carol = Web::new(stack.listen);
+    carol.post(
+        "/api/login",
+        json!({"name": "carol", "password": argos_tests::ADMIN_PASSWORD}),
+    );
+    assert_eq!(carol.get(&format!("/api/tasks/{bid}")).status, 404);
+    assert_eq!(
+        carol
+            .post(&format!("/api/tasks/{bid}/run"), json!({}))
+            .status,
+        404
+    );
+    assert_eq!(carol.get("/api/tasks").json()["tasks"], json!([]));
+
+    // Bad input names its field; a schedule's next fires can be previewed.
+    for (body, field) in [
+        (
+            json!({"name": "x", "command": "id", "schedule": {"cron": "61 * * * *"}}),
+            "cron",
+        ),
+        (
+            json!({"name": "x", "command": "id", "schedule": {"cron": "0 3 * * *", "timezone": "Mars/Base"}}),
+            "timezone",
+        ),
+        (
+            json!({"name": "x", "command": "id", "schedule": {"cron": "0 3 * * *", "overlap": "sometimes"}}),
+            "overlap",
+        ),
+        (json!({"name": "", "command": "id"}), "name"),
+        (
+            json!({"name": "x", "command": "touch /x", "place": "inspect"}),
+            "place",
+        ),
+    ] {
+        let r = admin.post("/api/tasks", body.clone());
+        assert_eq!(r.status, 400, "{body}: {r:?}");
+        assert!(r.message().starts_with(field), "{body}: {r:?}");
+    }
+    let r = admin.get("/api/tasks/preview?cron=30%202%20*%20*%20*&timezone=Europe/Berlin&count=3");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["at_ms"].as_array().unwrap().len(), 3);
+    assert_eq!(admin.get("/api/tasks/preview?cron=nope").status, 400);
+    stack.stop();
+}
+
+/// Overlap `skip` never starts a second run beside one not yet ended (a manual run then
+/// is a 409); `queue` waits its turn; a jobd killed with -9 mid-schedule starts each fire
+/// at most once when it comes back.
+#[test]
+fn overlap_policies_and_a_schedule_across_kill_9() {
+    let mut stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "slow", "command": "sleep 3", "place": "sandbox",
+               "schedule": {"cron": "* * * * * *", "overlap": "skip"}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let skip = r.json()["task"]["id"].as_str().unwrap().to_string();
+    wait_runs(&mut admin, &skip, 20, |r| {
+        r.iter().any(|j| j["state"] == "running")
+    });
+    let r = admin.post(&format!("/api/tasks/{skip}/run"), json!({}));
+    assert_eq!(r.status, 409, "{r:?}");
+    std::thread::sleep(Duration::from_secs(4));
+    let seen = runs(&mut admin, &skip);
+    assert!(
+        seen.iter().filter(|j| j["state"] == "running").count() <= 1,
+        "skip never runs two at once: {seen:?}"
+    );
+    admin.post(&format!("/api/tasks/{skip}/pause"), json!({}));
+
+    // queue: manual runs line up behind each other.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "line", "command": "sleep 1", "place": "sandbox",
+               "schedule": {"cron": "0 0 1 1 *", "overlap": "queue"}}),
+    );
+    let queue = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let a = admin
+        .post(&format!("/api/tasks/{queue}/run"), json!({}))
+        .json()["job"]
+        .clone();
+    let b = admin
+        .post(&format!("/api/tasks/{queue}/run"), json!({}))
+        .json()["job"]
+        .clone();
+    assert_eq!(b["state"], "queued", "{b}");
+    let done = wait_runs(&mut admin, &queue, 30, |r| r.len() == 2 && ended(r) == 2);
+    let by_id = |id: &Value| done.iter().find(|j| j["id"] == *id).unwrap().clone();
+    let (a, b) = (by_id(&a["id"]), by_id(&b["id"]));
+    assert!(
+        b["started_at_ms"].as_i64().unwrap() >= a["ended_at_ms"].as_i64().unwrap(),
+        "queued behind: {a} {b}"
+    );
+
+    // Every 2 s, allow; kill -9 of jobd in the middle.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "steady", "command": "true", "place": "sandbox",
+               "schedule": {"cron": "*/2 * * * * *", "overlap": "allow", "catch_up": "all"}}),
+    );
+    let steady = r.json()["task"]["id"].as_str().unwrap().to_string();
+    wait_runs(&mut admin, &steady, 20, |r| !r.is_empty());
+    stack.crash_and_restart("jobd");
+    let mut admin = Web::new(stack.listen);
+    let r = admin.post(
+        "/api/login",
+        json!({"name": "root-admin", "password": argos_tests::ADMIN_PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let all = wait_runs(&mut admin, &steady, 30, |r| {
+        r.len() >= 4 && ended(r) == r.len()
+    });
+    let fires: std::collections::BTreeSet<i64> = all
+        .iter()
+        .map(|j| j["scheduled_for_ms"].as_i64().unwrap())
+        .collect();
+    assert_eq!(fires.len(), all.len(), "a fire ran twice: {all:?}");
+    assert!(all.iter().all(|j| j["state"] == "succeeded"), "{all:?}");
+    stack.stop();
+}
