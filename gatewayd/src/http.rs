@@ -153,6 +153,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/tasks/{id}/pause", post(api::pause_task))
         .route("/api/tasks/{id}/resume", post(api::resume_task))
         .route("/api/tasks/{id}/approve", post(api::approve_task))
+        .route(
+            "/api/tasks/{id}/webhook",
+            post(api::set_task_webhook).delete(api::delete_task_webhook),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,
@@ -205,6 +209,12 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             get(crate::agent_mcp::resource_metadata),
+        )
+        // Webhook deliveries: their secret is the credential (checked by jobd), so neither
+        // the API's sessions and tokens nor its cross-site rule apply.
+        .route(
+            "/hooks/{task}",
+            axum::routing::post(api::hook).with_state(api.clone()),
         )
         .merge(mcp)
         .merge(authed)

@@ -134,6 +134,10 @@ pub fn task(t: &argos_proto::job::v1::Task) -> Value {
         "approved_at_ms": t.approved_at_unix_ms,
         "standing_approval_id": t.standing_approval_id,
         "next_run_at_ms": t.next_run_at_unix_ms,
+        "webhook": (!t.webhook_mode.is_empty()).then(|| json!({
+            "mode": t.webhook_mode, "url": format!("/hooks/{}", t.id),
+            "set_at_ms": t.webhook_set_at_unix_ms,
+        })),
         "created_at_ms": t.created_at_unix_ms,
         "updated_at_ms": t.updated_at_unix_ms,
     })

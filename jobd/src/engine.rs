@@ -63,6 +63,10 @@ pub struct Engine {
     wake: Notify,
     /// Wakes the scheduler: a task changed.
     tasks_changed: Notify,
+    /// jobd's key: webhook secrets are kept sealed or hashed under it.
+    pub(crate) key: Arc<argos_store::key::Key>,
+    /// Webhook deliveries taken per task in the current minute.
+    pub(crate) hook_rate: Mutex<std::collections::HashMap<String, (i64, u32)>>,
 }
 
 /// What asking execd for a job came to.
@@ -76,7 +80,12 @@ enum Asked {
 }
 
 impl Engine {
-    pub fn new(store: Store, exec: ExecClient, limits: Limits) -> Arc<Engine> {
+    pub fn new(
+        store: Store,
+        exec: ExecClient,
+        limits: Limits,
+        key: Arc<argos_store::key::Key>,
+    ) -> Arc<Engine> {
         Arc::new(Engine {
             store,
             exec,
@@ -86,6 +95,8 @@ impl Engine {
             asking: Semaphore::new(LAUNCHING_AT_ONCE),
             wake: Notify::new(),
             tasks_changed: Notify::new(),
+            key,
+            hook_rate: Mutex::default(),
         })
     }
 

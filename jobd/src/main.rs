@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+mod hooks;
 mod job;
 mod schedule;
 mod service;
@@ -23,6 +24,10 @@ fn main() -> ExitCode {
     daemon::run(
         Spec::new("jobd", Privilege::Unprivileged),
         |ctx| async move {
+            let key = std::sync::Arc::new(
+                argos_store::key::Key::load_or_create(&ctx.state_dir.join("jobd.key"))
+                    .context("jobd's key")?,
+            );
             let store = store::Store::open(&ctx.state_dir.join("jobd.db"))
                 .await
                 .context("jobd's database")?;
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
                     active_per_user: j.active_per_user,
                     retention_ms: j.retention_days.saturating_mul(24 * 3600 * 1000),
                 },
+                key,
             );
             engine.spawn();
             Ok(Serve::new(

@@ -44,6 +44,8 @@ pub fn policy() -> MethodPolicy {
         .method(m("GetTask"), readers)
         .method(m("ListTasks"), readers)
         .method(m("PreviewSchedule"), readers)
+        .method(m("SetTaskWebhook"), gateway)
+        .method(m("TriggerWebhook"), gateway)
 }
 
 fn store(e: StoreError) -> Status {
@@ -161,6 +163,12 @@ pub fn task_out(t: &Task) -> pb::Task {
         next_run_at_unix_ms: t.next_run_at_ms,
         created_at_unix_ms: t.created_at_ms,
         updated_at_unix_ms: t.updated_at_ms,
+        webhook_mode: t
+            .webhook
+            .as_ref()
+            .map(|w| w.0.as_str().to_string())
+            .unwrap_or_default(),
+        webhook_set_at_unix_ms: t.webhook.as_ref().map_or(0, |w| w.2),
     }
 }
 
@@ -401,6 +409,7 @@ impl JobRpc for JobService {
                 next_run_at_ms: 0,
                 created_at_ms: now,
                 updated_at_ms: now,
+                webhook: None,
             };
             return Ok(Response::new(task_out(&t)));
         }
@@ -569,6 +578,56 @@ impl JobRpc for JobService {
         Ok(Response::new(pb::PreviewScheduleResponse {
             at_unix_ms: c.preview(crate::store::now_ms(), count),
         }))
+    }
+
+    async fn set_task_webhook(
+        &self,
+        req: Request<pb::SetTaskWebhookRequest>,
+    ) -> Result<Response<pb::SetTaskWebhookResponse>, Status> {
+        let r = req.into_inner();
+        job_id(&r.id)?;
+        let mode = match r.mode.as_str() {
+            "" => None,
+            m => Some(crate::hooks::Mode::parse(m).ok_or_else(|| {
+                Status::invalid_argument(format!("mode: {m:?} is not token or hmac"))
+            })?),
+        };
+        let (t, secret) = self
+            .engine
+            .set_webhook(&r.id, mode)
+            .await
+            .map_err(task_error)?;
+        Ok(Response::new(pb::SetTaskWebhookResponse {
+            task: Some(task_out(&t)),
+            secret,
+        }))
+    }
+
+    async fn trigger_webhook(
+        &self,
+        req: Request<pb::TriggerWebhookRequest>,
+    ) -> Result<Response<pb::JobInfo>, Status> {
+        use crate::tasks::HookError;
+        let r = req.into_inner();
+        if r.body.len() > 1 << 20 {
+            return Err(Status::invalid_argument("body: more than 1 MiB"));
+        }
+        if uuid::Uuid::parse_str(&r.task_id).is_err() {
+            return Err(Status::unauthenticated("unauthorized"));
+        }
+        let presented = crate::hooks::Presented {
+            token: &r.token,
+            signature: &r.signature,
+            timestamp: &r.timestamp,
+            body: &r.body,
+        };
+        match self.engine.trigger(&r.task_id, &presented).await {
+            Ok(j) => Ok(Response::new(job_out(&j))),
+            Err(HookError::Unauthorized) => Err(Status::unauthenticated("unauthorized")),
+            Err(e @ HookError::Replayed) => Err(Status::already_exists(e.to_string())),
+            Err(e @ HookError::RateLimited) => Err(Status::resource_exhausted(e.to_string())),
+            Err(HookError::Task(e)) => Err(task_error(e)),
+        }
     }
 
     type WatchJobsStream = WatchStream;

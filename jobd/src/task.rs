@@ -27,6 +27,8 @@ pub struct Task {
     pub next_run_at_ms: i64,
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
+    /// Its webhook trigger: the mode, the secret as kept, and when it was made.
+    pub webhook: Option<(crate::hooks::Mode, String, i64)>,
 }
 
 /// An admin's approval of one version.
@@ -107,6 +109,8 @@ fn row(r: &SqliteRow) -> Result<Task, StoreError> {
         next_run_at_ms: r.get("next_run_at_ms"),
         created_at_ms: r.get("created_at_ms"),
         updated_at_ms: r.get("updated_at_ms"),
+        webhook: crate::hooks::Mode::parse(r.get("webhook_mode"))
+            .map(|m| (m, r.get("webhook_secret"), r.get("webhook_set_at_ms"))),
         id: id.clone(),
     })
 }
@@ -280,6 +284,51 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+
+    /// Gives task `id` a webhook (replacing any: the old secret stops working) or none.
+    pub async fn set_webhook(
+        &self,
+        id: &str,
+        hook: Option<(crate::hooks::Mode, &str)>,
+    ) -> Result<bool, StoreError> {
+        let (mode, secret) = hook.map_or(("", ""), |(m, s)| (m.as_str(), s));
+        Ok(sqlx::query(
+            "UPDATE tasks SET webhook_mode = ?, webhook_secret = ?, webhook_set_at_ms = ?
+             WHERE id = ?",
+        )
+        .bind(mode)
+        .bind(secret)
+        .bind(if mode.is_empty() { 0 } else { now_ms() })
+        .bind(id)
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Remembers a signed delivery until it leaves the window; false: already taken.
+    pub async fn first_seen(
+        &self,
+        task_id: &str,
+        signature: &str,
+        expires_at_ms: i64,
+    ) -> Result<bool, StoreError> {
+        sqlx::query("DELETE FROM webhook_seen WHERE expires_at_ms < ?")
+            .bind(now_ms())
+            .execute(self.pool())
+            .await?;
+        Ok(sqlx::query(
+            "INSERT INTO webhook_seen (task_id, signature, expires_at_ms) VALUES (?, ?, ?)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(task_id)
+        .bind(signature)
+        .bind(expires_at_ms)
+        .execute(self.pool())
+        .await?
+        .rows_affected()
+            == 1)
     }
 
     /// Tasks due at `now_ms`.

@@ -15,6 +15,29 @@ use crate::schedule::{self, OnFire, Schedule};
 use crate::store::{Job, NewRun, StoreError, now_ms};
 use crate::task::{Approved, Task, check_name};
 
+/// Webhook deliveries one task takes per minute; more are refused (429).
+pub const HOOKS_PER_MINUTE: u32 = 60;
+
+/// Why a webhook delivery was refused (nothing ran).
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    /// No such task, no webhook, or the credentials do not check out: the same answer.
+    #[error("unauthorized")]
+    Unauthorized,
+    #[error("this signed delivery was already taken")]
+    Replayed,
+    #[error("more than {HOOKS_PER_MINUTE} deliveries this minute")]
+    RateLimited,
+    #[error(transparent)]
+    Task(#[from] TaskError),
+}
+
+impl From<StoreError> for HookError {
+    fn from(e: StoreError) -> HookError {
+        HookError::Task(TaskError::Store(e))
+    }
+}
+
 /// Why a task could not be saved, approved or run.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
@@ -199,6 +222,83 @@ impl Engine {
             None => Err(TaskError::Refused(format!(
                 "task {id} has a run not yet ended and its overlap is skip"
             ))),
+        }
+    }
+
+    /// Gives task `id` a webhook in `mode` (replacing any); answers the task and the new
+    /// secret, which is kept only hashed or sealed and never answered again.
+    pub async fn set_webhook(
+        &self,
+        id: &str,
+        mode: Option<crate::hooks::Mode>,
+    ) -> Result<(Task, String), TaskError> {
+        let secret = mode.map(|_| crate::hooks::new_secret()).unwrap_or_default();
+        let kept = mode.map(|m| (m, crate::hooks::stored(&self.key, id, m, &secret)));
+        if !self
+            .store
+            .set_webhook(id, kept.as_ref().map(|(m, s)| (*m, s.as_str())))
+            .await?
+        {
+            return Err(TaskError::NotFound(id.to_string()));
+        }
+        tracing::info!(task = %id, mode = mode.map_or("none", |m| m.as_str()), "task webhook set");
+        Ok((self.task_or_404(id).await?, secret))
+    }
+
+    /// A webhook delivery to task `id`: checked, rate limited, then a run as the task's
+    /// overlap policy says (a paused or unapproved task, or a busy one under `skip`, is
+    /// refused). Nothing runs on a refusal.
+    pub async fn trigger(
+        &self,
+        id: &str,
+        p: &crate::hooks::Presented<'_>,
+    ) -> Result<Job, HookError> {
+        let now = now_ms();
+        let t = self.store.task(id).await?.ok_or(HookError::Unauthorized)?;
+        let Some((mode, kept, _)) = &t.webhook else {
+            return Err(HookError::Unauthorized);
+        };
+        let passed = crate::hooks::check(&self.key, &t.id, *mode, kept, p, now)
+            .ok_or(HookError::Unauthorized)?;
+        {
+            let mut rate = self.hook_rate.lock().expect("hook rate");
+            let minute = now / 60_000;
+            let e = rate.entry(t.id.clone()).or_insert((minute, 0));
+            if e.0 != minute {
+                *e = (minute, 0);
+            }
+            if e.1 >= HOOKS_PER_MINUTE {
+                return Err(HookError::RateLimited);
+            }
+            e.1 += 1;
+        }
+        if let crate::hooks::Passed::Signed {
+            signature,
+            expires_at_ms,
+        } = &passed
+            && !self
+                .store
+                .first_seen(&t.id, signature, *expires_at_ms)
+                .await?
+        {
+            return Err(HookError::Replayed);
+        }
+        if t.paused {
+            return Err(TaskError::Refused(format!("task {id} is paused")).into());
+        }
+        let overlap = t
+            .schedule
+            .as_ref()
+            .map_or(schedule::Overlap::Allow, |s| s.overlap);
+        match self.fire(&t, "webhook", 0, overlap).await? {
+            Some(j) => {
+                self.wake_launcher();
+                Ok(j)
+            }
+            None => Err(TaskError::Refused(format!(
+                "task {id} has a run not yet ended and its overlap is skip"
+            ))
+            .into()),
         }
     }
 

@@ -2,7 +2,9 @@
 // first-admin setup, the dashboard, running `echo hello`, watching a live stream, killing
 // a sleeping command, an agent's commands approved live (a destructive one only with its
 // short id typed), the audit trail, an MCP server added with its tools toggled and called,
-// one that asks for OAuth authorized from its page, logging out.
+// one that asks for OAuth authorized from its page, background jobs followed live to their
+// end and cancelled, a scheduled task with its next runs previewed and its runs followed
+// live, logging out.
 // Usage: node ui.mjs <setup-url> <mcp-url> <oauth-mcp-url> (MCP servers over Streamable HTTP,
 // the second asking for OAuth)
 // Exits non-zero (with the reason) on the first expectation that fails.
@@ -54,8 +56,9 @@ page.on("console", (m) => {
 let unauthorized = 0;
 page.on("response", (r) => {
   if (r.status() === 401) unauthorized += 1;
-  // The one refusal asked for: the MCP form sent with a bad id.
-  if (r.status() === 400 && !(r.request().method() === "POST" && r.url().endsWith("/api/mcp/servers"))) {
+  // The refusals asked for: the MCP form sent with a bad id, a bad cron pattern previewed.
+  const asked = (method, path) => r.request().method() === method && new URL(r.url()).pathname === path;
+  if (r.status() === 400 && !asked("POST", "/api/mcp/servers") && !asked("GET", "/api/tasks/preview")) {
     problems.push(`400 from ${r.request().method()} ${r.url()}`);
   }
 });
@@ -326,10 +329,107 @@ try {
   await page.fill("#activity-tool", "http_get");
   await page.waitForSelector("#activity-list p.empty");
 
+  step("jobs: one started in the sandbox shows live to its end, with its output");
+  await visit("#/jobs");
+  // The list is read once: every change after comes from the event stream.
+  let listings = 0;
+  const countListings = (r) => { if (r.url().includes("/api/jobs?")) listings += 1; };
+  page.on("request", countListings);
+  // Starts a job in the sandbox from the form and answers its id, from its row.
+  const startJob = async (command, name) => {
+    await page.fill("#job-form textarea[name=command]", command);
+    await page.fill("#job-form input[name=name]", name);
+    await page.selectOption("#job-form select[name=place]", "sandbox");
+    await page.click("#job-form button[type=submit]");
+    return (await page.waitForFunction((n) => [...document.querySelectorAll("#jobs-table tr[data-job-id]")]
+      .find((tr) => tr.textContent.includes(n))?.dataset.jobId, name)).jsonValue();
+  };
+  const jobId = await startJob("echo from the browser; sleep 1; echo done", "browser job");
+  const jobRow = `#jobs-table tr[data-job-id='${jobId}']`;
+  await page.waitForSelector(`${jobRow} :is([data-state=running], [data-state=succeeded])`)
+    .catch(async () => { throw new Error("the new job's row: " + await page.textContent(jobRow)); });
+  await page.waitForSelector(`${jobRow} [data-state=succeeded]`, { timeout: 30000 })
+    .catch(async () => { throw new Error("the job's row: " + await page.textContent(jobRow)); });
+  page.off("request", countListings);
+  if (listings !== 0) throw new Error(`the job list was read ${listings} more times instead of following the events`);
+  await page.click(`${jobRow} a`);
+  await page.waitForSelector(`main[data-route='#/jobs/${jobId}'] #job-facts`);
+  await page.waitForFunction(() => {
+    const out = document.querySelector("pre#job-stdout")?.textContent || "";
+    return out.includes("from the browser") && out.includes("done");
+  }).catch(async () => { throw new Error("the job's page: " + await page.textContent("main")); });
+
+  step("jobs: a sleeping one is cancelled from its page");
+  await visit("#/jobs");
+  const sleeper = await startJob("sleep 300", "browser sleep");
+  await page.click(`#jobs-table tr[data-job-id='${sleeper}'] a`);
+  await page.waitForSelector(`main[data-route='#/jobs/${sleeper}'] #job-facts [data-state=running]`);
+  await looksRight("admin-job-running");
+  await page.click("button.cancel-job");
+  await page.waitForSelector("#job-facts [data-state=cancelled]", { timeout: 20000 })
+    .catch(async () => { throw new Error("after cancel: " + await page.textContent("#job-facts")); });
+  if (await page.locator("button.cancel-job").count()) throw new Error("a cancelled job still offers Cancel");
+
+  step("tasks: a schedule's next runs previewed as it is typed, a bad pattern named");
+  await visit("#/tasks");
+  await page.fill("#task-form input[name=name]", "browser task");
+  await page.fill("#task-form textarea[name=command]", "echo from a task");
+  await page.selectOption("#task-form select[name=place]", "sandbox");
+  await page.check("#task-form input[name=scheduled]");
+  // Six fields, seconds first: every two seconds.
+  const previewed = () => page.waitForFunction(() => document.querySelectorAll("ul#task-preview li").length >= 3)
+    .catch(async () => { throw new Error("the schedule's preview: " + await page.textContent("#task-schedule")); });
+  await page.fill("#task-form input[name=cron]", "*/2 * * * * *");
+  await previewed();
+  await page.fill("#task-form input[name=cron]", "99 * * * *");
+  await page.waitForFunction(() => document.querySelector("#task-preview-error")?.textContent.trim())
+    .catch(async () => { throw new Error("a bad pattern's preview: " + await page.textContent("#task-schedule")); });
+  await page.fill("#task-form input[name=cron]", "*/2 * * * * *");
+  await previewed();
+  await page.selectOption("#task-form select[name=overlap]", "allow");
+  await looksRight("admin-task-form");
+  await page.click("#task-form button[type=submit]");
+  const taskId = await (await page.waitForFunction(() => [...document.querySelectorAll("#tasks-table tr[data-task-id]")]
+    .find((tr) => tr.textContent.includes("browser task"))?.dataset.taskId)).jsonValue();
+  const taskRow = `#tasks-table tr[data-task-id='${taskId}']`;
+  await page.waitForSelector(`${taskRow} [data-state=scheduled]`)
+    .catch(async () => { throw new Error("the new task's row: " + await page.textContent(taskRow)); });
+
+  step("tasks: its page follows its runs live; paused, then removed");
+  await page.click(`${taskRow} a`);
+  await page.waitForSelector(`main[data-route='#/tasks/${taskId}'] #task-facts`);
+  await page.waitForSelector("#task-runs");
+  // A run that starts after the page was read shows to its end through the event stream.
+  const before = await page.evaluate(() => [...document.querySelectorAll("#task-runs tr[data-job-id]")]
+    .map((tr) => tr.dataset.jobId));
+  let runReads = 0;
+  const countRunReads = (r) => { if (r.url().includes("/api/jobs?")) runReads += 1; };
+  page.on("request", countRunReads);
+  await page.waitForFunction((old) => [...document.querySelectorAll("#task-runs tr[data-job-id]")]
+    .some((tr) => !old.includes(tr.dataset.jobId) && tr.querySelector("[data-state=succeeded]")), before, { timeout: 30000 })
+    .catch(async () => { throw new Error("the task's runs: " + await page.textContent("#task-runs")); });
+  page.off("request", countRunReads);
+  if (runReads !== 0) throw new Error(`the task's runs were read ${runReads} more times instead of following the events`);
+  await looksRight("admin-task");
+  await page.click("button.pause-task");
+  await page.waitForSelector("#task-facts [data-state=paused]")
+    .catch(async () => { throw new Error("after pause: " + await page.textContent("#task-facts")); });
+  await page.waitForSelector("button.resume-task");
+  page.once("dialog", (d) => d.accept());
+  await page.click("button.delete-task");
+  await page.waitForSelector("main[data-route='#/tasks'] #tasks-list");
+  if (await page.locator(taskRow).count()) throw new Error("the removed task is still listed");
+  // One kept (saved by the API, run only when asked): a plain user must not be shown it.
+  const kept = await page.evaluate(async () => (await fetch("/api/tasks", { method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "kept task", command: "echo kept", place: "sandbox" }) })).status);
+  if (kept !== 201) throw new Error(`saving a task by the API answered ${kept}`);
+
   step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
   const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
-    ["execution", "#/executions/" + execId], ["approvals", "#/approvals"], ["audit", "#/audit"],
+    ["execution", "#/executions/" + execId], ["jobs", "#/jobs"], ["job", "#/jobs/" + jobId], ["tasks", "#/tasks"],
+    ["approvals", "#/approvals"], ["audit", "#/audit"],
     ["terminals", "#/terminals"], ["mcp", "#/mcp"], ["agents", "#/agents"], ["tokens", "#/tokens"],
     ["users", "#/users"], ["account", "#/account"]]) {
     await visit(hash);
@@ -381,7 +481,7 @@ try {
   }).catch(async (e) => { throw new Error("audit filter: " + (await page.textContent("#audit-list")).slice(0, 600)); });
   await looksRight("admin-audit-filtered");
   const adminNav = await visibleNav();
-  for (const h of ["#/shell", "#/executions", "#/approvals", "#/audit", "#/users"]) {
+  for (const h of ["#/shell", "#/executions", "#/jobs", "#/tasks", "#/approvals", "#/audit", "#/users"]) {
     if (!adminNav.includes(h)) throw new Error(`the admin's navigation lacks ${h}: ${adminNav}`);
   }
   await page.evaluate(() => { location.hash = "#/"; });
@@ -406,11 +506,18 @@ try {
   for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/mcp", "#/users"]) {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
-  for (const [name, hash] of [["dashboard", "#/"], ["agents", "#/agents"], ["tokens", "#/tokens"],
-    ["account", "#/account"]]) {
+  for (const h of ["#/jobs", "#/tasks"]) {
+    if (!userNav.includes(h)) throw new Error(`a plain user's navigation lacks ${h}: ${userNav}`);
+  }
+  for (const [name, hash] of [["dashboard", "#/"], ["jobs", "#/jobs"], ["tasks", "#/tasks"], ["agents", "#/agents"],
+    ["tokens", "#/tokens"], ["account", "#/account"]]) {
     await visit(hash);
     await looksRight("user-" + name);
   }
+  await visit("#/jobs");
+  if (!(await page.locator("#jobs-list p.empty").count())) throw new Error("a plain user is shown others' jobs");
+  await visit("#/tasks");
+  if (!(await page.locator("#tasks-list p.empty").count())) throw new Error("a plain user is shown others' tasks");
   await visit("#/");
   if (await page.locator("#listeners").count()) throw new Error("a plain user is shown the host's listeners");
   await page.click("#logout");

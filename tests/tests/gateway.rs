@@ -200,6 +200,11 @@ fn authorization_matrix() {
                 format!("/api/tasks/{id}/approve"),
                 Some(json!({"version": 1})),
             ),
+            "POST /api/tasks/{id}/webhook" => (
+                format!("/api/tasks/{id}/webhook"),
+                Some(json!({"mode": "token"})),
+            ),
+            "DELETE /api/tasks/{id}/webhook" => (format!("/api/tasks/{id}/webhook"), None),
             _ => return None,
         };
         Some((path, body))
@@ -568,6 +573,8 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/tasks/{id}/pause",
         "POST /api/tasks/{id}/resume",
         "POST /api/tasks/{id}/approve",
+        "POST /api/tasks/{id}/webhook",
+        "DELETE /api/tasks/{id}/webhook",
     ];
     served.sort();
     assert_eq!(documented, served);

@@ -2,7 +2,7 @@
 //! every `sh` block but the first (which starts a stack and runs the tests) runs in bash
 //! with `set -euo pipefail`, its stack's port and tree put for the README's defaults
 //! (`127.0.0.1:7000`, `.argos/`), and an API token wherever the README says `argos_…`
-//! (`$TOKEN` with read and exec, `$ARGOS_TOKEN` with read and approve, `$AGENT` with
+//! (`$TOKEN` with read, exec and approve, `$ARGOS_TOKEN` with read and approve, `$AGENT` with
 //! agent, `$MCP` with mcp). Ids are taken from earlier answers by the README's own lines (`ID=$(… | jq …)`).
 //! One line is left out, and said so: approving the agent's `systemctl restart nginx`,
 //! which would run it as root on the machine running the tests (gate.rs approves and runs
@@ -71,7 +71,7 @@ fn the_readme_examples_work_as_printed() {
         r.json()["token"].as_str().unwrap().to_string()
     };
     let tokens = [
-        ("TOKEN", token(&mut admin, &["read", "exec"])),
+        ("TOKEN", token(&mut admin, &["read", "exec", "approve"])),
         ("AGENT", token(&mut admin, &["agent"])),
         ("ARGOS_TOKEN", token(&mut admin, &["read", "approve"])),
         ("MCP", token(&mut admin, &["mcp"])),

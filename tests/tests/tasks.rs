@@ -329,3 +329,158 @@ fn overlap_policies_and_a_schedule_across_kill_9() {
     assert!(all.iter().all(|j| j["state"] == "succeeded"), "{all:?}");
     stack.stop();
 }
+
+/// A webhook signature as a sender makes it: HMAC-SHA256 of "{timestamp}.{body}".
+fn sign(secret: &str, ts: &str, body: &str) -> String {
+    use hmac::Mac as _;
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    m.update(format!("{ts}.{body}").as_bytes());
+    let hex: String = m
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("sha256={hex}")
+}
+
+/// `POST /hooks/{task}`: a token or a signature is the credential; a bad token, a bad or
+/// stale signature, a replay, another task's id — refused, and nothing runs; a paused task
+/// or a busy one under overlap `skip` is a 409.
+#[test]
+fn webhooks_run_a_task_only_with_its_secret() {
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "hooked", "command": "sleep 2", "place": "sandbox",
+               "schedule": {"cron": "0 0 1 1 *", "overlap": "skip"}}),
+    );
+    let id = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        &format!("/api/tasks/{id}/webhook"),
+        json!({"mode": "token"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let token = r.json()["secret"].as_str().unwrap().to_string();
+    assert_eq!(r.json()["url"], format!("/hooks/{id}"));
+    assert_eq!(r.json()["task"]["webhook"]["mode"], "token");
+    assert!(
+        !admin.get(&format!("/api/tasks/{id}")).text.contains(&token),
+        "shown once"
+    );
+    let hook = format!("/hooks/{id}");
+    let mut anyone = Web::new(stack.listen);
+    let post = |w: &mut Web, path: &str, headers: &[(&str, &str)], body: &str| {
+        w.raw("POST", path, Some(body.as_bytes().to_vec()), true, headers)
+    };
+    let bearer = format!("Bearer {token}");
+    for (path, headers) in [
+        (hook.as_str(), vec![]),
+        (hook.as_str(), vec![("authorization", "Bearer nope")]),
+        (
+            "/hooks/01a2357f-0000-7000-8000-000000000000",
+            vec![("authorization", bearer.as_str())],
+        ),
+        ("/hooks/not-an-id", vec![("authorization", bearer.as_str())]),
+    ] {
+        let r = post(&mut anyone, path, &headers, "{}");
+        assert_eq!(r.status, 401, "{path} {headers:?}: {r:?}");
+        assert_eq!(r.message(), "unauthorized");
+    }
+    assert!(
+        runs(&mut admin, &id).is_empty(),
+        "a refused delivery ran something"
+    );
+    let r = post(&mut anyone, &hook, &[("authorization", &bearer)], "{}");
+    assert_eq!(r.status, 202, "{r:?}");
+    let first = r.json()["job"]["id"].as_str().unwrap().to_string();
+    // Busy under skip: 409, nothing more runs.
+    let r = post(&mut anyone, &hook, &[("authorization", &bearer)], "{}");
+    assert_eq!(r.status, 409, "{r:?}");
+    let done = wait_runs(&mut admin, &id, 20, |r| ended(r) == 1);
+    assert_eq!(done.len(), 1);
+    assert_eq!(
+        (
+            done[0]["id"].as_str(),
+            done[0]["trigger"].as_str(),
+            done[0]["state"].as_str()
+        ),
+        (Some(first.as_str()), Some("webhook"), Some("succeeded"))
+    );
+
+    // Signed deliveries; the old token stops working.
+    let r = admin.post(&format!("/api/tasks/{id}/webhook"), json!({"mode": "hmac"}));
+    let secret = r.json()["secret"].as_str().unwrap().to_string();
+    let r = post(&mut anyone, &hook, &[("authorization", &bearer)], "{}");
+    assert_eq!(r.status, 401, "{r:?}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let body = r#"{"ref":"refs/heads/main"}"#;
+    let ts = now.to_string();
+    let sig = sign(&secret, &ts, body);
+    let stale = (now - 600).to_string();
+    let stale_sig = sign(&secret, &stale, body);
+    for (why, ts, sig, body) in [
+        ("another body", ts.as_str(), sig.as_str(), "{}"),
+        (
+            "another secret",
+            ts.as_str(),
+            &*sign("not the secret", &ts, body),
+            body,
+        ),
+        ("stale", stale.as_str(), stale_sig.as_str(), body),
+        ("no timestamp", "", sig.as_str(), body),
+    ] {
+        let r = post(
+            &mut anyone,
+            &hook,
+            &[("x-argos-timestamp", ts), ("x-hub-signature-256", sig)],
+            body,
+        );
+        assert_eq!(r.status, 401, "{why}: {r:?}");
+    }
+    let headers = [
+        ("x-argos-timestamp", ts.as_str()),
+        ("x-hub-signature-256", sig.as_str()),
+    ];
+    let r = post(&mut anyone, &hook, &headers, body);
+    assert_eq!(r.status, 202, "{r:?}");
+    let r = post(&mut anyone, &hook, &headers, body);
+    assert_eq!(r.status, 409, "a replay: {r:?}");
+    assert!(r.message().contains("already taken"), "{r:?}");
+    wait_runs(&mut admin, &id, 20, |r| r.len() == 2 && ended(r) == 2);
+
+    // Paused: 409, nothing runs.
+    admin.post(&format!("/api/tasks/{id}/pause"), json!({}));
+    let ts2 = (now + 1).to_string();
+    let sig2 = sign(&secret, &ts2, body);
+    let r = post(
+        &mut anyone,
+        &hook,
+        &[("x-argos-timestamp", &ts2), ("x-hub-signature-256", &sig2)],
+        body,
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    // Removed: 401.
+    let r = admin.call("DELETE", &format!("/api/tasks/{id}/webhook"), None, &[]);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.json()["task"]["webhook"].is_null());
+    let ts3 = (now + 2).to_string();
+    let sig3 = sign(&secret, &ts3, body);
+    let r = post(
+        &mut anyone,
+        &hook,
+        &[("x-argos-timestamp", &ts3), ("x-hub-signature-256", &sig3)],
+        body,
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    assert_eq!(
+        runs(&mut admin, &id).len(),
+        2,
+        "only the two good deliveries ran"
+    );
+    stack.stop();
+}

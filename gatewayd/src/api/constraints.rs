@@ -131,6 +131,9 @@ fn bodies(doc: &mut Value) {
             }
         });
     }
+    set("WebhookBody", &|s| {
+        s["properties"]["mode"] = json!({"type": "string", "enum": ["token", "hmac"]});
+    });
     set("ScheduleBody", &|s| {
         let p = &mut s["properties"];
         p["cron"] = json!({"type": "string", "maxLength": 256});

@@ -210,6 +210,8 @@ pub struct ErrorDetail {
         resume_task,
         approve_task,
         preview_schedule,
+        set_task_webhook,
+        delete_task_webhook,
         crate::http::status
     ),
     components(schemas(

@@ -154,6 +154,8 @@ pub const RULES: &[Rule] = &[
     rule("POST", "/api/tasks/{id}/pause", USER, EXEC, TOKENS_TOO),
     rule("POST", "/api/tasks/{id}/resume", USER, EXEC, TOKENS_TOO),
     rule("POST", "/api/tasks/{id}/approve", ADMIN, &["approve"], TOKENS_TOO),
+    rule("POST", "/api/tasks/{id}/webhook", USER, EXEC, TOKENS_TOO),
+    rule("DELETE", "/api/tasks/{id}/webhook", USER, EXEC, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.

@@ -471,6 +471,126 @@ pub async fn preview_schedule(
     Ok(Json(json!({"at_ms": r.at_unix_ms})))
 }
 
+/// A task's webhook trigger.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookBody {
+    /// `token` (a bearer token) or `hmac` (a signing secret: `X-Hub-Signature-256` over
+    /// `"{X-Argos-Timestamp}.{body}"`).
+    mode: String,
+}
+
+#[utoipa::path(post, path = "/api/tasks/{id}/webhook", tag = "tasks", description = "Gives a task (its owner's, or any for admins) a webhook trigger at `POST /hooks/{id}`, replacing any: the answer carries its secret, shown this once and kept only hashed (a token) or sealed (a signing secret).", params(("id" = String, Path, description = "task id (UUID v7)")), request_body = WebhookBody, responses((status = 200, description = "`{\"task\", \"secret\", \"url\"}`"), (status = 400, description = "bad mode", body = ErrorBody), (status = 404, description = "no such task", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn set_task_webhook(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(b): Body<WebhookBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    if !matches!(b.mode.as_str(), "token" | "hmac") {
+        return Err(invalid(format!("mode: {:?} is not token or hmac", b.mode)));
+    }
+    visible_task(&api, &caller, "exec", &id).await?;
+    let r = audited(
+        &api,
+        "task.webhook",
+        &caller.user.name,
+        &id,
+        json!({"mode": b.mode}),
+        client(&api, &caller).set_webhook(&id, &b.mode),
+    )
+    .await?;
+    Ok(Json(json!({
+        "task": r.task.as_ref().map(crate::views::task),
+        "secret": r.secret,
+        "url": format!("/hooks/{id}"),
+    })))
+}
+
+#[utoipa::path(delete, path = "/api/tasks/{id}/webhook", tag = "tasks", description = "Removes a task's webhook trigger: its secret stops working.", params(("id" = String, Path, description = "task id (UUID v7)")), responses((status = 200, description = "`{\"task\"}`"), (status = 404, description = "no such task", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn delete_task_webhook(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    visible_task(&api, &caller, "exec", &id).await?;
+    let r = audited(
+        &api,
+        "task.webhook",
+        &caller.user.name,
+        &id,
+        json!({"mode": null}),
+        client(&api, &caller).set_webhook(&id, ""),
+    )
+    .await?;
+    Ok(Json(
+        json!({"task": r.task.as_ref().map(crate::views::task)}),
+    ))
+}
+
+/// The most a webhook delivery's body may be.
+const HOOK_BODY: usize = 1 << 20;
+
+/// `POST /hooks/{task}`: a delivery to a task's webhook trigger, from anyone holding its
+/// token or signing secret (outside the API's sessions and tokens: the secret is the
+/// credential, checked by jobd). 202 with the run's id and state; 401 whatever was wrong
+/// (no such task included); 409 when the task is paused, not approved, busy under
+/// overlap `skip`, or the signed delivery was already taken; 413 over 1 MiB; 429 past
+/// the task's rate.
+pub async fn hook(
+    State(api): State<Shared>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let body = axum::body::to_bytes(body, HOOK_BODY).await.map_err(|_| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "body: a webhook delivery is at most 1 MiB",
+        )
+    })?;
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let token = header("authorization")
+        .strip_prefix("Bearer ")
+        .map(str::to_string)
+        .unwrap_or_default();
+    let mut c = api.jobs.clone();
+    let r = c
+        .trigger_webhook(jpb::TriggerWebhookRequest {
+            task_id: task,
+            token,
+            signature: header("x-hub-signature-256"),
+            timestamp: header("x-argos-timestamp"),
+            body: body.to_vec(),
+        })
+        .await;
+    match r {
+        Ok(j) => {
+            let j = j.into_inner();
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(json!({"job": {"id": j.id, "state": crate::views::job_state(j.state)}})),
+            ))
+        }
+        Err(s) if s.code() == tonic::Code::Unauthenticated => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "unauthorized",
+        )),
+        Err(s) if s.code() == tonic::Code::AlreadyExists => {
+            Err(ApiError::new(StatusCode::CONFLICT, "conflict", s.message()))
+        }
+        Err(s) => Err(from_jobd(s)),
+    }
+}
+
 /// jobd's calls for tasks, for the caller.
 impl super::jobs::JobdFor {
     pub(crate) async fn task(&self, id: &str) -> Result<jpb::Task, ApiError> {
@@ -534,6 +654,22 @@ impl super::jobs::JobdFor {
         let mut c = self.client();
         let r = jpb::RunTaskRequest { id: id.to_string() };
         Ok(c.run_task(self.req(r))
+            .await
+            .map_err(from_jobd)?
+            .into_inner())
+    }
+
+    async fn set_webhook(
+        &self,
+        id: &str,
+        mode: &str,
+    ) -> Result<jpb::SetTaskWebhookResponse, ApiError> {
+        let mut c = self.client();
+        let r = jpb::SetTaskWebhookRequest {
+            id: id.to_string(),
+            mode: mode.to_string(),
+        };
+        Ok(c.set_task_webhook(self.req(r))
             .await
             .map_err(from_jobd)?
             .into_inner())

@@ -1,7 +1,7 @@
 // The gateway's JSON API as the UI uses it: one fetch wrapper with the API's errors, the
-// server-sent event stream of /api/shell/stream read with fetch (EventSource cannot
-// POST), the shapes of what it answers, and the calls of the agents' access and activity
-// at /mcp.
+// server-sent event streams of /api/shell/stream and a job's output read with fetch
+// (EventSource cannot POST, and would retry a 409 forever), the shapes of what it
+// answers, and the calls of the agents' access and activity at /mcp.
 
 export class ApiError extends Error {
   constructor(public status: number, public code: string, message: string) {
@@ -33,13 +33,21 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   return data as T;
 }
 
-/** Reads a server-sent event stream from a POST, calling `on[event]` with each event's data. */
-export async function stream(path: string, body: unknown, on: Record<string, (data: any) => void>) {
+/** Reads a server-sent event stream, from a POST of `body` or a GET when there is none,
+ *  calling `on[event]` with each event's data until it ends or `signal` aborts it. */
+export async function stream(
+  path: string,
+  body: unknown,
+  on: Record<string, (data: any) => void>,
+  signal?: AbortSignal,
+) {
+  const get = body === undefined;
   const r = await fetch(path, {
-    method: "POST",
+    method: get ? "GET" : "POST",
     credentials: "same-origin",
-    headers: { "content-type": "application/json", accept: "text/event-stream" },
-    body: JSON.stringify(body),
+    headers: get ? { accept: "text/event-stream" } : { "content-type": "application/json", accept: "text/event-stream" },
+    body: get ? undefined : JSON.stringify(body),
+    signal,
   });
   if (!r.ok || !r.body) {
     const err = ((await r.json().catch(() => ({}))) as { error?: { code?: string; message?: string } }).error ?? {};
@@ -105,6 +113,95 @@ export interface Output {
   text: string;
   truncated?: boolean;
   tail?: string;
+}
+
+/** A job's state: the first four are not ended. */
+export type JobState =
+  | "queued"
+  | "starting"
+  | "awaiting_approval"
+  | "running"
+  | "succeeded"
+  | "failed"
+  | "timed_out"
+  | "cancelled"
+  | "died"
+  | "lost"
+  | "rejected";
+
+/** A command run in the background for its owner, kept by jobd. */
+export interface Job {
+  id: string;
+  owner: string;
+  name: string;
+  state: JobState;
+  command: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  place: RunPlace;
+  max_runtime_ms: number;
+  purpose: string;
+  via: "api" | "mcp";
+  generation: number;
+  execution_id: string;
+  approval_id: string;
+  exit_code: number | null;
+  /** Why it is where it is (waiting, refused, ended): shown when not empty. */
+  reason: string;
+  cancel_requested: boolean;
+  created_at_ms: number;
+  started_at_ms: number;
+  ended_at_ms: number;
+  /** A task's run: the task, its version, what started it and (by its schedule) when it
+   *  was due; empty for other jobs. */
+  task_id: string;
+  task_version: number;
+  trigger: "schedule" | "manual" | "";
+  scheduled_for_ms: number;
+}
+
+/** When a task runs by itself: a cron pattern read in a time zone; what a fire does while
+ *  a run has not ended, and what becomes of fires missed while jobd was down. */
+export interface Schedule {
+  cron: string;
+  timezone: string;
+  overlap: "skip" | "queue" | "replace" | "allow";
+  catch_up: "none" | "latest" | "all";
+}
+
+/** A command kept under a name, run by its schedule or when asked, in a version an admin
+ *  approved only (`approved`: the current one is). */
+export interface Task {
+  id: string;
+  owner: string;
+  name: string;
+  version: number;
+  command: string;
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+  place: RunPlace;
+  max_runtime_ms: number;
+  purpose: string;
+  schedule: Schedule | null;
+  paused: boolean;
+  approved: boolean;
+  approved_version: number;
+  approved_by: string;
+  approved_at_ms: number;
+  standing_approval_id: string;
+  /** 0: nothing scheduled (paused, not approved, or no schedule). */
+  next_run_at_ms: number;
+  created_at_ms: number;
+  updated_at_ms: number;
+}
+
+/** A job and, once it ended, the head (and tail, when cut) of its output. */
+export interface JobDetail {
+  job: Job;
+  stdout: (Output & { total_bytes: number }) | null;
+  stderr: (Output & { total_bytes: number }) | null;
 }
 
 export interface ExecutionDetail {

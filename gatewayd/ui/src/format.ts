@@ -1,4 +1,5 @@
 // Numbers, times and words as people read them.
+import type { RunPlace } from "./api";
 
 export function when(ms: number | null | undefined): string {
   return ms ? new Date(ms).toLocaleString() : "";
@@ -45,6 +46,15 @@ const PROFILE_WORDS: Record<string, string> = {
   agent: "sandbox: a workspace, no network",
   "mcp-server": "an MCP server's sandbox",
 };
+
+/** The places a command may be asked to run (by `run` at /mcp, or as a job), in their
+ *  order of risk, with what each means. */
+export const PLACES: [RunPlace, string][] = [
+  ["auto", "inspect for a read-only command, host for anything else"],
+  ["sandbox", "at once, in a workspace with no network"],
+  ["inspect", "at once, on this host read-only"],
+  ["host", "as root on this host, once an admin approves"],
+];
 
 export function profileWords(p: string): string {
   return PROFILE_WORDS[p] ?? p;

@@ -12,9 +12,11 @@ import { Approvals } from "./pages/approvals";
 import { Audit } from "./pages/audit";
 import { Dashboard } from "./pages/dashboard";
 import { ExecutionPage, Executions } from "./pages/executions";
+import { JobPage, Jobs } from "./pages/jobs";
 import { Login, Setup } from "./pages/login";
 import { McpServerPage, McpServers } from "./pages/mcp";
 import { Shell } from "./pages/shell";
+import { TaskPage, Tasks } from "./pages/tasks";
 import { TerminalPage, Terminals } from "./pages/terminals";
 import { Tokens } from "./pages/tokens";
 import { Users } from "./pages/users";
@@ -24,6 +26,8 @@ const NAV: { href: string; label: string; admin: boolean }[] = [
   { href: "#/", label: "Dashboard", admin: false },
   { href: "#/shell", label: "Shell", admin: true },
   { href: "#/executions", label: "Executions", admin: true },
+  { href: "#/jobs", label: "Jobs", admin: false },
+  { href: "#/tasks", label: "Tasks", admin: false },
   { href: "#/terminals", label: "Terminals", admin: true },
   { href: "#/approvals", label: "Approvals", admin: true },
   { href: "#/audit", label: "Audit", admin: true },
@@ -94,6 +98,8 @@ function Route(props: { hash: string; me: User }) {
   if (hash === "#/" || hash === "#/login") return <Dashboard me={me} />;
   if (section === "tokens" && !id) return <Tokens me={me} />;
   if (section === "agents" && !id) return <Agents me={me} />;
+  if (section === "jobs") return id ? <JobPage id={id} me={me} /> : <Jobs me={me} />;
+  if (section === "tasks") return id ? <TaskPage id={id} me={me} /> : <Tasks me={me} />;
   if (section === "account" && !id) return <Account me={me} />;
   if (!admin && NAV.some((l) => l.admin && l.href === "#/" + section)) {
     return <Failed error="This page is for admins." />;

@@ -42,7 +42,8 @@ export function Failed(props: { error: unknown }) {
   );
 }
 
-/** Data a page loads: `data` once in, `error` if it failed, `reload` to read it again. */
+/** Data a page loads: `data` once in, `error` if it failed, `reload` to read it again,
+ *  `set` to change it in place (from an event). */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
@@ -59,7 +60,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []) {
   useEffect(() => {
     reload();
   }, deps);
-  return { data, error, reload };
+  return { data, error, reload, set: setData };
 }
 
 /** Calls `f` every `ms` while mounted. */
@@ -87,6 +88,8 @@ export function Table<T>(props: {
   row: (r: T) => ComponentChildren[];
   empty?: string;
   key?: (r: T) => string | number;
+  /** A row's own attributes (`data-…`). */
+  attrs?: (r: T) => Record<string, string>;
 }) {
   return (
     <>
@@ -100,7 +103,7 @@ export function Table<T>(props: {
         </thead>
         <tbody>
           {props.rows.map((r, i) => (
-            <tr key={props.key ? props.key(r) : i}>
+            <tr key={props.key ? props.key(r) : i} {...props.attrs?.(r)}>
               {props.row(r).map((cell) => (
                 <td>{cell}</td>
               ))}
@@ -113,9 +116,13 @@ export function Table<T>(props: {
   );
 }
 
-/** A status word, coloured by what it means. */
+/** A status word, coloured by what it means; `data-state` holds the API's word. */
 export function Status(props: { s: string }) {
-  return <span class={"status status-" + props.s}>{words(props.s)}</span>;
+  return (
+    <span class={"status status-" + props.s} data-state={props.s}>
+      {words(props.s)}
+    </span>
+  );
 }
 
 export interface Field {

@@ -14,16 +14,8 @@ import {
   type RunPlace,
   type User,
 } from "../api";
-import { when } from "../format";
+import { PLACES, when } from "../format";
 import { ErrorLine, Failed, FilterText, Loading, Page, Status, Table, useLoad, useSettled } from "../ui";
-
-/** The places `run` may use, in their order of risk, with what each means. */
-const PLACES: [RunPlace, string][] = [
-  ["auto", "inspect for a read-only command, host for anything else"],
-  ["sandbox", "at once, in a workspace with no network"],
-  ["inspect", "at once, on this host read-only"],
-  ["host", "as root on this host, once an operator approves"],
-];
 
 const BROKERED: [Grant["brokered"], string][] = [
   ["all", "all"],
