@@ -48,6 +48,7 @@ pub struct JobsConfig {
     pub max_runtime_s: u64,
     pub active_per_user: u64,
     pub retention_days: u64,
+    pub deliver_allow: Vec<String>,
 }
 
 /// What mcpd lets an upstream MCP server put in front of an agent.
@@ -500,6 +501,12 @@ impl Config {
                     "jobs.active_per_user",
                     256u64,
                     "Jobs one user may have not yet ended (queued, waiting for an approval or running) at once; more are refused (429 at the gateway). Running ones are also held to quota.launches: the rest wait, queued. 0: unlimited.",
+                ),
+                deliver_allow: r.get_with(
+                    "jobs.deliver_allow",
+                    Vec::new(),
+                    "Hosts (`host` or `host:port`) a job's webhook follow-up may be delivered to although they resolve to loopback, private or link-local addresses (a receiver on this host or the intranet). Any other delivery URL must resolve to public addresses only; cloud metadata addresses are refused whatever this says.",
+                    Hosts,
                 ),
                 retention_days: r.get(
                     "jobs.retention_days",

@@ -153,6 +153,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/tasks/{id}/pause", post(api::pause_task))
         .route("/api/tasks/{id}/resume", post(api::resume_task))
         .route("/api/tasks/{id}/approve", post(api::approve_task))
+        .route("/api/deliveries", get(api::deliveries))
+        .route("/api/deliveries/secret", post(api::delivery_secret))
+        .route("/api/deliveries/{id}", get(api::delivery))
+        .route("/api/deliveries/{id}/redeliver", post(api::redeliver))
         .route(
             "/api/tasks/{id}/webhook",
             post(api::set_task_webhook).delete(api::delete_task_webhook),

@@ -103,6 +103,8 @@ pub fn job(j: &argos_proto::job::v1::JobInfo) -> Value {
         "ended_at_ms": j.ended_at_unix_ms,
         "task_id": j.task_id,
         "task_version": j.task_version,
+        "follow_ups": j.follow_ups.as_ref().map(|f| json!({"webhook": f.webhook, "then": f.then})),
+        "chained_from": j.chained_from,
         "trigger": j.trigger,
         "scheduled_for_ms": j.scheduled_for_unix_ms,
     })
@@ -134,6 +136,7 @@ pub fn task(t: &argos_proto::job::v1::Task) -> Value {
         "approved_at_ms": t.approved_at_unix_ms,
         "standing_approval_id": t.standing_approval_id,
         "next_run_at_ms": t.next_run_at_unix_ms,
+        "follow_ups": t.follow_ups.as_ref().map(|f| json!({"webhook": f.webhook, "then": f.then})),
         "webhook": (!t.webhook_mode.is_empty()).then(|| json!({
             "mode": t.webhook_mode, "url": format!("/hooks/{}", t.id),
             "set_at_ms": t.webhook_set_at_unix_ms,

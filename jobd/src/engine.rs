@@ -43,11 +43,13 @@ pub enum CreateError {
 }
 
 /// Limits from the configuration.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     pub default_runtime_ms: u64,
     pub active_per_user: u64,
     pub retention_ms: u64,
+    /// Hosts a webhook follow-up may reach though not public (`jobs.deliver_allow`).
+    pub deliver_allow: Vec<String>,
 }
 
 pub struct Engine {
@@ -63,6 +65,8 @@ pub struct Engine {
     wake: Notify,
     /// Wakes the scheduler: a task changed.
     tasks_changed: Notify,
+    /// Wakes the follow-up worker.
+    followups_due: Notify,
     /// jobd's key: webhook secrets are kept sealed or hashed under it.
     pub(crate) key: Arc<argos_store::key::Key>,
     /// Webhook deliveries taken per task in the current minute.
@@ -95,6 +99,7 @@ impl Engine {
             asking: Semaphore::new(LAUNCHING_AT_ONCE),
             wake: Notify::new(),
             tasks_changed: Notify::new(),
+            followups_due: Notify::new(),
             key,
             hook_rate: Mutex::default(),
         })
@@ -106,6 +111,7 @@ impl Engine {
         tokio::spawn(self.clone().watcher());
         tokio::spawn(self.clone().pruner());
         tokio::spawn(self.clone().scheduler());
+        tokio::spawn(self.clone().deliverer());
     }
 
     pub(crate) fn exec(&self) -> &ExecClient {
@@ -118,6 +124,17 @@ impl Engine {
 
     pub(crate) fn tasks_changed(&self) -> &Notify {
         &self.tasks_changed
+    }
+
+    pub(crate) fn followups_due(&self) -> &Notify {
+        &self.followups_due
+    }
+
+    /// A job ended: its follow-ups (jobd's start finds any this missed).
+    async fn ended(&self, j: &Job) {
+        if let Err(e) = self.follow_up(j).await {
+            tracing::error!(job = %j.id, error = %e, "recording a job's follow-ups");
+        }
     }
 
     pub(crate) fn wake_launcher(&self) {
@@ -137,8 +154,21 @@ impl Engine {
     }
 
     /// Records a job for `owner` and asks execd for it at once; answers it as it then is.
-    pub async fn create(&self, owner: &str, via: &str, mut spec: Spec) -> Result<Job, CreateError> {
+    pub async fn create(
+        &self,
+        owner: &str,
+        via: &str,
+        mut spec: Spec,
+        followups: crate::followup::FollowUps,
+    ) -> Result<Job, CreateError> {
         spec.check(self.limits.default_runtime_ms)?;
+        self.check_followups(owner, &followups)
+            .await
+            .map_err(|e| match e {
+                crate::tasks::TaskError::Invalid(i) => CreateError::Invalid(i),
+                crate::tasks::TaskError::Store(s) => CreateError::Store(s),
+                other => CreateError::Invalid(crate::job::Invalid("follow_ups", other.to_string())),
+            })?;
         let id = uuid::Uuid::now_v7().to_string();
         // Held from before the row exists: the launcher leaves it to this call.
         let _claim = Launching::claim(self, &id);
@@ -152,6 +182,7 @@ impl Engine {
                 self.limits.active_per_user,
             ));
         };
+        self.store.set_job_followups(&j.id, &followups).await?;
         tracing::info!(job = %j.id, owner, via, execution = %j.execution_id, "job recorded");
         let (refused, _) = {
             let _permit = self.asking.acquire().await;
@@ -278,6 +309,7 @@ impl Engine {
         {
             if now.state.is_final() {
                 tracing::info!(job = %now.id, state = now.state.as_str(), exit_code = ?now.exit_code, "job ended");
+                self.ended(&now).await;
             }
             self.changed(&now);
         }
@@ -298,6 +330,7 @@ impl Engine {
         match j.state {
             State::Queued => {
                 if let Some(done) = self.store.cancel_unasked(&j.id, false).await? {
+                    self.ended(&done).await;
                     self.changed(&done);
                 }
             }
@@ -314,6 +347,7 @@ impl Engine {
     async fn cancel_unstarted(&self, j: &Job) -> Result<(), StoreError> {
         if j.state == State::Queued || j.attempts == 0 {
             if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+                self.ended(&done).await;
                 self.changed(&done);
             }
             return Ok(());
@@ -337,6 +371,7 @@ impl Engine {
                 // Never reached execd. (Should a request still in flight land later,
                 // the watcher kills what it starts: the job is cancelled.)
                 if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+                    self.ended(&done).await;
                     self.changed(&done);
                 }
             }

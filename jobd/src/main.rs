@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod engine;
+mod followup;
 mod hooks;
 mod job;
 mod schedule;
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
                     default_runtime_ms: j.max_runtime_s.saturating_mul(1000),
                     active_per_user: j.active_per_user,
                     retention_ms: j.retention_days.saturating_mul(24 * 3600 * 1000),
+                    deliver_allow: j.deliver_allow.clone(),
                 },
                 key,
             );

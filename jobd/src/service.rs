@@ -13,6 +13,7 @@ use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
 use crate::engine::{CreateError, Engine};
+use crate::followup::FollowUps;
 use crate::job::{Place, Spec, State};
 use crate::schedule::{CatchUp, Overlap, Schedule};
 use crate::store::{Filter, Job, StoreError};
@@ -46,6 +47,10 @@ pub fn policy() -> MethodPolicy {
         .method(m("PreviewSchedule"), readers)
         .method(m("SetTaskWebhook"), gateway)
         .method(m("TriggerWebhook"), gateway)
+        .method(m("RotateDeliverySecret"), gateway)
+        .method(m("Redeliver"), gateway)
+        .method(m("ListDeliveries"), readers)
+        .method(m("GetDelivery"), readers)
 }
 
 fn store(e: StoreError) -> Status {
@@ -169,6 +174,56 @@ pub fn task_out(t: &Task) -> pb::Task {
             .map(|w| w.0.as_str().to_string())
             .unwrap_or_default(),
         webhook_set_at_unix_ms: t.webhook.as_ref().map_or(0, |w| w.2),
+        follow_ups: followups_out(&t.followups),
+    }
+}
+
+fn followups_out(f: &FollowUps) -> Option<pb::FollowUps> {
+    (!f.is_empty()).then(|| pb::FollowUps {
+        webhook: f.webhook.clone().unwrap_or_default(),
+        then: f.then.clone(),
+    })
+}
+
+fn followups_in(f: Option<pb::FollowUps>) -> FollowUps {
+    f.map(|f| FollowUps {
+        webhook: (!f.webhook.is_empty()).then_some(f.webhook),
+        then: f.then,
+    })
+    .unwrap_or_default()
+}
+
+fn delivery_out(
+    f: &crate::followup::FollowUp,
+    attempts: &[crate::followup::Attempt],
+) -> pb::Delivery {
+    pb::Delivery {
+        id: f.id.clone(),
+        job_id: f.job_id.clone(),
+        generation: f.generation,
+        owner: f.owner.clone(),
+        kind: f.kind.clone(),
+        target: f.target.clone(),
+        state: f.state.clone(),
+        attempts: f.attempts,
+        next_attempt_at_unix_ms: if f.state == "pending" {
+            f.next_attempt_at_ms
+        } else {
+            0
+        },
+        last_error: f.last_error.clone(),
+        created_at_unix_ms: f.created_at_ms,
+        delivered_at_unix_ms: f.delivered_at_ms,
+        attempt_log: attempts
+            .iter()
+            .map(|a| pb::DeliveryAttempt {
+                attempt: a.attempt,
+                at_unix_ms: a.at_ms,
+                status: u32::from(a.status),
+                error: a.error.clone(),
+                duration_ms: u64::try_from(a.duration_ms).unwrap_or(0),
+            })
+            .collect(),
     }
 }
 
@@ -231,6 +286,38 @@ pub fn job_out(j: &Job) -> pb::JobInfo {
         task_version: j.task_version,
         trigger: j.trigger.clone(),
         scheduled_for_unix_ms: j.scheduled_for_ms,
+        follow_ups: followups_out(&j.followups),
+        chained_from: j.chained_from.clone(),
+    }
+}
+
+/// A listing's page size: 50 by default, at most 500.
+fn page_size(n: u32) -> Result<u32, Status> {
+    match n {
+        0 => Ok(50),
+        1..=500 => Ok(n),
+        n => Err(Status::invalid_argument(format!(
+            "page_size: {n} is more than 500"
+        ))),
+    }
+}
+
+/// A listing's page token: the last id of the previous page.
+fn page_token(t: &str) -> Result<Option<&str>, Status> {
+    if t.is_empty() {
+        return Ok(None);
+    }
+    uuid::Uuid::parse_str(t)
+        .map(|_| Some(t))
+        .map_err(|_| Status::invalid_argument("page_token: not a token from a previous page"))
+}
+
+/// The token of the next page: the last id when the page was full.
+fn next_token(len: usize, limit: u32, last: Option<&str>) -> String {
+    if len == limit as usize {
+        last.unwrap_or_default().to_string()
+    } else {
+        String::new()
     }
 }
 
@@ -280,7 +367,7 @@ impl JobRpc for JobService {
         };
         let j = self
             .engine
-            .create(owner.as_str(), via, spec)
+            .create(owner.as_str(), via, spec, followups_in(r.follow_ups))
             .await
             .map_err(create_error)?;
         Ok(Response::new(job_out(&j)))
@@ -316,20 +403,7 @@ impl JobRpc for JobService {
         req: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
         let r = req.into_inner();
-        let limit = match r.page_size {
-            0 => 50,
-            n @ 1..=500 => n,
-            n => {
-                return Err(Status::invalid_argument(format!(
-                    "page_size: {n} is more than 500"
-                )));
-            }
-        };
-        if !r.page_token.is_empty() {
-            job_id(&r.page_token).map_err(|_| {
-                Status::invalid_argument("page_token: not a token from a previous page")
-            })?;
-        }
+        let limit = page_size(r.page_size)?;
         let jobs = self
             .engine
             .store
@@ -337,20 +411,15 @@ impl JobRpc for JobService {
                 owner: (!r.owner.is_empty()).then_some(r.owner.as_str()),
                 state: state_filter(r.state)?,
                 active: r.active,
-                before_id: (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
+                before_id: page_token(&r.page_token)?,
                 limit,
                 task_id: (!r.task_id.is_empty()).then_some(r.task_id.as_str()),
             })
             .await
             .map_err(store)?;
-        let next_page_token = if jobs.len() == limit as usize {
-            jobs.last().map(|j| j.id.clone()).unwrap_or_default()
-        } else {
-            String::new()
-        };
         Ok(Response::new(pb::ListJobsResponse {
+            next_page_token: next_token(jobs.len(), limit, jobs.last().map(|j| j.id.as_str())),
             jobs: jobs.iter().map(job_out).collect(),
-            next_page_token,
         }))
     }
 
@@ -410,6 +479,7 @@ impl JobRpc for JobService {
                 created_at_ms: now,
                 updated_at_ms: now,
                 webhook: None,
+                followups: followups_in(r.follow_ups),
             };
             return Ok(Response::new(task_out(&t)));
         }
@@ -430,9 +500,12 @@ impl JobRpc for JobService {
             .save_task(
                 (!r.id.is_empty()).then_some(r.id.as_str()),
                 &owner,
-                &r.name,
-                spec,
-                schedule,
+                crate::task::Definition {
+                    name: r.name,
+                    spec,
+                    schedule,
+                    followups: followups_in(r.follow_ups),
+                },
                 approval,
             )
             .await
@@ -487,38 +560,20 @@ impl JobRpc for JobService {
         req: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
         let r = req.into_inner();
-        let limit = match r.page_size {
-            0 => 50,
-            n @ 1..=500 => n,
-            n => {
-                return Err(Status::invalid_argument(format!(
-                    "page_size: {n} is more than 500"
-                )));
-            }
-        };
-        if !r.page_token.is_empty() {
-            job_id(&r.page_token).map_err(|_| {
-                Status::invalid_argument("page_token: not a token from a previous page")
-            })?;
-        }
+        let limit = page_size(r.page_size)?;
         let tasks = self
             .engine
             .store
             .tasks(
                 (!r.owner.is_empty()).then_some(r.owner.as_str()),
-                (!r.page_token.is_empty()).then_some(r.page_token.as_str()),
+                page_token(&r.page_token)?,
                 limit,
             )
             .await
             .map_err(store)?;
-        let next_page_token = if tasks.len() == limit as usize {
-            tasks.last().map(|t| t.id.clone()).unwrap_or_default()
-        } else {
-            String::new()
-        };
         Ok(Response::new(pb::ListTasksResponse {
+            next_page_token: next_token(tasks.len(), limit, tasks.last().map(|t| t.id.as_str())),
             tasks: tasks.iter().map(task_out).collect(),
-            next_page_token,
         }))
     }
 
@@ -628,6 +683,91 @@ impl JobRpc for JobService {
             Err(e @ HookError::RateLimited) => Err(Status::resource_exhausted(e.to_string())),
             Err(HookError::Task(e)) => Err(task_error(e)),
         }
+    }
+
+    async fn rotate_delivery_secret(
+        &self,
+        req: Request<pb::RotateDeliverySecretRequest>,
+    ) -> Result<Response<pb::RotateDeliverySecretResponse>, Status> {
+        let owner = principal_of(&req)?;
+        let secret = self
+            .engine
+            .rotate_delivery_secret(&owner)
+            .await
+            .map_err(store)?;
+        Ok(Response::new(pb::RotateDeliverySecretResponse { secret }))
+    }
+
+    async fn list_deliveries(
+        &self,
+        req: Request<pb::ListDeliveriesRequest>,
+    ) -> Result<Response<pb::ListDeliveriesResponse>, Status> {
+        let r = req.into_inner();
+        let limit = page_size(r.page_size)?;
+        let token = page_token(&r.page_token)?;
+        if !matches!(
+            r.state.as_str(),
+            "" | "pending" | "delivered" | "dead" | "terminal_unfollowable"
+        ) {
+            return Err(Status::invalid_argument(format!(
+                "state: {:?} is not pending, delivered, dead or terminal_unfollowable",
+                r.state
+            )));
+        }
+        let rows = self
+            .engine
+            .store
+            .followups(
+                (!r.owner.is_empty()).then_some(r.owner.as_str()),
+                (!r.state.is_empty()).then_some(r.state.as_str()),
+                token,
+                limit,
+            )
+            .await
+            .map_err(store)?;
+        let next_page_token = next_token(rows.len(), limit, rows.last().map(|f| f.id.as_str()));
+        Ok(Response::new(pb::ListDeliveriesResponse {
+            deliveries: rows.iter().map(|f| delivery_out(f, &[])).collect(),
+            next_page_token,
+        }))
+    }
+
+    async fn get_delivery(
+        &self,
+        req: Request<pb::GetDeliveryRequest>,
+    ) -> Result<Response<pb::Delivery>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        let f = self
+            .engine
+            .store
+            .followup(&id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| Status::not_found(format!("no delivery {id}")))?;
+        let attempts = self.engine.store.attempts(&id).await.map_err(store)?;
+        Ok(Response::new(delivery_out(&f, &attempts)))
+    }
+
+    async fn redeliver(
+        &self,
+        req: Request<pb::RedeliverRequest>,
+    ) -> Result<Response<pb::Delivery>, Status> {
+        let id = req.into_inner().id;
+        job_id(&id)?;
+        if !self.engine.store.redeliver(&id).await.map_err(store)? {
+            return Err(Status::not_found(format!("no webhook delivery {id}")));
+        }
+        self.engine.followups_due().notify_one();
+        let f = self
+            .engine
+            .store
+            .followup(&id)
+            .await
+            .map_err(store)?
+            .ok_or_else(|| Status::not_found(format!("no delivery {id}")))?;
+        let attempts = self.engine.store.attempts(&id).await.map_err(store)?;
+        Ok(Response::new(delivery_out(&f, &attempts)))
     }
 
     type WatchJobsStream = WatchStream;

@@ -39,6 +39,9 @@ pub struct Job {
     pub scheduled_for_ms: i64,
     pub standing_approval_id: String,
     pub after_job: String,
+    /// What it asks for when it ends, and the run it was chained from.
+    pub followups: crate::followup::FollowUps,
+    pub chained_from: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +65,9 @@ pub struct NewRun<'a> {
     pub scheduled_for_ms: i64,
     pub standing_approval_id: &'a str,
     pub after_job: &'a str,
+    /// The run this one follows on (trigger `chain`).
+    pub chained_from: &'a str,
+    pub followups: &'a crate::followup::FollowUps,
 }
 
 /// A listing's filter.
@@ -154,6 +160,15 @@ fn row(r: &SqliteRow) -> Result<Job, StoreError> {
         scheduled_for_ms: r.get("scheduled_for_ms"),
         standing_approval_id: r.get("standing_approval_id"),
         after_job: r.get("after_job"),
+        followups: {
+            let text: String = r.get("followups");
+            if text.is_empty() {
+                Default::default()
+            } else {
+                serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?
+            }
+        },
+        chained_from: r.get("chained_from"),
         id: id.clone(),
     })
 }
@@ -220,8 +235,9 @@ impl Store {
         let spec_text = serde_json::to_string(run.spec).expect("a spec serializes");
         let inserted = sqlx::query(
             "INSERT INTO jobs (id, owner, via, spec, state, generation, execution_id, created_at_ms,
-               task_id, task_version, trigger, scheduled_for_ms, standing_approval_id, after_job)
-             VALUES (?, ?, 'task', ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?)
+               task_id, task_version, trigger, scheduled_for_ms, standing_approval_id, after_job,
+               chained_from, followups)
+             VALUES (?, ?, 'task', ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
              ON CONFLICT DO NOTHING",
         )
         .bind(&id)
@@ -235,6 +251,12 @@ impl Store {
         .bind(run.scheduled_for_ms)
         .bind(run.standing_approval_id)
         .bind(run.after_job)
+        .bind(run.chained_from)
+        .bind(if run.followups.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(run.followups).expect("serializes")
+        })
         .execute(&self.pool)
         .await?
         .rows_affected()

@@ -29,6 +29,17 @@ pub struct Task {
     pub updated_at_ms: i64,
     /// Its webhook trigger: the mode, the secret as kept, and when it was made.
     pub webhook: Option<(crate::hooks::Mode, String, i64)>,
+    /// What each of its runs asks for when it ends.
+    pub followups: crate::followup::FollowUps,
+}
+
+/// What a save says of a task.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    pub name: String,
+    pub spec: Spec,
+    pub schedule: Option<Schedule>,
+    pub followups: crate::followup::FollowUps,
 }
 
 /// An admin's approval of one version.
@@ -111,6 +122,14 @@ fn row(r: &SqliteRow) -> Result<Task, StoreError> {
         updated_at_ms: r.get("updated_at_ms"),
         webhook: crate::hooks::Mode::parse(r.get("webhook_mode"))
             .map(|m| (m, r.get("webhook_secret"), r.get("webhook_set_at_ms"))),
+        followups: {
+            let text: String = r.get("followups");
+            if text.is_empty() {
+                Default::default()
+            } else {
+                serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?
+            }
+        },
         id: id.clone(),
     })
 }
@@ -154,20 +173,25 @@ impl Store {
         &self,
         id: Option<&str>,
         owner: &str,
-        name: &str,
-        spec: &Spec,
-        schedule: Option<&Schedule>,
+        d: &Definition,
         approved: Option<&Approved>,
     ) -> Result<Option<Task>, StoreError> {
+        let (name, spec, schedule, followups) =
+            (d.name.as_str(), &d.spec, d.schedule.as_ref(), &d.followups);
         let now = now_ms();
         let spec_text = serde_json::to_string(spec).expect("a spec serializes");
+        let followups_text = if followups.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(followups).expect("serializes")
+        };
         let schedule_text = schedule.map(|s| serde_json::to_string(s).expect("serializes"));
         let id = match id {
             None => {
                 let id = uuid::Uuid::now_v7().to_string();
                 sqlx::query(
                     "INSERT INTO tasks (id, owner, name, version, spec, schedule, cursor_ms,
-                       created_at_ms, updated_at_ms) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)",
+                       created_at_ms, updated_at_ms, followups) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
                 )
                 .bind(&id)
                 .bind(owner)
@@ -177,6 +201,7 @@ impl Store {
                 .bind(now)
                 .bind(now)
                 .bind(now)
+                .bind(&followups_text)
                 .execute(self.pool())
                 .await?;
                 id
@@ -184,13 +209,14 @@ impl Store {
             Some(id) => {
                 let changed = sqlx::query(
                     "UPDATE tasks SET name = ?, version = version + 1, spec = ?, schedule = ?,
-                       cursor_ms = ?, updated_at_ms = ? WHERE id = ? AND owner = ?",
+                       cursor_ms = ?, updated_at_ms = ?, followups = ? WHERE id = ? AND owner = ?",
                 )
                 .bind(name)
                 .bind(&spec_text)
                 .bind(&schedule_text)
                 .bind(now)
                 .bind(now)
+                .bind(&followups_text)
                 .bind(id)
                 .bind(owner)
                 .execute(self.pool())
@@ -370,6 +396,15 @@ mod tests {
         }
     }
 
+    fn def(name: &str) -> Definition {
+        Definition {
+            name: name.into(),
+            spec: spec(),
+            schedule: None,
+            followups: Default::default(),
+        }
+    }
+
     #[tokio::test]
     async fn a_new_version_is_not_runnable_until_approved() {
         let dir = tempfile::tempdir().unwrap();
@@ -382,7 +417,7 @@ mod tests {
             place: Place::Host,
         };
         let t = s
-            .save_task(None, "alice", "nightly", &spec(), None, Some(&approved))
+            .save_task(None, "alice", &def("nightly"), Some(&approved))
             .await
             .unwrap()
             .unwrap();
@@ -390,7 +425,7 @@ mod tests {
         assert_eq!(t.runnable().map(|a| a.version), Some(1));
         // Changed by someone who may not approve: version 2, not runnable.
         let t2 = s
-            .save_task(Some(&t.id), "alice", "nightly", &spec(), None, None)
+            .save_task(Some(&t.id), "alice", &def("nightly"), None)
             .await
             .unwrap()
             .unwrap();
@@ -410,7 +445,7 @@ mod tests {
         assert!(s.task(&t.id).await.unwrap().unwrap().runnable().is_some());
         // Another owner cannot save over it.
         assert!(
-            s.save_task(Some(&t.id), "mallory", "x", &spec(), None, None)
+            s.save_task(Some(&t.id), "mallory", &def("x"), None)
                 .await
                 .unwrap()
                 .is_none()

@@ -10,10 +10,11 @@ use std::time::Duration;
 use argos_exec_client::ExecError;
 
 use crate::engine::Engine;
+use crate::followup::MAX_CHAIN_DEPTH;
 use crate::job::{Invalid, Place, Spec};
 use crate::schedule::{self, OnFire, Schedule};
 use crate::store::{Job, NewRun, StoreError, now_ms};
-use crate::task::{Approved, Task, check_name};
+use crate::task::{Approved, Definition, Task, check_name};
 
 /// Webhook deliveries one task takes per minute; more are refused (429).
 pub const HOOKS_PER_MINUTE: u32 = 60;
@@ -120,19 +121,19 @@ impl Engine {
         &self,
         id: Option<&str>,
         owner: &str,
-        name: &str,
-        spec: Spec,
-        schedule: Option<Schedule>,
+        mut d: Definition,
         approval: Option<Approval>,
     ) -> Result<Task, TaskError> {
-        let spec = self.check_task(name, spec, schedule.as_ref())?;
+        d.spec = self.check_task(&d.name, d.spec, d.schedule.as_ref())?;
+        self.check_followups(owner, &d.followups).await?;
+        self.check_chain(id, owner, &d.followups.then).await?;
         let approved = match &approval {
-            Some(a) => Some(self.approved(a, owner, spec.place, 0).await?),
+            Some(a) => Some(self.approved(a, owner, d.spec.place, 0).await?),
             None => None,
         };
         let t = self
             .store
-            .save_task(id, owner, name, &spec, schedule.as_ref(), approved.as_ref())
+            .save_task(id, owner, &d, approved.as_ref())
             .await?
             .ok_or_else(|| TaskError::NotFound(id.unwrap_or_default().to_string()))?;
         tracing::info!(task = %t.id, owner, version = t.version, approved = t.runnable().is_some(), "task saved");
@@ -207,6 +208,78 @@ impl Engine {
         self.task_or_404(&t.id).await
     }
 
+    /// Refuses chain edges from task `id` (None: a new task) to `then` that would close a
+    /// cycle, or make a chain longer than `MAX_CHAIN_DEPTH`.
+    async fn check_chain(
+        &self,
+        id: Option<&str>,
+        owner: &str,
+        then: &[String],
+    ) -> Result<(), TaskError> {
+        if then.is_empty() {
+            return Ok(());
+        }
+        let me = id.unwrap_or("(this task)").to_string();
+        let mut edges: std::collections::HashMap<String, Vec<String>> = self
+            .store
+            .tasks(Some(owner), None, 500)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t.followups.then))
+            .collect();
+        edges.insert(me.clone(), then.to_vec());
+        // The longest chain from each task, refusing a cycle through `me`.
+        fn longest(
+            at: &str,
+            edges: &std::collections::HashMap<String, Vec<String>>,
+            path: &mut Vec<String>,
+        ) -> Result<usize, String> {
+            if path.iter().any(|p| p == at) {
+                path.push(at.to_string());
+                return Err(path.join(" → "));
+            }
+            if path.len() > MAX_CHAIN_DEPTH + 1 {
+                return Ok(path.len());
+            }
+            path.push(at.to_string());
+            let mut deepest = 0;
+            for next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
+                deepest = deepest.max(longest(next, edges, path)? + 1);
+            }
+            path.pop();
+            Ok(deepest)
+        }
+        let mut starts: Vec<String> = edges.keys().cloned().collect();
+        starts.sort();
+        for start in starts {
+            match longest(&start, &edges, &mut Vec::new()) {
+                Err(cycle) => {
+                    return Err(Invalid("follow_ups.then", format!("a cycle: {cycle}")).into());
+                }
+                Ok(depth) if depth > MAX_CHAIN_DEPTH => {
+                    return Err(Invalid(
+                        "follow_ups.then",
+                        format!("a chain more than {MAX_CHAIN_DEPTH} tasks deep"),
+                    )
+                    .into());
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts task `t`'s run chained from run `from` (at most once per edge).
+    pub(crate) async fn chain_run(&self, t: &Task, from: &str) -> Result<Option<Job>, TaskError> {
+        let overlap = t
+            .schedule
+            .as_ref()
+            .map_or(schedule::Overlap::Allow, |s| s.overlap);
+        let j = self.record_run(t, "chain", 0, overlap, from).await?;
+        self.wake_launcher();
+        Ok(j)
+    }
+
     /// Runs task `id` now (its approved version), as its overlap policy says.
     pub async fn run_task(&self, id: &str) -> Result<Job, TaskError> {
         let t = self.task_or_404(id).await?;
@@ -214,7 +287,7 @@ impl Engine {
             .schedule
             .as_ref()
             .map_or(schedule::Overlap::Allow, |s| s.overlap);
-        match self.fire(&t, "manual", 0, overlap).await? {
+        match self.record_run(&t, "manual", 0, overlap, "").await? {
             Some(j) => {
                 self.wake_launcher();
                 Ok(self.store.get(&j.id).await?.unwrap_or(j))
@@ -290,7 +363,7 @@ impl Engine {
             .schedule
             .as_ref()
             .map_or(schedule::Overlap::Allow, |s| s.overlap);
-        match self.fire(&t, "webhook", 0, overlap).await? {
+        match self.record_run(&t, "webhook", 0, overlap, "").await? {
             Some(j) => {
                 self.wake_launcher();
                 Ok(j)
@@ -304,12 +377,13 @@ impl Engine {
 
     /// Records one run of `t` (its approved version) as `overlap` says, given its runs
     /// not yet ended; None when skipped (or when this fire already has its run).
-    async fn fire(
+    async fn record_run(
         &self,
         t: &Task,
         trigger: &str,
         scheduled_for_ms: i64,
         overlap: schedule::Overlap,
+        chained_from: &str,
     ) -> Result<Option<Job>, TaskError> {
         let Some(a) = t.runnable() else {
             return Err(TaskError::Refused(format!(
@@ -347,6 +421,8 @@ impl Engine {
                 scheduled_for_ms,
                 standing_approval_id: &a.standing_approval_id,
                 after_job: &after,
+                chained_from,
+                followups: &t.followups,
             })
             .await?;
         if let Some(j) = &j {
@@ -395,7 +471,7 @@ impl Engine {
                 tracing::warn!(task = %t.id, skipped = due.skipped, catch_up = ?s.catch_up, "missed fires not made up for");
             }
             for at in due.fires {
-                self.fire(t, "schedule", at, s.overlap).await?;
+                self.record_run(t, "schedule", at, s.overlap, "").await?;
             }
             self.wake_launcher();
         }

@@ -205,6 +205,13 @@ fn authorization_matrix() {
                 Some(json!({"mode": "token"})),
             ),
             "DELETE /api/tasks/{id}/webhook" => (format!("/api/tasks/{id}/webhook"), None),
+            // Deliveries: listing, one that does not exist (404); the secret is made.
+            "POST /api/deliveries/secret" => ("/api/deliveries/secret".into(), Some(json!({}))),
+            "GET /api/deliveries" => ("/api/deliveries".into(), None),
+            "GET /api/deliveries/{id}" => (format!("/api/deliveries/{id}"), None),
+            "POST /api/deliveries/{id}/redeliver" => {
+                (format!("/api/deliveries/{id}/redeliver"), Some(json!({})))
+            }
             _ => return None,
         };
         Some((path, body))
@@ -575,6 +582,10 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/tasks/{id}/approve",
         "POST /api/tasks/{id}/webhook",
         "DELETE /api/tasks/{id}/webhook",
+        "POST /api/deliveries/secret",
+        "GET /api/deliveries",
+        "GET /api/deliveries/{id}",
+        "POST /api/deliveries/{id}/redeliver",
     ];
     served.sort();
     assert_eq!(documented, served);

@@ -95,6 +95,51 @@ pub fn pinned_client(
         .map_err(|e| NetError::Failed(format!("HTTP client: {e}")))
 }
 
+/// Whether `u`'s host is in an admin's allow list of `host` or `host:port` entries (a
+/// bare host allows every port; `[v6]:port` for IPv6 with a port).
+pub fn listed(allow: &[String], u: &url::Url) -> bool {
+    let Some(host) = u.host_str() else {
+        return false;
+    };
+    let bare = |h: &str| h.trim_start_matches('[').trim_end_matches(']').to_string();
+    allow.iter().any(|entry| {
+        let entry = entry.to_ascii_lowercase();
+        // `host:port`, `[v6]:port`, or a bare host (an unbracketed IPv6 address has colons).
+        let (name, port) = match entry.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse::<u16>().ok()),
+            _ => (entry.as_str(), None),
+        };
+        bare(name) == bare(&host.to_ascii_lowercase())
+            && port.is_none_or(|p| Some(p) == u.port_or_known_default())
+    })
+}
+
+/// POSTs `body` to a URL through the guard, with `headers`, within `timeout`; answers
+/// the status. A redirect is not followed (it is the answer), and the answer's body is
+/// not read.
+pub async fn post(
+    raw: &str,
+    local: bool,
+    hint: &str,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+    timeout: Duration,
+) -> Result<u16, NetError> {
+    let url = check_url(raw)?;
+    let addrs = resolve(&url, local, hint).await?;
+    let host = url.host_str().unwrap_or_default().to_string();
+    let client = pinned_client(&host, &addrs, timeout)?;
+    let mut req = client.post(url).timeout(timeout).body(body);
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let r = req
+        .send()
+        .await
+        .map_err(|e| NetError::Failed(format!("{e}")))?;
+    Ok(r.status().as_u16())
+}
+
 /// How far a [`get`] may go.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -333,5 +378,25 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("loopback"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod listed_tests {
+    use super::listed;
+
+    #[test]
+    fn an_allow_entry_names_a_host_or_a_host_and_port() {
+        let u = |s: &str| url::Url::parse(s).unwrap();
+        let l = |e: &str, url: &str| listed(&[e.to_string()], &u(url));
+        assert!(l("127.0.0.1", "http://127.0.0.1:8080/"));
+        assert!(l("127.0.0.1:8080", "http://127.0.0.1:8080/x"));
+        assert!(!l("127.0.0.1:8081", "http://127.0.0.1:8080/"));
+        assert!(l("wiki.internal", "https://WIKI.internal/page"));
+        assert!(l("wiki.internal:443", "https://wiki.internal/page"));
+        assert!(!l("wiki.internal", "https://wiki.internal.evil.example/"));
+        assert!(l("[::1]:9000", "http://[::1]:9000/"));
+        assert!(!l("[::1]:9000", "http://[::1]:9001/"));
+        assert!(!listed(&[], &u("http://127.0.0.1/")));
     }
 }

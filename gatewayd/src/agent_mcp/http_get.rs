@@ -37,21 +37,6 @@ pub fn tool() -> Result<Tool, rmcp::ErrorData> {
 }
 
 /// Whether `entry` (`host` or `host:port`, from the allow list) names this URL's host.
-fn listed(entry: &str, u: &url::Url) -> bool {
-    let Some(host) = u.host_str() else {
-        return false;
-    };
-    let entry = entry.to_ascii_lowercase();
-    // `host:port`, `[v6]:port`, or a bare host (an unbracketed IPv6 address has colons).
-    let (name, port) = match entry.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') || h.ends_with(']') => (h, p.parse::<u16>().ok()),
-        _ => (entry.as_str(), None),
-    };
-    let bare = |h: &str| h.trim_start_matches('[').trim_end_matches(']').to_string();
-    bare(name) == bare(&host.to_ascii_lowercase())
-        && port.is_none_or(|p| Some(p) == u.port_or_known_default())
-}
-
 pub async fn call(
     allow: &[String],
     args: &serde_json::Map<String, serde_json::Value>,
@@ -59,7 +44,7 @@ pub async fn call(
     let Some(raw) = args.get("url").and_then(|u| u.as_str()) else {
         return super::tools::text_result("url: a string is required".into(), true);
     };
-    let local = |u: &url::Url| allow.iter().any(|e| listed(e, u));
+    let local = |u: &url::Url| argos_net::listed(allow, u);
     let hint = "an operator can allow this host with gateway.http_get_allow";
     let f = match argos_net::get(raw, &local, hint, &limits()).await {
         Ok(f) => f,
@@ -97,28 +82,4 @@ pub async fn call(
     }))
     .ok();
     r.into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_allow_entry_names_a_host_or_a_host_and_port() {
-        let u = |s: &str| url::Url::parse(s).unwrap();
-        assert!(listed("127.0.0.1", &u("http://127.0.0.1:8080/")));
-        assert!(listed("127.0.0.1:8080", &u("http://127.0.0.1:8080/x")));
-        assert!(!listed("127.0.0.1:8081", &u("http://127.0.0.1:8080/")));
-        assert!(listed("wiki.internal", &u("https://WIKI.internal/page")));
-        assert!(listed(
-            "wiki.internal:443",
-            &u("https://wiki.internal/page")
-        ));
-        assert!(!listed(
-            "wiki.internal",
-            &u("https://wiki.internal.evil.example/")
-        ));
-        assert!(listed("[::1]:9000", &u("http://[::1]:9000/")));
-        assert!(!listed("[::1]:9000", &u("http://[::1]:9001/")));
-    }
 }

@@ -131,6 +131,12 @@ fn bodies(doc: &mut Value) {
             }
         });
     }
+    set("FollowUpsBody", &|s| {
+        let p = &mut s["properties"];
+        p["webhook"] = json!({"type": ["string", "null"], "maxLength": 2048});
+        p["then"] = json!({"type": "array", "maxItems": 16,
+                           "items": {"type": "string", "format": "uuid", "pattern": UUID}});
+    });
     set("WebhookBody", &|s| {
         s["properties"]["mode"] = json!({"type": "string", "enum": ["token", "hmac"]});
     });
@@ -370,6 +376,11 @@ pub fn document(doc: &mut Value) {
                         }
                         ("query", "state") if path == "/api/approvals" => {
                             p["schema"] = json!({"type": "string", "enum": states});
+                            answers.push(("400", "an unknown state, or given twice"));
+                        }
+                        ("query", "state") if path == "/api/deliveries" => {
+                            p["schema"] = json!({"type": "string", "enum":
+                                ["", "pending", "delivered", "dead", "terminal_unfollowable"]});
                             answers.push(("400", "an unknown state, or given twice"));
                         }
                         ("query", "state") if path == "/api/jobs" => {

@@ -130,6 +130,29 @@ pub struct JobBody {
     /// Why, for the approver.
     #[serde(default)]
     purpose: String,
+    /// What happens when it ends.
+    follow_ups: Option<FollowUpsBody>,
+}
+
+/// What happens when a job (or each run of a task) ends.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FollowUpsBody {
+    /// Its summary is POSTed here, signed with your delivery secret (make one first:
+    /// `POST /api/deliveries/secret`); retried with back-off for 24 h.
+    webhook: Option<String>,
+    /// When it succeeded, these tasks of yours start (each once).
+    #[serde(default)]
+    then: Vec<String>,
+}
+
+impl FollowUpsBody {
+    pub(crate) fn wire(b: Option<FollowUpsBody>) -> Option<jpb::FollowUps> {
+        b.map(|f| jpb::FollowUps {
+            webhook: f.webhook.unwrap_or_default(),
+            then: f.then,
+        })
+    }
 }
 
 impl JobBody {
@@ -160,6 +183,7 @@ impl JobBody {
             max_runtime_ms,
             purpose: self.purpose,
             via: via.to_string(),
+            follow_ups: FollowUpsBody::wire(self.follow_ups),
         })
     }
 }

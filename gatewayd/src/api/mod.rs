@@ -29,6 +29,7 @@ mod approvals;
 mod auth;
 mod classify;
 mod constraints;
+mod deliveries;
 mod events;
 mod exec;
 mod host;
@@ -44,6 +45,7 @@ pub use agents::*;
 pub use approvals::*;
 pub use auth::*;
 pub use classify::*;
+pub use deliveries::*;
 pub use events::*;
 pub use exec::*;
 pub use host::*;
@@ -212,6 +214,10 @@ pub struct ErrorDetail {
         preview_schedule,
         set_task_webhook,
         delete_task_webhook,
+        delivery_secret,
+        deliveries,
+        delivery,
+        redeliver,
         crate::http::status
     ),
     components(schemas(

@@ -156,6 +156,11 @@ pub const RULES: &[Rule] = &[
     rule("POST", "/api/tasks/{id}/approve", ADMIN, &["approve"], TOKENS_TOO),
     rule("POST", "/api/tasks/{id}/webhook", USER, EXEC, TOKENS_TOO),
     rule("DELETE", "/api/tasks/{id}/webhook", USER, EXEC, TOKENS_TOO),
+    // Follow-ups: a user's own (admins everyone's).
+    rule("POST", "/api/deliveries/secret", USER, EXEC, TOKENS_TOO),
+    rule("GET", "/api/deliveries", USER, READ, TOKENS_TOO),
+    rule("GET", "/api/deliveries/{id}", USER, READ, TOKENS_TOO),
+    rule("POST", "/api/deliveries/{id}/redeliver", USER, EXEC, TOKENS_TOO),
 ];
 
 /// The rule of a route, if the table has one.

@@ -62,6 +62,8 @@ pub struct TaskBody {
     purpose: String,
     /// Absent: it runs only when asked.
     schedule: Option<ScheduleBody>,
+    /// What happens when each run ends.
+    follow_ups: Option<super::jobs::FollowUpsBody>,
 }
 
 impl TaskBody {
@@ -90,6 +92,7 @@ impl TaskBody {
             max_runtime_ms,
             purpose: self.purpose,
             schedule: self.schedule.map(ScheduleBody::wire),
+            follow_ups: super::jobs::FollowUpsBody::wire(self.follow_ups),
             ..Default::default()
         })
     }
