@@ -18,7 +18,7 @@ impl Gateway {
     /// The gateway of the stack `found`, with the token in `ARGOS_TOKEN`.
     pub fn new(found: &crate::stack::Found) -> anyhow::Result<Gateway> {
         let token = std::env::var("ARGOS_TOKEN").context(
-            "set ARGOS_TOKEN to an admin's API token (scopes: read to list, approve to decide)",
+            "set ARGOS_TOKEN to an API token (scopes: read to list; exec to start or cancel; approve to decide)",
         )?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -34,7 +34,7 @@ impl Gateway {
         })
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
+    pub fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
         let auth = format!("Bearer {}", self.token);
         let mut res = match body {

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod jobs;
 mod run;
 mod stack;
 mod up;
@@ -40,6 +41,17 @@ commands:
   audit verify
             walk execd's and the gateway's hash-chained audit trails; exit 1 if either
             is broken (same gateway and ARGOS_TOKEN)
+  jobs list [--state STATE] [--active] [--task ID]
+  jobs show ID       a job's facts and, once it ended, its output (exit 0: succeeded,
+                     1: ended otherwise, 3: not ended yet)
+  jobs start COMMAND [--place auto|sandbox|inspect|host] [--name NAME] [--max-runtime-s N]
+  jobs cancel ID
+            background jobs (same gateway and ARGOS_TOKEN: read; exec to start, cancel)
+  tasks list
+  tasks show|run|pause|resume ID
+  tasks approve ID --version N
+            tasks (read; exec to run, pause, resume; approve, as an admin, to approve the
+            version you reviewed)
 
 Which stack: --root DIR (and --url URL) when given; else the stack `argosctl up` runs
 in ./.argos, else the one it last started (recorded under $XDG_STATE_HOME/argos, or
@@ -76,7 +88,7 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
     let (words, rest) = rest.split_at(split);
     let mut flags = Flags::parse(rest)?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    if !matches!(cmd.as_str(), "approvals" | "audit") && !words.is_empty() {
+    if !matches!(cmd.as_str(), "approvals" | "audit" | "jobs" | "tasks") && !words.is_empty() {
         bail!("unexpected argument {:?}", words[0]);
     }
     match cmd.as_str() {
@@ -98,6 +110,71 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
                 other => {
                     bail!("approvals: expected list, approve ID or deny ID, not {other:?}\n{USAGE}")
                 }
+            }
+        }
+        "jobs" => {
+            let found = find(&mut flags)?;
+            let gw = approvals::Gateway::new(&found)?;
+            match words.as_slice() {
+                ["list"] | [] => {
+                    let mut q = String::new();
+                    if let Some(s) = flags.take("--state") {
+                        q.push_str(&format!("&state={s}"));
+                    }
+                    if let Some(t) = flags.take("--task") {
+                        q.push_str(&format!("&task_id={t}"));
+                    }
+                    if flags.switch("--active") {
+                        q.push_str("&active=true");
+                    }
+                    flags.finish()?;
+                    jobs::list(&gw, &q)
+                }
+                ["show", id] => {
+                    flags.finish()?;
+                    jobs::show(&gw, id)
+                }
+                ["cancel", id] => {
+                    flags.finish()?;
+                    jobs::cancel(&gw, id)
+                }
+                ["start", command] => {
+                    let place = flags.take("--place").unwrap_or_else(|| "auto".into());
+                    let name = flags.take("--name").unwrap_or_default();
+                    let max = match flags.take("--max-runtime-s") {
+                        Some(n) => Some(n.parse().map_err(|_| {
+                            anyhow::anyhow!("--max-runtime-s: not a number: {n:?}")
+                        })?),
+                        None => None,
+                    };
+                    flags.finish()?;
+                    jobs::start(&gw, command, &place, &name, max)
+                }
+                other => bail!(
+                    "jobs: expected list, show ID, start COMMAND or cancel ID, not {other:?}\n{USAGE}"
+                ),
+            }
+        }
+        "tasks" => {
+            let found = find(&mut flags)?;
+            let gw = approvals::Gateway::new(&found)?;
+            match words.as_slice() {
+                ["list"] | [] => {
+                    flags.finish()?;
+                    jobs::tasks(&gw)
+                }
+                [verb, id] => {
+                    let version = match flags.take("--version") {
+                        Some(n) => Some(
+                            n.parse()
+                                .map_err(|_| anyhow::anyhow!("--version: not a number: {n:?}"))?,
+                        ),
+                        None => None,
+                    };
+                    flags.finish()?;
+                    jobs::task(&gw, verb, id, version)
+                }
+                other => bail!("tasks: expected list or VERB ID, not {other:?}\n{USAGE}"),
             }
         }
         "audit" => {
@@ -312,6 +389,9 @@ fn absolute(p: String) -> anyhow::Result<PathBuf> {
 }
 
 /// `--flag value` pairs; every flag takes a value.
+/// Options given alone, without a value.
+const SWITCHES: &[&str] = &["--active"];
+
 struct Flags(Vec<(String, String)>);
 
 impl Flags {
@@ -322,10 +402,18 @@ impl Flags {
             if !a.starts_with("--") {
                 bail!("unexpected argument {a:?}");
             }
+            // Switches take no value.
+            if SWITCHES.contains(&a.as_str()) {
+                out.push((a.clone(), String::new()));
+                continue;
+            }
             let v = it.next().with_context(|| format!("{a} needs a value"))?;
             out.push((a.clone(), v.clone()));
         }
         Ok(Flags(out))
+    }
+    fn switch(&mut self, name: &str) -> bool {
+        self.take(name).is_some()
     }
     fn take(&mut self, name: &str) -> Option<String> {
         let i = self.0.iter().position(|(k, _)| k == name)?;

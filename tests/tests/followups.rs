@@ -185,6 +185,20 @@ fn a_webhook_follow_up_is_signed_retried_under_one_id_and_survives_kill_9() {
     let got = rx.wait(4, 20);
     assert_eq!(got[3].0["x-argos-delivery"], id);
 
+    // Ending while jobd is down: followed up once it is back, exactly once.
+    let late = Receiver::start(vec![]);
+    let r = bob.post(
+        "/api/jobs",
+        json!({"command": "sleep 2", "place": "sandbox", "follow_ups": {"webhook": late.url()}}),
+    );
+    assert_eq!(r.json()["job"]["state"], "running", "{r:?}");
+    stack.crash_and_restart("jobd");
+    let mut bob = login(&stack, "bob");
+    let got = late.wait(1, 30);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(late.got.lock().unwrap().len(), 1, "delivered once: {got:?}");
+    wait_delivery(&mut bob, &got[0].0["x-argos-delivery"], "delivered", 10);
+
     // Failing while jobd dies: the retries go on after it, under the same id, and one
     // follow-up is recorded for the job.
     let slow = Receiver::start(vec![500, 500]);

@@ -577,3 +577,86 @@ fn a_chosen_execution_id_runs_once_and_only_for_its_requester() {
     assert!(std::fs::metadata("/etc/argos-never").is_err());
     stack.stop();
 }
+
+/// `argosctl jobs` and `argosctl tasks` at the console, with an API token.
+#[test]
+fn argosctl_starts_shows_lists_and_cancels_jobs_and_runs_tasks() {
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let url = format!("http://{}", stack.listen);
+    let r = admin.post(
+        "/api/tokens",
+        json!({"name": "console", "scopes": ["read", "exec", "approve"]}),
+    );
+    let token = r.json()["token"].as_str().unwrap().to_string();
+    let ctl = |args: &[&str]| {
+        let out = argos_tests::command("argosctl")
+            .args(args)
+            .args(["--url", &url])
+            .env("ARGOS_TOKEN", &token)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = ctl(&["jobs", "list"]);
+    assert_eq!((code, out.trim()), (Some(0), "no jobs"), "{err}");
+    let (code, out, err) = ctl(&[
+        "jobs",
+        "start",
+        "echo from the console",
+        "--place",
+        "sandbox",
+        "--name",
+        "console job",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let id = out.split_whitespace().next().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let shown = loop {
+        let (code, out, err) = ctl(&["jobs", "show", &id]);
+        if code == Some(0) {
+            break out;
+        }
+        assert_eq!(code, Some(3), "not ended yet, or: {out}{err}");
+        assert!(Instant::now() < deadline, "{out}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(
+        shown.contains("succeeded") && shown.contains("from the console"),
+        "{shown}"
+    );
+    let (_, out, _) = ctl(&["jobs", "start", "sleep 300", "--place", "sandbox"]);
+    let long = out.split_whitespace().next().unwrap().to_string();
+    let (code, out, err) = ctl(&["jobs", "list", "--active"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&long) && !out.contains(&id), "{out}");
+    let (code, out, err) = ctl(&["jobs", "cancel", &long]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&long), "{out}");
+    let (code, _, err) = ctl(&["jobs", "start", "touch /x", "--place", "inspect"]);
+    assert_eq!(code, Some(2), "refused, said why: {err}");
+    assert!(err.contains("place"), "{err}");
+    // Tasks: listed, run now.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "console task", "command": "true", "place": "sandbox"}),
+    );
+    let task = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let (code, out, err) = ctl(&["tasks", "list"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("console task") && out.contains("approved"),
+        "{out}"
+    );
+    let (code, out, err) = ctl(&["tasks", "run", &task]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.split_whitespace().count() >= 2, "{out}");
+    let (code, _, err) = ctl(&["tasks", "approve", &task]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--version"), "{err}");
+    stack.stop();
+}
