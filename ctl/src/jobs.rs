@@ -11,6 +11,14 @@ fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v[k].as_str().unwrap_or("")
 }
 
+/// Text a job wrote (or a user chose), safe for a terminal: control characters and
+/// escape sequences' introducers are dropped, line breaks and tabs kept.
+fn clean(t: &str) -> String {
+    t.chars()
+        .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
+        .collect()
+}
+
 fn when(ms: i64) -> String {
     if ms <= 0 {
         return "-".into();
@@ -65,7 +73,7 @@ pub fn list(gw: &Gateway, query: &str) -> anyhow::Result<i32> {
                 .as_i64()
                 .map_or("-".into(), |c| c.to_string()),
             when(j["created_at_ms"].as_i64().unwrap_or(0)),
-            s(&j, "name"),
+            clean(s(&j, "name")),
         );
     }
     Ok(0)
@@ -96,7 +104,7 @@ pub fn show(gw: &Gateway, id: &str) -> anyhow::Result<i32> {
         ("trigger", s(j, "trigger").to_string()),
     ] {
         if !val.is_empty() {
-            println!("{k:<10} {val}");
+            println!("{k:<10} {}", clean(&val).replace('\n', " "));
         }
     }
     for stream in ["stdout", "stderr"] {
@@ -109,10 +117,10 @@ pub fn show(gw: &Gateway, id: &str) -> anyhow::Result<i32> {
             continue;
         }
         println!("--- {stream}");
-        print!("{text}");
+        print!("{}", clean(text));
         if let Some(tail) = o["tail"].as_str() {
             println!("\n… {} bytes in all; the last of them:", o["total_bytes"]);
-            print!("{tail}");
+            print!("{}", clean(tail));
         }
     }
     Ok(match s(j, "state") {
@@ -136,7 +144,12 @@ pub fn start(
     }
     let v = gw.call("POST", "/api/jobs", Some(body))?;
     let j = &v["job"];
-    println!("{}  {}  {}", s(j, "id"), s(j, "state"), s(j, "reason"));
+    println!(
+        "{}  {}  {}",
+        s(j, "id"),
+        s(j, "state"),
+        clean(s(j, "reason"))
+    );
     Ok(0)
 }
 
@@ -175,7 +188,7 @@ pub fn tasks(gw: &Gateway) -> anyhow::Result<i32> {
         println!(
             "{:<36}  {:<20}  {:<12}  {:>3}  {:<9}  {:<24}  {}",
             s(&t, "id"),
-            s(&t, "name"),
+            clean(s(&t, "name")),
             s(&t, "owner"),
             t["version"],
             status,

@@ -183,26 +183,39 @@ pub struct Asked {
     pub standing: Option<String>,
 }
 
-/// How far back (and ahead, for clock skew) a requester-chosen execution id's time may be.
-const CHOSEN_ID_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// How far back a requester-chosen execution id's time may be for a new execution, and
+/// how far ahead (clock skew).
+const CHOSEN_ID_PAST_MS: i64 = 24 * 3600 * 1000;
+const CHOSEN_ID_FUTURE_MS: i64 = 5 * 60 * 1000;
 
-/// A requester-chosen execution id: a UUID v7 of the last 24 hours (ids are the ledger's
-/// order, so a chosen one may not place itself elsewhere in time).
-fn chosen_id(id: &str) -> Result<String, GateError> {
-    let bad = |why: &str| GateError::Field("execution_id", why.to_string());
-    let u = uuid::Uuid::parse_str(id).map_err(|_| bad("not a UUID"))?;
+fn bad_id(why: &str) -> GateError {
+    GateError::Field("execution_id", why.to_string())
+}
+
+/// A requester-chosen execution id: a UUID v7, in its hyphenated form.
+fn chosen_id(id: &str) -> Result<(String, i64), GateError> {
+    let u = uuid::Uuid::parse_str(id).map_err(|_| bad_id("not a UUID"))?;
     if u.get_version_num() != 7 {
-        return Err(bad("not a UUID v7"));
+        return Err(bad_id("not a UUID v7"));
     }
     let (secs, nanos) = u
         .get_timestamp()
         .map(|t| t.to_unix())
-        .ok_or_else(|| bad("a UUID v7 without its time"))?;
+        .ok_or_else(|| bad_id("a UUID v7 without its time"))?;
     let at = i64::try_from(secs).unwrap_or(i64::MAX) * 1000 + i64::from(nanos / 1_000_000);
-    if (now_ms() - at).abs() > CHOSEN_ID_WINDOW_MS {
-        return Err(bad("made more than 24 hours from now"));
+    Ok((u.hyphenated().to_string(), at))
+}
+
+/// A new execution's chosen id must be of now (ids are the ledger's order: a chosen one
+/// may not place itself elsewhere in time); an id asked for again is answered whenever.
+fn fresh(at_ms: i64) -> Result<(), GateError> {
+    let now = now_ms();
+    if at_ms < now - CHOSEN_ID_PAST_MS || at_ms > now + CHOSEN_ID_FUTURE_MS {
+        return Err(bad_id(
+            "a new execution's id must be made within the last 24 hours (and not ahead)",
+        ));
     }
-    Ok(u.hyphenated().to_string())
+    Ok(())
 }
 
 /// A chosen execution id being asked for, released when the request is answered.
@@ -388,17 +401,20 @@ pub async fn request_run(
     let place = place.unwrap_or(Place::Auto);
     let chosen = execution_id.as_deref().map(chosen_id).transpose()?;
     // One request at a time per chosen id: a repeat racing the first is told to ask again
-    // (and then finds its row).
+    // (and then finds its row). A repeat is answered however old its id; only a new
+    // execution's id must be of now.
     let _asking = match &chosen {
-        Some(id) => {
+        Some((id, at)) => {
             let asking = Asking::claim(m, id).ok_or(StoreError::Raced)?;
             if let Some(before) = asked_before(m, id, who).await? {
                 return Ok(before);
             }
+            fresh(*at)?;
             Some(asking)
         }
         None => None,
     };
+    let chosen = chosen.map(|(id, _)| id);
     if purpose.len() > 4096 {
         return Err(GateError::Field("purpose", "longer than 4096 bytes".into()));
     }

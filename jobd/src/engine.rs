@@ -67,6 +67,10 @@ pub struct Engine {
     tasks_changed: Notify,
     /// Wakes the follow-up worker.
     followups_due: Notify,
+    /// Held while a task's run is recorded (its overlap decided) and while a task is saved
+    /// (its chain checked).
+    runs_lock: tokio::sync::Mutex<()>,
+    saves_lock: tokio::sync::Mutex<()>,
     /// jobd's key: webhook secrets are kept sealed or hashed under it.
     pub(crate) key: Arc<argos_store::key::Key>,
     /// Webhook deliveries taken per task in the current minute.
@@ -100,6 +104,8 @@ impl Engine {
             wake: Notify::new(),
             tasks_changed: Notify::new(),
             followups_due: Notify::new(),
+            runs_lock: tokio::sync::Mutex::new(()),
+            saves_lock: tokio::sync::Mutex::new(()),
             key,
             hook_rate: Mutex::default(),
         })
@@ -128,6 +134,14 @@ impl Engine {
 
     pub(crate) fn followups_due(&self) -> &Notify {
         &self.followups_due
+    }
+
+    pub(crate) fn runs_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.runs_lock
+    }
+
+    pub(crate) fn saves_lock(&self) -> &tokio::sync::Mutex<()> {
+        &self.saves_lock
     }
 
     /// A job ended: its follow-ups (jobd's start finds any this missed).
@@ -227,6 +241,11 @@ impl Engine {
                     .ok()
                     .and_then(|p| Place::from_wire(p as i32).ok());
                 let approval = r.approval.map(|a| a.id).unwrap_or_default();
+                // Where it runs and what it waits for, whatever word about its state came
+                // first (the watch may have told of a later state already).
+                self.store
+                    .set_where(&j.id, j.generation, place, &approval)
+                    .await?;
                 self.apply(&j, &e, place, &approval).await?;
                 // A cancel that came while execd was being asked is carried out now.
                 if let Some(now) = self.store.get(&j.id).await?
@@ -457,7 +476,21 @@ impl Engine {
                 Ok(mut stream) => {
                     backoff = Duration::from_millis(100);
                     self.reconcile().await;
-                    while let Ok(Some(ev)) = stream.message().await {
+                    // Every 30 s, every job is read again anyway: a word missed for any
+                    // reason does not leave a job behind for long.
+                    let mut again = tokio::time::interval(Duration::from_secs(30));
+                    again.tick().await;
+                    loop {
+                        let ev = tokio::select! {
+                            m = stream.message() => match m {
+                                Ok(Some(ev)) => ev,
+                                _ => break,
+                            },
+                            _ = again.tick() => {
+                                self.reconcile().await;
+                                continue;
+                            }
+                        };
                         match ev.event {
                             Some(xpb::watch_event::Event::Execution(e)) => {
                                 if let Err(err) = self.on_execution(&e).await {
@@ -499,10 +532,8 @@ impl Engine {
             }
             return Ok(());
         }
-        if j.state == State::Starting && self.launching.lock().expect("launching").contains(&j.id) {
-            // Its ask's answer says the same, and carries its place.
-            return Ok(());
-        }
+        // (Also for a job whose ask is still being answered: this word may be newer than
+        // the answer, which then changes nothing — a job moves only forward.)
         self.apply(&j, e, None, "").await?;
         if j.cancel_requested
             && let Some(now) = self.store.get(&j.id).await?

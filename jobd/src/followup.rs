@@ -329,11 +329,12 @@ impl Store {
         Ok(())
     }
 
-    /// Delivers follow-up `id` again (the same delivery id), whatever it came to.
+    /// Delivers follow-up `id` again (the same delivery id) once it has ended, whatever it
+    /// came to; one still pending is already due (false, as for no such webhook).
     pub async fn redeliver(&self, id: &str) -> Result<bool, StoreError> {
         Ok(sqlx::query(
             "UPDATE followups SET state = 'pending', next_attempt_at_ms = ?, created_at_ms = ?
-             WHERE id = ? AND kind = 'webhook'",
+             WHERE id = ? AND kind = 'webhook' AND state != 'pending'",
         )
         .bind(now_ms())
         .bind(now_ms())
@@ -342,6 +343,35 @@ impl Store {
         .await?
         .rows_affected()
             == 1)
+    }
+
+    /// Removes `owner`'s delivery secret, ended jobs and follow-ups; answers how many jobs
+    /// and follow-ups went.
+    pub async fn forget_owner_records(&self, owner: &str) -> Result<u32, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        sqlx::query("DELETE FROM delivery_secrets WHERE owner = ?")
+            .bind(owner)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "DELETE FROM delivery_attempts WHERE followup_id IN
+               (SELECT id FROM followups WHERE owner = ?)",
+        )
+        .bind(owner)
+        .execute(&mut *tx)
+        .await?;
+        let f = sqlx::query("DELETE FROM followups WHERE owner = ?")
+            .bind(owner)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        let j = sqlx::query("DELETE FROM jobs WHERE owner = ? AND ended_at_ms > 0")
+            .bind(owner)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(u32::try_from(f + j).unwrap_or(u32::MAX))
     }
 
     /// The owner's delivery secret, if they made one.
@@ -423,15 +453,22 @@ impl Engine {
     /// Carries out due follow-ups, a few at a time; at start, follows up jobs that ended
     /// while the step was interrupted.
     pub(crate) async fn deliverer(self: Arc<Self>) {
-        match self.store.not_followed_up().await {
-            Ok(left) => {
-                for (j, _) in left {
-                    if let Err(e) = self.follow_up(&j).await {
-                        tracing::error!(job = %j.id, error = %e, "following up a job");
+        // Every ended job not yet followed up, a thousand at a time.
+        loop {
+            match self.store.not_followed_up().await {
+                Ok(left) if left.is_empty() => break,
+                Ok(left) => {
+                    for (j, _) in left {
+                        if let Err(e) = self.follow_up(&j).await {
+                            tracing::error!(job = %j.id, error = %e, "following up a job");
+                        }
                     }
                 }
+                Err(e) => {
+                    tracing::error!(error = %e, "reading jobs not followed up");
+                    break;
+                }
             }
-            Err(e) => tracing::error!(error = %e, "reading jobs not followed up"),
         }
         loop {
             let due = self
@@ -516,7 +553,7 @@ impl Engine {
                 )
                 .await;
         }
-        match self.chain_run(&t, &job.id).await {
+        match self.chain_run(&t, job).await {
             Ok(_) => self.store.end_followup(&f.id, "delivered", "").await,
             Err(e) => {
                 self.store
@@ -586,7 +623,18 @@ impl Engine {
             .unwrap_or(false);
         let hint = "an operator can allow this host with jobs.deliver_allow";
         let started = std::time::Instant::now();
-        let r = argos_net::post(&f.target, local, hint, &headers, body, ATTEMPT_TIMEOUT).await;
+        // The whole attempt, the name's resolution included, within its limit.
+        let r = tokio::time::timeout(
+            ATTEMPT_TIMEOUT,
+            argos_net::post(&f.target, local, hint, &headers, body, ATTEMPT_TIMEOUT),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(argos_net::NetError::Failed(format!(
+                "no answer within {} s",
+                ATTEMPT_TIMEOUT.as_secs()
+            )))
+        });
         let took = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         match r {
             Ok(status) if (200..300).contains(&status) => {

@@ -51,6 +51,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("Redeliver"), gateway)
         .method(m("ListDeliveries"), readers)
         .method(m("GetDelivery"), readers)
+        .method(m("ForgetOwner"), gateway)
 }
 
 fn store(e: StoreError) -> Status {
@@ -756,7 +757,12 @@ impl JobRpc for JobService {
         let id = req.into_inner().id;
         job_id(&id)?;
         if !self.engine.store.redeliver(&id).await.map_err(store)? {
-            return Err(Status::not_found(format!("no webhook delivery {id}")));
+            return match self.engine.store.followup(&id).await.map_err(store)? {
+                Some(f) if f.kind == "webhook" => Err(Status::failed_precondition(format!(
+                    "delivery {id} is still pending: its next attempt is already due"
+                ))),
+                _ => Err(Status::not_found(format!("no webhook delivery {id}"))),
+            };
         }
         self.engine.followups_due().notify_one();
         let f = self
@@ -768,6 +774,21 @@ impl JobRpc for JobService {
             .ok_or_else(|| Status::not_found(format!("no delivery {id}")))?;
         let attempts = self.engine.store.attempts(&id).await.map_err(store)?;
         Ok(Response::new(delivery_out(&f, &attempts)))
+    }
+
+    async fn forget_owner(
+        &self,
+        req: Request<pb::ForgetOwnerRequest>,
+    ) -> Result<Response<pb::ForgetOwnerResponse>, Status> {
+        let owner = req.into_inner().owner;
+        argos_common::principal::Principal::parse(&owner)
+            .map_err(|e| Status::invalid_argument(format!("owner: {e}")))?;
+        let (standing_approval_ids, removed) =
+            self.engine.forget_owner(&owner).await.map_err(store)?;
+        Ok(Response::new(pb::ForgetOwnerResponse {
+            standing_approval_ids,
+            removed,
+        }))
     }
 
     type WatchJobsStream = WatchStream;

@@ -42,6 +42,7 @@ pub struct Job {
     /// What it asks for when it ends, and the run it was chained from.
     pub followups: crate::followup::FollowUps,
     pub chained_from: String,
+    pub chain_depth: u32,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,9 +66,22 @@ pub struct NewRun<'a> {
     pub scheduled_for_ms: i64,
     pub standing_approval_id: &'a str,
     pub after_job: &'a str,
-    /// The run this one follows on (trigger `chain`).
+    /// The run this one follows on (trigger `chain`), and how deep in its chain it is.
     pub chained_from: &'a str,
+    pub chain_depth: u32,
     pub followups: &'a crate::followup::FollowUps,
+    /// The owner's jobs not yet ended may not exceed this (0: no limit).
+    pub active_limit: u64,
+}
+
+/// What recording a task's run came to.
+#[derive(Debug)]
+pub enum Inserted {
+    Recorded(Box<Job>),
+    /// This fire or chain edge already has its run.
+    Exists,
+    /// The owner has `jobs.active_per_user` jobs not yet ended.
+    Full,
 }
 
 /// A listing's filter.
@@ -169,6 +183,7 @@ fn row(r: &SqliteRow) -> Result<Job, StoreError> {
             }
         },
         chained_from: r.get("chained_from"),
+        chain_depth: u32::try_from(r.get::<i64, _>("chain_depth")).unwrap_or(0),
         id: id.clone(),
     })
 }
@@ -229,17 +244,20 @@ impl Store {
 
     /// Records a run of a task (queued, its execution id chosen): at most one per fire of
     /// its schedule (`None` when this fire already has its run).
-    pub async fn insert_run(&self, run: &NewRun<'_>) -> Result<Option<Job>, StoreError> {
+    pub async fn insert_run(&self, run: &NewRun<'_>) -> Result<Inserted, StoreError> {
         let id = uuid::Uuid::now_v7().to_string();
         let execution_id = uuid::Uuid::now_v7().to_string();
         let spec_text = serde_json::to_string(run.spec).expect("a spec serializes");
-        let inserted = sqlx::query(
+        let inserted = sqlx::query(concat!(
             "INSERT INTO jobs (id, owner, via, spec, state, generation, execution_id, created_at_ms,
                task_id, task_version, trigger, scheduled_for_ms, standing_approval_id, after_job,
-               chained_from, followups)
-             VALUES (?, ?, 'task', ?, 'queued', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT DO NOTHING",
-        )
+               chained_from, followups, chain_depth)
+             SELECT ?1, ?2, 'task', ?3, 'queued', 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14
+             WHERE ?15 = 0 OR (SELECT count(*) FROM jobs WHERE owner = ?2 AND state IN ",
+            active!(),
+            ") < ?15
+             ON CONFLICT DO NOTHING"
+        ))
         .bind(&id)
         .bind(run.owner)
         .bind(&spec_text)
@@ -257,15 +275,49 @@ impl Store {
         } else {
             serde_json::to_string(run.followups).expect("serializes")
         })
+        .bind(i64::from(run.chain_depth))
+        .bind(i64::try_from(run.active_limit).unwrap_or(i64::MAX))
         .execute(&self.pool)
         .await?
         .rows_affected()
             == 1;
         if inserted {
-            self.get(&id).await
-        } else {
-            Ok(None)
+            return Ok(self
+                .get(&id)
+                .await?
+                .map_or(Inserted::Exists, |j| Inserted::Recorded(Box::new(j))));
         }
+        Ok(if self.run_exists(run).await? {
+            Inserted::Exists
+        } else {
+            Inserted::Full
+        })
+    }
+
+    /// Whether this fire (`schedule`) or chain edge (`chain`) already has its run.
+    pub async fn run_exists(&self, run: &NewRun<'_>) -> Result<bool, StoreError> {
+        let found: Option<String> = match run.trigger {
+            "schedule" => {
+                sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE task_id = ? AND scheduled_for_ms = ? AND trigger = 'schedule'",
+                )
+                .bind(run.task_id)
+                .bind(run.scheduled_for_ms)
+                .fetch_optional(&self.pool)
+                .await?
+            }
+            "chain" => {
+                sqlx::query_scalar(
+                    "SELECT id FROM jobs WHERE task_id = ? AND chained_from = ? AND trigger = 'chain'",
+                )
+                .bind(run.task_id)
+                .bind(run.chained_from)
+                .fetch_optional(&self.pool)
+                .await?
+            }
+            _ => None,
+        };
+        Ok(found.is_some())
     }
 
     /// A task's runs that have not ended, oldest first.
@@ -342,12 +394,15 @@ impl Store {
 
     /// Jobs waiting to be asked for (queued, or asked with no answer recorded), oldest first.
     pub async fn to_launch(&self, limit: u32) -> Result<Vec<Job>, StoreError> {
+        // At most 64 of each owner's, oldest first: one owner's backlog cannot fill the
+        // window and keep everyone else's jobs from being asked for.
         sqlx::query(concat!(
-            "SELECT * FROM jobs WHERE state IN ('queued', 'starting')
+            "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY owner ORDER BY id) AS nth
+               FROM jobs WHERE state IN ('queued', 'starting')
                AND (after_job = '' OR NOT EXISTS (SELECT 1 FROM jobs p
                       WHERE p.id = jobs.after_job AND p.state IN ",
             active!(),
-            ")) ORDER BY id LIMIT ?"
+            "))) WHERE nth <= 64 ORDER BY id LIMIT ?"
         ))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
@@ -372,13 +427,15 @@ impl Store {
             == 1)
     }
 
-    /// starting → queued, saying why it waits (execd's quota).
+    /// starting → queued, saying why it waits (execd's quota: it recorded nothing, so the
+    /// next ask gets an execution id chosen then, within execd's window for new ids).
     pub async fn requeue(&self, id: &str, generation: u32, why: &str) -> Result<bool, StoreError> {
         Ok(sqlx::query(
-            "UPDATE jobs SET state = 'queued', reason = ?
+            "UPDATE jobs SET state = 'queued', reason = ?, execution_id = ?
              WHERE id = ? AND generation = ? AND state = 'starting'",
         )
         .bind(why)
+        .bind(uuid::Uuid::now_v7().to_string())
         .bind(id)
         .bind(i64::from(generation))
         .execute(&self.pool)
@@ -440,6 +497,29 @@ impl Store {
         if moved { self.get(id).await } else { Ok(None) }
     }
 
+    /// Records where generation `generation` of job `id` runs and the approval it waits
+    /// for, as execd answered its ask (whatever its state by now).
+    pub async fn set_where(
+        &self,
+        id: &str,
+        generation: u32,
+        place: Option<Place>,
+        approval_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE jobs SET place = CASE WHEN ?1 != '' THEN ?1 ELSE place END,
+               approval_id = CASE WHEN ?2 != '' THEN ?2 ELSE approval_id END
+             WHERE id = ?3 AND generation = ?4",
+        )
+        .bind(place_str(place))
+        .bind(approval_id)
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Records that cancelling job `id` was asked (while it has not ended); answers the
     /// job as it now is.
     pub async fn request_cancel(&self, id: &str) -> Result<Option<Job>, StoreError> {
@@ -486,8 +566,23 @@ impl Store {
         Ok(())
     }
 
-    /// Removes jobs that ended before `before_ms`; answers how many.
+    /// Removes jobs that ended before `before_ms`, with their follow-ups and delivery
+    /// attempts; answers how many jobs.
     pub async fn prune(&self, before_ms: i64) -> Result<u64, StoreError> {
+        sqlx::query(
+            "DELETE FROM delivery_attempts WHERE followup_id IN (SELECT f.id FROM followups f
+               JOIN jobs j ON j.id = f.job_id WHERE j.ended_at_ms > 0 AND j.ended_at_ms < ?)",
+        )
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query(
+            "DELETE FROM followups WHERE job_id IN
+               (SELECT id FROM jobs WHERE ended_at_ms > 0 AND ended_at_ms < ?)",
+        )
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await?;
         Ok(sqlx::query(concat!(
             "DELETE FROM jobs WHERE ended_at_ms > 0 AND ended_at_ms < ? AND state NOT IN ",
             active!()

@@ -13,7 +13,7 @@ use crate::engine::Engine;
 use crate::followup::MAX_CHAIN_DEPTH;
 use crate::job::{Invalid, Place, Spec};
 use crate::schedule::{self, OnFire, Schedule};
-use crate::store::{Job, NewRun, StoreError, now_ms};
+use crate::store::{Inserted, Job, NewRun, StoreError, now_ms};
 use crate::task::{Approved, Definition, Task, check_name};
 
 /// Webhook deliveries one task takes per minute; more are refused (429).
@@ -126,6 +126,8 @@ impl Engine {
     ) -> Result<Task, TaskError> {
         d.spec = self.check_task(&d.name, d.spec, d.schedule.as_ref())?;
         self.check_followups(owner, &d.followups).await?;
+        // Checked and saved together: two saves cannot each close half a cycle.
+        let _one = self.saves_lock().lock().await;
         self.check_chain(id, owner, &d.followups.then).await?;
         let approved = match &approval {
             Some(a) => Some(self.approved(a, owner, d.spec.place, 0).await?),
@@ -208,55 +210,107 @@ impl Engine {
         self.task_or_404(&t.id).await
     }
 
+    /// Forgets `owner`: their tasks and delivery secret removed, their active jobs
+    /// cancelled, their ended jobs and follow-ups removed; answers the standing approvals
+    /// of the tasks removed and how much was removed.
+    pub async fn forget_owner(&self, owner: &str) -> Result<(Vec<String>, u32), StoreError> {
+        let mut standing = Vec::new();
+        let mut removed = 0u32;
+        loop {
+            let tasks = self.store.tasks(Some(owner), None, 500).await?;
+            if tasks.is_empty() {
+                break;
+            }
+            for t in tasks {
+                if let Some(a) = &t.approval {
+                    standing.push(a.standing_approval_id.clone());
+                }
+                self.store.delete_task(&t.id).await?;
+                removed += 1;
+            }
+        }
+        self.tasks_changed().notify_one();
+        for j in self
+            .store
+            .active()
+            .await?
+            .into_iter()
+            .filter(|j| j.owner == owner)
+        {
+            self.cancel(&j.id).await?;
+        }
+        removed += self.store.forget_owner_records(owner).await?;
+        tracing::info!(owner, removed, "owner forgotten");
+        Ok((standing, removed))
+    }
+
     /// Refuses chain edges from task `id` (None: a new task) to `then` that would close a
-    /// cycle, or make a chain longer than `MAX_CHAIN_DEPTH`.
+    /// cycle, or make a chain longer than `MAX_CHAIN_DEPTH`: one walk over all the owner's
+    /// tasks, each visited once (depths remembered).
     async fn check_chain(
         &self,
         id: Option<&str>,
         owner: &str,
         then: &[String],
     ) -> Result<(), TaskError> {
+        use std::collections::HashMap;
         if then.is_empty() {
             return Ok(());
         }
         let me = id.unwrap_or("(this task)").to_string();
-        let mut edges: std::collections::HashMap<String, Vec<String>> = self
-            .store
-            .tasks(Some(owner), None, 500)
-            .await?
-            .into_iter()
-            .map(|t| (t.id, t.followups.then))
-            .collect();
-        edges.insert(me.clone(), then.to_vec());
-        // The longest chain from each task, refusing a cycle through `me`.
-        fn longest(
+        let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+        let mut before: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .tasks(Some(owner), before.as_deref(), 500)
+                .await?;
+            let (full, last) = (page.len() == 500, page.last().map(|t| t.id.clone()));
+            for t in page {
+                edges.insert(t.id, t.followups.then);
+            }
+            match last {
+                Some(l) if full => before = Some(l),
+                _ => break,
+            }
+        }
+        edges.insert(me, then.to_vec());
+        // Depth of the longest chain from each task; `None` while on the current path.
+        let mut depth: HashMap<String, Option<usize>> = HashMap::new();
+        // (A path already too deep stops there: the save is refused whatever lies beyond,
+        // and the walk's depth stays bounded.)
+        fn walk(
             at: &str,
-            edges: &std::collections::HashMap<String, Vec<String>>,
-            path: &mut Vec<String>,
+            edges: &HashMap<String, Vec<String>>,
+            depth: &mut HashMap<String, Option<usize>>,
+            path: usize,
         ) -> Result<usize, String> {
-            if path.iter().any(|p| p == at) {
-                path.push(at.to_string());
-                return Err(path.join(" → "));
+            match depth.get(at) {
+                Some(Some(d)) => return Ok(*d),
+                Some(None) => return Err(at.to_string()),
+                None => {}
             }
-            if path.len() > MAX_CHAIN_DEPTH + 1 {
-                return Ok(path.len());
+            if path > MAX_CHAIN_DEPTH {
+                return Ok(MAX_CHAIN_DEPTH + 1);
             }
-            path.push(at.to_string());
+            depth.insert(at.to_string(), None);
             let mut deepest = 0;
             for next in edges.get(at).map(Vec::as_slice).unwrap_or_default() {
-                deepest = deepest.max(longest(next, edges, path)? + 1);
+                deepest = deepest.max(walk(next, edges, depth, path + 1)? + 1);
             }
-            path.pop();
+            depth.insert(at.to_string(), Some(deepest));
             Ok(deepest)
         }
-        let mut starts: Vec<String> = edges.keys().cloned().collect();
+        let mut starts: Vec<&String> = edges.keys().collect();
         starts.sort();
         for start in starts {
-            match longest(&start, &edges, &mut Vec::new()) {
-                Err(cycle) => {
-                    return Err(Invalid("follow_ups.then", format!("a cycle: {cycle}")).into());
+            match walk(start, &edges, &mut depth, 0) {
+                Err(at) => {
+                    return Err(
+                        Invalid("follow_ups.then", format!("a cycle through task {at}")).into(),
+                    );
                 }
-                Ok(depth) if depth > MAX_CHAIN_DEPTH => {
+                Ok(d) if d > MAX_CHAIN_DEPTH => {
                     return Err(Invalid(
                         "follow_ups.then",
                         format!("a chain more than {MAX_CHAIN_DEPTH} tasks deep"),
@@ -269,13 +323,22 @@ impl Engine {
         Ok(())
     }
 
-    /// Starts task `t`'s run chained from run `from` (at most once per edge).
-    pub(crate) async fn chain_run(&self, t: &Task, from: &str) -> Result<Option<Job>, TaskError> {
+    /// Starts task `t`'s run chained from run `from` (at most once per edge; never past
+    /// `MAX_CHAIN_DEPTH`, never while `t` is paused).
+    pub(crate) async fn chain_run(&self, t: &Task, from: &Job) -> Result<Option<Job>, TaskError> {
+        if from.chain_depth as usize >= MAX_CHAIN_DEPTH {
+            return Err(TaskError::Refused(format!(
+                "the chain is already {MAX_CHAIN_DEPTH} runs deep"
+            )));
+        }
+        if t.paused {
+            return Err(TaskError::Refused(format!("task {} is paused", t.id)));
+        }
         let overlap = t
             .schedule
             .as_ref()
             .map_or(schedule::Overlap::Allow, |s| s.overlap);
-        let j = self.record_run(t, "chain", 0, overlap, from).await?;
+        let j = self.record_run(t, "chain", 0, overlap, Some(from)).await?;
         self.wake_launcher();
         Ok(j)
     }
@@ -287,7 +350,7 @@ impl Engine {
             .schedule
             .as_ref()
             .map_or(schedule::Overlap::Allow, |s| s.overlap);
-        match self.record_run(&t, "manual", 0, overlap, "").await? {
+        match self.record_run(&t, "manual", 0, overlap, None).await? {
             Some(j) => {
                 self.wake_launcher();
                 Ok(self.store.get(&j.id).await?.unwrap_or(j))
@@ -333,6 +396,17 @@ impl Engine {
         };
         let passed = crate::hooks::check(&self.key, &t.id, *mode, kept, p, now)
             .ok_or(HookError::Unauthorized)?;
+        if let crate::hooks::Passed::Signed {
+            signature,
+            expires_at_ms,
+        } = &passed
+            && !self
+                .store
+                .first_seen(&t.id, signature, *expires_at_ms)
+                .await?
+        {
+            return Err(HookError::Replayed);
+        }
         {
             let mut rate = self.hook_rate.lock().expect("hook rate");
             let minute = now / 60_000;
@@ -345,17 +419,6 @@ impl Engine {
             }
             e.1 += 1;
         }
-        if let crate::hooks::Passed::Signed {
-            signature,
-            expires_at_ms,
-        } = &passed
-            && !self
-                .store
-                .first_seen(&t.id, signature, *expires_at_ms)
-                .await?
-        {
-            return Err(HookError::Replayed);
-        }
         if t.paused {
             return Err(TaskError::Refused(format!("task {id} is paused")).into());
         }
@@ -363,7 +426,7 @@ impl Engine {
             .schedule
             .as_ref()
             .map_or(schedule::Overlap::Allow, |s| s.overlap);
-        match self.record_run(&t, "webhook", 0, overlap, "").await? {
+        match self.record_run(&t, "webhook", 0, overlap, None).await? {
             Some(j) => {
                 self.wake_launcher();
                 Ok(j)
@@ -377,13 +440,16 @@ impl Engine {
 
     /// Records one run of `t` (its approved version) as `overlap` says, given its runs
     /// not yet ended; None when skipped (or when this fire already has its run).
+    /// Records one run of `t` (its approved version) as `overlap` says, given its runs not
+    /// yet ended; None when skipped, or when this fire or chain edge already has its run.
+    /// One at a time: the count and the insert cannot be split by another trigger.
     async fn record_run(
         &self,
         t: &Task,
         trigger: &str,
         scheduled_for_ms: i64,
         overlap: schedule::Overlap,
-        chained_from: &str,
+        chained: Option<&Job>,
     ) -> Result<Option<Job>, TaskError> {
         let Some(a) = t.runnable() else {
             return Err(TaskError::Refused(format!(
@@ -391,6 +457,29 @@ impl Engine {
                 t.id, t.version
             )));
         };
+        let _one = self.runs_lock().lock().await;
+        let spec = Spec {
+            place: a.place,
+            ..t.spec.clone()
+        };
+        let run = NewRun {
+            owner: &t.owner,
+            spec: &spec,
+            task_id: &t.id,
+            task_version: a.version,
+            trigger,
+            scheduled_for_ms,
+            standing_approval_id: &a.standing_approval_id,
+            after_job: "",
+            chained_from: chained.map_or("", |j| j.id.as_str()),
+            chain_depth: chained.map_or(0, |j| j.chain_depth + 1),
+            followups: &t.followups,
+            active_limit: self.limits().active_per_user,
+        };
+        // A fire or edge looked at again (after a crash) changes nothing, cancels nothing.
+        if self.store.run_exists(&run).await? {
+            return Ok(None);
+        }
         let active = self.store.active_runs(&t.id).await?;
         let mut after = String::new();
         match schedule::on_fire(overlap, active.len()) {
@@ -406,30 +495,26 @@ impl Engine {
                 }
             }
         }
-        let spec = Spec {
-            place: a.place,
-            ..t.spec.clone()
-        };
-        let j = self
+        match self
             .store
             .insert_run(&NewRun {
-                owner: &t.owner,
-                spec: &spec,
-                task_id: &t.id,
-                task_version: a.version,
-                trigger,
-                scheduled_for_ms,
-                standing_approval_id: &a.standing_approval_id,
                 after_job: &after,
-                chained_from,
-                followups: &t.followups,
+                ..run
             })
-            .await?;
-        if let Some(j) = &j {
-            tracing::info!(task = %t.id, job = %j.id, trigger, scheduled_for_ms, "task run recorded");
-            self.announce(j);
+            .await?
+        {
+            Inserted::Recorded(j) => {
+                tracing::info!(task = %t.id, job = %j.id, trigger, scheduled_for_ms, "task run recorded");
+                self.announce(&j);
+                Ok(Some(*j))
+            }
+            Inserted::Exists => Ok(None),
+            Inserted::Full => Err(TaskError::Refused(format!(
+                "{} has {} jobs not yet ended (jobs.active_per_user)",
+                t.owner,
+                self.limits().active_per_user
+            ))),
         }
-        Ok(j)
     }
 
     /// Starts the runs due now, then sleeps until the next task is due or a task changes.
@@ -464,14 +549,28 @@ impl Engine {
         let Some(s) = &t.schedule else {
             return Ok(());
         };
-        let c = s.compile()?;
+        let c = match s.compile() {
+            Ok(c) => c,
+            Err(e) => {
+                // Never fires (it was checked when saved): not looked at again.
+                self.store.schedule_next(&t.id, t.version, now, 0).await?;
+                return Err(e.into());
+            }
+        };
         if t.runnable().is_some() && !t.paused {
             let due = c.due(t.cursor_ms, now, s.catch_up);
             if due.skipped > 0 {
                 tracing::warn!(task = %t.id, skipped = due.skipped, catch_up = ?s.catch_up, "missed fires not made up for");
             }
             for at in due.fires {
-                self.record_run(t, "schedule", at, s.overlap, "").await?;
+                match self.record_run(t, "schedule", at, s.overlap, None).await {
+                    Ok(_) => {}
+                    // The owner's limit: this fire is dropped, the schedule goes on.
+                    Err(TaskError::Refused(why)) => {
+                        tracing::warn!(task = %t.id, why, "a fire was not run");
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             self.wake_launcher();
         }

@@ -165,9 +165,17 @@ fn an_admins_task_runs_on_its_schedule_and_only_as_approved() {
     assert!(r.message().contains("not approved"), "{r:?}");
     let r = bob.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
     assert_eq!(r.status, 403, "a user approves nothing: {r:?}");
+    // An agent's token never approves, even an admin's with `approve`.
+    let mut agent = admin.token(&["agent", "approve", "read"]);
+    let r = agent.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
+    assert_eq!(r.status, 403, "{r:?}");
     let r = admin.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.json()["task"]["approved"], true);
+    let v1_standing = r.json()["task"]["standing_approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let r = bob.post(&format!("/api/tasks/{bid}/run"), json!({}));
     assert_eq!(r.status, 201, "{r:?}");
     assert_eq!(r.json()["job"]["trigger"], "manual");
@@ -192,6 +200,22 @@ fn an_admins_task_runs_on_its_schedule_and_only_as_approved() {
         bob.post(&format!("/api/tasks/{bid}/run"), json!({})).status,
         409
     );
+    // The version before no longer runs even at execd: its standing approval is revoked.
+    let r = probe_as(
+        &execd,
+        JOB_UID,
+        &[
+            "--principal",
+            "bob",
+            "--standing",
+            &v1_standing,
+            "--request-run",
+            "sandbox",
+            &uuid::Uuid::now_v7().to_string(),
+            "echo bobs",
+        ],
+    );
+    assert!(r["message"].as_str().unwrap().contains("revoked"), "{r}");
     let r = admin.post(&format!("/api/tasks/{bid}/approve"), json!({"version": 1}));
     assert_eq!(r.status, 409, "a stale version: {r:?}");
     // Admins do not edit others' tasks; other users do not see them.
@@ -220,6 +244,41 @@ fn an_admins_task_runs_on_its_schedule_and_only_as_approved() {
         404
     );
     assert_eq!(carol.get("/api/tasks").json()["tasks"], json!([]));
+
+    // A deleted user's tasks go with them: their webhook stops, and an account made later
+    // under the name inherits no task, job or delivery.
+    let r = bob.post(
+        &format!("/api/tasks/{bid}/webhook"),
+        json!({"mode": "token"}),
+    );
+    let hook_token = r.json()["secret"].as_str().unwrap().to_string();
+    let r = admin.call("DELETE", "/api/users/bob", None, &[]);
+    assert_eq!(r.status, 204, "{r:?}");
+    let mut anyone = Web::new(stack.listen);
+    let r = anyone.raw(
+        "POST",
+        &format!("/hooks/{bid}"),
+        Some(b"{}".to_vec()),
+        true,
+        &[("authorization", &format!("Bearer {hook_token}"))],
+    );
+    assert_eq!(r.status, 401, "{r:?}");
+    let r = admin.post(
+        "/api/users",
+        json!({"name": "bob", "password": argos_tests::ADMIN_PASSWORD, "role": "user"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut new_bob = Web::new(stack.listen);
+    new_bob.post(
+        "/api/login",
+        json!({"name": "bob", "password": argos_tests::ADMIN_PASSWORD}),
+    );
+    assert_eq!(new_bob.get("/api/tasks").json()["tasks"], json!([]));
+    assert_eq!(new_bob.get("/api/jobs").json()["jobs"], json!([]));
+    assert_eq!(
+        new_bob.get("/api/deliveries").json()["deliveries"],
+        json!([])
+    );
 
     // Bad input names its field; a schedule's next fires can be previewed.
     for (body, field) in [

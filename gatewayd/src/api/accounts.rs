@@ -220,6 +220,12 @@ pub async fn create_user(
         )
     })?;
     let detail = json!({"role": role.as_str()});
+    // Jobs or tasks left under a free name by an account deleted before (jobd away at its
+    // deletion) are not the new account's: removed first (jobd away: nothing is created).
+    let taken = api.accounts.users().await?.iter().any(|u| u.name == b.name);
+    if !taken && argos_common::principal::Principal::parse(&b.name).is_ok() {
+        forget_user_jobs(&api, &caller.user.name, &b.name).await?;
+    }
     let user = audited(
         &api,
         "user.create",
@@ -253,7 +259,16 @@ pub async fn delete_user(
     .await?;
     if deleted {
         forget_user_access(&api, &name).await?;
+        // Nothing of theirs runs on: a 503 here says what is left, and DELETE again
+        // removes it.
+        forget_user_jobs(&api, &caller.user.name, &name).await?;
         tracing::info!(by = %caller.user.name, user = %name, "user deleted");
+        Ok(StatusCode::NO_CONTENT)
+    } else if argos_common::principal::Principal::parse(&name).is_ok()
+        && forget_user_jobs(&api, &caller.user.name, &name).await?
+    {
+        // What a deletion left behind (jobd was away then) is removed now.
+        tracing::info!(by = %caller.user.name, user = %name, "a deleted user's jobs and tasks removed");
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found(format!("no user {name:?}")))

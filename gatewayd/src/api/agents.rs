@@ -135,6 +135,32 @@ pub async fn remove_user_access(
     .await
 }
 
+/// Forgets a deleted user's jobs, tasks (their webhooks with them), follow-ups and
+/// delivery secret in jobd, and revokes the standing approvals of their tasks at execd, so
+/// nothing of theirs runs on and an account made later under the same name inherits
+/// nothing. Answers whether anything was there.
+pub(crate) async fn forget_user_jobs(api: &Api, by: &str, name: &str) -> Result<bool, ApiError> {
+    use argos_proto::job::v1 as jpb;
+    let mut c = api.jobs.clone();
+    let r = c
+        .forget_owner(argos_common::grpc::with_principal(
+            tonic::Request::new(jpb::ForgetOwnerRequest {
+                owner: name.to_string(),
+            }),
+            Some(by),
+            None,
+        ))
+        .await
+        .map_err(super::jobs::from_jobd)?
+        .into_inner();
+    for id in &r.standing_approval_ids {
+        if let Err(e) = api.exec.as_user(by).revoke_standing(id).await {
+            tracing::warn!(standing = %id, error = %e, "revoking a deleted user's task approval");
+        }
+    }
+    Ok(r.removed > 0 || !r.standing_approval_ids.is_empty())
+}
+
 /// Forgets a deleted user's grant, so an account made later under the same name does not
 /// inherit it.
 pub(crate) async fn forget_user_access(api: &Api, name: &str) -> Result<(), ApiError> {

@@ -110,9 +110,16 @@ fn action(t: &jpb::Task) -> pb::RunRequest {
     }
 }
 
-/// Whether this caller's save approves: an admin by session, or by a token with `approve`.
+/// Whether this caller's save approves: an admin by session, or by a token with `approve`
+/// — never a token an agent holds (`agent` or `mcp` scope), as for any decision.
 fn approves(caller: &Caller) -> bool {
-    sees_all(caller, "approve")
+    sees_all(caller, "approve") && !agents_token(caller)
+}
+
+/// A token with the `agent` or `mcp` scope: it asks, it never decides.
+fn agents_token(caller: &Caller) -> bool {
+    matches!(&caller.via, Via::Bearer(scopes)
+        if scopes.iter().any(|s| s == "agent" || s == crate::agent_mcp::SCOPE))
 }
 
 /// execd's standing approval of task `t`'s action for its owner, in `caller`'s name.
@@ -209,7 +216,12 @@ async fn save(api: &Shared, caller: &Caller, id: &str, b: TaskBody) -> Result<jp
             return Err(e);
         }
     };
-    if let Some(old) = before.filter(|o| o.standing_approval_id != saved.standing_approval_id) {
+    // The version before no longer runs: its standing approval goes, whether or not this
+    // save approved the new one.
+    if let Some(old) = before.filter(|o| {
+        o.standing_approval_id != saved.standing_approval_id
+            || saved.approved_version != saved.version
+    }) {
         retire(api, caller, &old.standing_approval_id).await;
     }
     Ok(saved)
@@ -395,6 +407,11 @@ pub async fn approve_task(
     Path(id): Path<String>,
     Body(b): Body<ApproveTaskBody>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
+    if agents_token(&caller) {
+        return Err(ApiError::forbidden(
+            "a token with the agent scope cannot approve tasks: approve from a session or with an approve-scoped token",
+        ));
+    }
     let t = visible_task(&api, &caller, "approve", &id).await?;
     if t.version != b.version {
         return Err(ApiError::new(

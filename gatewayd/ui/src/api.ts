@@ -195,6 +195,10 @@ export interface Task {
   next_run_at_ms: number;
   created_at_ms: number;
   updated_at_ms: number;
+  /** What each run asks for when it ends: a webhook delivery, chained tasks. */
+  follow_ups: { webhook: string; then: string[] } | null;
+  /** Its webhook trigger, if it has one. */
+  webhook: { mode: string; url: string; set_at_ms: number } | null;
 }
 
 /** A job and, once it ended, the head (and tail, when cut) of its output. */

@@ -520,6 +520,25 @@ export function TaskPage(props: { id: string; me: User }) {
         .join(" "),
     ],
     ["time limit", t.max_runtime_ms ? duration(t.max_runtime_ms / 1000) + " a run" : "the default"],
+    // What an approver approves along with the command: where its results go, what it starts.
+    ["when a run ends", t.follow_ups?.webhook ? `its summary is delivered to ${t.follow_ups.webhook}` : "nothing is delivered"],
+    [
+      "when a run succeeds",
+      t.follow_ups?.then.length ? (
+        <span class="chain">
+          {"starts "}
+          {t.follow_ups.then.map((id, i) => (
+            <>
+              {i > 0 && ", "}
+              <a href={`#/tasks/${id}`}>{id.slice(-8)}</a>
+            </>
+          ))}
+        </span>
+      ) : (
+        "nothing more"
+      ),
+    ],
+    ["started by", t.webhook ? `its schedule, when asked, and its webhook (${t.webhook.mode}) at ${t.webhook.url}` : "its schedule and when asked"],
     ["version", t.version],
     [
       "approved",
