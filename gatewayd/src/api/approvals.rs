@@ -54,14 +54,7 @@ pub async fn agent_run(
             }),
             purpose: b.purpose,
             declared_risk: declared_risk(b.risk.as_deref())?,
-            place: match b.place.as_deref() {
-                None => pb::Place::Auto,
-                Some(w) => crate::views::parse_place(w).ok_or_else(|| {
-                    invalid(format!(
-                        "place: {w:?} is not a place (auto, sandbox, inspect or host)"
-                    ))
-                })?,
-            } as i32,
+            place: place_field(b.place.as_deref())? as i32,
             execution_id: String::new(),
             standing_approval_id: String::new(),
         })

@@ -157,22 +157,8 @@ impl FollowUpsBody {
 
 impl JobBody {
     pub(crate) fn request(self, via: &str) -> Result<jpb::CreateJobRequest, ApiError> {
-        let place = match self.place.as_deref() {
-            None => pb::Place::Auto,
-            Some(w) => crate::views::parse_place(w).ok_or_else(|| {
-                invalid(format!(
-                    "place: {w:?} is not a place (auto, sandbox, inspect or host)"
-                ))
-            })?,
-        };
-        let max_runtime_ms = match self.max_runtime_s {
-            None => 0,
-            Some(0) => return Err(invalid("max_runtime_s: at least 1")),
-            Some(s) if s > 30 * 24 * 3600 => {
-                return Err(invalid("max_runtime_s: at most 2592000 (30 days)"));
-            }
-            Some(s) => s * 1000,
-        };
+        let place = place_field(self.place.as_deref())?;
+        let max_runtime_ms = max_runtime_ms(self.max_runtime_s)?;
         Ok(jpb::CreateJobRequest {
             name: self.name,
             command: self.command,

@@ -456,6 +456,28 @@ pub(crate) fn invalid(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, "invalid_argument", message)
 }
 
+/// A body's `place`: absent is auto.
+pub(crate) fn place_field(place: Option<&str>) -> Result<pb::Place, ApiError> {
+    match place {
+        None => Ok(pb::Place::Auto),
+        Some(w) => crate::views::parse_place(w).ok_or_else(|| {
+            invalid(format!(
+                "place: {w:?} is not a place (auto, sandbox, inspect or host)"
+            ))
+        }),
+    }
+}
+
+/// A body's `max_runtime_s` in milliseconds: absent is 0 (jobd's default).
+pub(crate) fn max_runtime_ms(s: Option<u64>) -> Result<u64, ApiError> {
+    match s {
+        None => Ok(0),
+        Some(0) => Err(invalid("max_runtime_s: at least 1")),
+        Some(s) if s > 30 * 24 * 3600 => Err(invalid("max_runtime_s: at most 2592000 (30 days)")),
+        Some(s) => Ok(s * 1000),
+    }
+}
+
 /// A body's risk estimate: absent is none.
 pub(crate) fn declared_risk(risk: Option<&str>) -> Result<i32, ApiError> {
     match risk {

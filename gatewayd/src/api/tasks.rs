@@ -68,19 +68,8 @@ pub struct TaskBody {
 
 impl TaskBody {
     fn request(self, id: &str) -> Result<jpb::SaveTaskRequest, ApiError> {
-        let place = match self.place.as_deref() {
-            None => pb::Place::Auto,
-            Some(w) => crate::views::parse_place(w).ok_or_else(|| {
-                invalid(format!(
-                    "place: {w:?} is not a place (auto, sandbox, inspect or host)"
-                ))
-            })?,
-        };
-        let max_runtime_ms = match self.max_runtime_s {
-            None => 0,
-            Some(s @ 1..=2_592_000) => s * 1000,
-            Some(_) => return Err(invalid("max_runtime_s: 1 to 2592000 (30 days)")),
-        };
+        let place = place_field(self.place.as_deref())?;
+        let max_runtime_ms = max_runtime_ms(self.max_runtime_s)?;
         Ok(jpb::SaveTaskRequest {
             id: id.to_string(),
             name: self.name,
