@@ -9,6 +9,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod mcp_client;
 pub mod mcp_peer;
 pub mod measure;
 pub mod runs;
