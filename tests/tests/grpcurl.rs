@@ -635,3 +635,91 @@ fn grpcurl_feeds_an_open_stdin_through_attach_and_mcp_may_not() {
 
     stack.stop();
 }
+
+/// jobd's socket as a compromised mcpd, as jobd's own uid, and as an operator on the host:
+/// every change (a job, a task, its approval or webhook, a delivery, forgetting an owner) is
+/// the gateway's alone, and reading is the gateway's and operators'. Each refusal happens
+/// before anything is read or kept: the gateway still sees no job, task or delivery.
+#[test]
+fn grpcurl_finds_jobd_writes_are_the_gateways_alone() {
+    use argos_tests::{GATEWAY_UID, JOB_UID, MCP_UID};
+    let (stack, _execd, _dir, grpcurl) =
+        stack_for_other_uids("jobd's method policy (grpcurl as each daemon's uid)");
+    let jobd = stack.socket("jobd");
+    let job = "argos.job.v1.Job/";
+    let writes: &[(&str, &str)] = &[
+        (
+            "CreateJob",
+            r#"{"command": "touch /tmp/argos-never", "place": "PLACE_HOST"}"#,
+        ),
+        ("CancelJob", r#"{"id": "x"}"#),
+        ("SaveTask", r#"{"name": "t", "command": "id"}"#),
+        ("ApproveTask", r#"{"id": "x", "version": 1}"#),
+        ("DeleteTask", r#"{"id": "x"}"#),
+        ("SetTaskPaused", r#"{"id": "x", "paused": true}"#),
+        ("RunTask", r#"{"id": "x"}"#),
+        ("SetTaskWebhook", r#"{"id": "x"}"#),
+        ("TriggerWebhook", r#"{"task_id": "x", "token": "t"}"#),
+        ("RotateDeliverySecret", "{}"),
+        ("Redeliver", r#"{"id": "x"}"#),
+        ("ForgetOwner", r#"{"owner": "bob"}"#),
+    ];
+    let reads = [
+        "ListJobs",
+        "GetJob",
+        "ListTasks",
+        "GetTask",
+        "ListDeliveries",
+        "GetDelivery",
+        "PreviewSchedule",
+    ];
+    let refused = |uid: Option<u32>, method: &str, body: &str| {
+        let (ok, out) = call_as(
+            &grpcurl,
+            &jobd,
+            uid,
+            Some("bob"),
+            &format!("{job}{method}"),
+            body,
+        );
+        assert!(
+            !ok && out.contains("PermissionDenied"),
+            "{method} as {uid:?}: {out}"
+        );
+    };
+    for (method, body) in writes {
+        for uid in [Some(MCP_UID), Some(JOB_UID), None] {
+            refused(uid, method, body);
+        }
+    }
+    for method in reads {
+        for uid in [MCP_UID, JOB_UID] {
+            refused(Some(uid), method, "{}");
+        }
+    }
+    // An operator on the host reads; the gateway, for bob, finds nothing was made.
+    let (ok, out) = call_as(&grpcurl, &jobd, None, None, &format!("{job}ListJobs"), "{}");
+    assert!(ok, "{out}");
+    for list in ["ListJobs", "ListTasks", "ListDeliveries"] {
+        let (ok, out) = call_as(
+            &grpcurl,
+            &jobd,
+            Some(GATEWAY_UID),
+            Some("bob"),
+            &format!("{job}{list}"),
+            "{}",
+        );
+        assert!(ok, "{list}: {out}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let items = v
+            .as_object()
+            .unwrap()
+            .values()
+            .find_map(|x| x.as_array())
+            .cloned()
+            .unwrap_or_default();
+        assert!(items.is_empty(), "{list}: {out}");
+    }
+    stack.wait_log("peer denied method=/argos.job.v1.Job/ForgetOwner", 3);
+    stack.stop();
+}
