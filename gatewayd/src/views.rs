@@ -105,6 +105,7 @@ pub fn job(j: &argos_proto::job::v1::JobInfo) -> Value {
         "task_version": j.task_version,
         "follow_ups": j.follow_ups.as_ref().map(|f| json!({"webhook": f.webhook, "then": f.then})),
         "chained_from": j.chained_from,
+        "tool": j.tool.as_ref().map(|t| json!({"name": t.name, "arguments": tool_arguments(&t.arguments_json)})),
         "trigger": j.trigger,
         "scheduled_for_ms": j.scheduled_for_unix_ms,
     })
@@ -137,6 +138,7 @@ pub fn task(t: &argos_proto::job::v1::Task) -> Value {
         "standing_approval_id": t.standing_approval_id,
         "next_run_at_ms": t.next_run_at_unix_ms,
         "follow_ups": t.follow_ups.as_ref().map(|f| json!({"webhook": f.webhook, "then": f.then})),
+        "tool": t.tool.as_ref().map(|t| json!({"name": t.name, "arguments": tool_arguments(&t.arguments_json)})),
         "webhook": (!t.webhook_mode.is_empty()).then(|| json!({
             "mode": t.webhook_mode, "url": format!("/hooks/{}", t.id),
             "set_at_ms": t.webhook_set_at_unix_ms,
@@ -144,6 +146,15 @@ pub fn task(t: &argos_proto::job::v1::Task) -> Value {
         "created_at_ms": t.created_at_unix_ms,
         "updated_at_ms": t.updated_at_unix_ms,
     })
+}
+
+/// A tool call's arguments as JSON (kept as a JSON object's text; empty: none).
+fn tool_arguments(text: &str) -> Value {
+    if text.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(text).unwrap_or(Value::String(text.to_string()))
+    }
 }
 
 pub fn place(v: i32) -> String {

@@ -9,16 +9,23 @@
 //! that happened while jobd or execd was down is found. Nothing is signalled on a guess:
 //! a cancel is execd's verified kill of that execution, and an execution execd cannot
 //! account for is `lost` with execd's reason.
+//!
+//! A task's action may instead be an MCP tool call, made through mcpd as the owner. A
+//! tool call cannot be asked about again, so it is made at most once: only when mcpd
+//! answers (while it is away the job waits, queued), and a call that was in flight when
+//! jobd stopped is `lost`, never made again on a guess.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use argos_exec_client::{ErrorKind, ExecClient, ExecError};
 use argos_proto::exec::v1 as xpb;
+use argos_proto::mcp::v1 as mpb;
 use tokio::sync::{Notify, Semaphore, broadcast};
+use tonic::transport::Channel;
 
-use crate::job::{self, Place, Spec, State};
+use crate::job::{self, Place, Spec, State, ToolCall, ToolResult};
 use crate::store::{Job, Store, StoreError, now_ms};
 
 /// How many jobs are being asked for at execd at once.
@@ -53,8 +60,14 @@ pub struct Limits {
 }
 
 pub struct Engine {
+    /// Itself, for the work it spawns (a tool call outlives the ask that made it).
+    this: Weak<Engine>,
     pub store: Store,
     exec: ExecClient,
+    /// mcpd, for tasks whose action is a tool call.
+    mcp: Channel,
+    /// Tool calls in flight in this process, each with its cancel.
+    calls: Mutex<HashMap<String, Arc<Notify>>>,
     limits: Limits,
     /// Every change of a job, for `WatchJobs`.
     pub changes: broadcast::Sender<Job>,
@@ -91,12 +104,16 @@ impl Engine {
     pub fn new(
         store: Store,
         exec: ExecClient,
+        mcp: Channel,
         limits: Limits,
         key: Arc<argos_store::key::Key>,
     ) -> Arc<Engine> {
-        Arc::new(Engine {
+        Arc::new_cyclic(|this| Engine {
+            this: this.clone(),
             store,
             exec,
+            mcp,
+            calls: Mutex::default(),
             limits,
             changes: broadcast::channel(1024).0,
             launching: Arc::default(),
@@ -220,6 +237,9 @@ impl Engine {
             self.cancel_unstarted(&j).await?;
             return Ok((None, Asked::Answered));
         }
+        if let Some(tool) = j.spec.tool.clone() {
+            return self.ask_tool(&j, tool).await;
+        }
         if !self.store.claim(&j.id, j.generation).await? {
             return Ok((None, Asked::Answered));
         }
@@ -302,6 +322,100 @@ impl Engine {
         }
     }
 
+    /// Makes job `j`'s tool call through mcpd, once: only when mcpd answers (else it waits,
+    /// queued, nothing sent), and `running` from before the call is sent, so a restart
+    /// finds it in flight and records it `lost` instead of calling again.
+    async fn ask_tool(
+        &self,
+        j: &Job,
+        tool: ToolCall,
+    ) -> Result<(Option<ExecError>, Asked), StoreError> {
+        let status = tonic::Request::new(argos_proto::common::v1::StatusRequest {});
+        if let Err(e) = argos_common::grpc::daemon_status(self.mcp.clone(), status).await {
+            let why = format!("waiting for mcpd to make its tool call: {}", e.message());
+            self.store.note_queued(&j.id, j.generation, &why).await?;
+            return Ok((None, Asked::Later));
+        }
+        let Some(me) = self.this.upgrade() else {
+            return Ok((None, Asked::Later));
+        };
+        let cancel = Arc::new(Notify::new());
+        self.calls
+            .lock()
+            .expect("calls")
+            .insert(j.id.clone(), cancel.clone());
+        let running = job::Outcome {
+            state: State::Running,
+            exit_code: None,
+            reason: String::new(),
+            started_at_ms: now_ms(),
+            ended_at_ms: 0,
+        };
+        let claimed = self.store.claim(&j.id, j.generation).await?
+            && self
+                .store
+                .settle(&j.id, j.generation, &running, None, "")
+                .await?
+                .inspect(|now| self.changed(now))
+                .is_some();
+        if !claimed {
+            self.calls.lock().expect("calls").remove(&j.id);
+            return Ok((None, Asked::Answered));
+        }
+        tracing::info!(job = %j.id, owner = %j.owner, tool = %tool.name, "calling a task's tool through mcpd");
+        let j = j.clone();
+        tokio::spawn(async move { me.call_tool(j, tool, cancel).await });
+        Ok((None, Asked::Answered))
+    }
+
+    /// The tool call itself, as the job's owner, within its max runtime; ends the job with
+    /// what mcpd answered.
+    async fn call_tool(self: Arc<Self>, j: Job, tool: ToolCall, cancel: Arc<Notify>) {
+        let req = argos_common::grpc::with_principal(
+            tonic::Request::new(mpb::CallToolRequest {
+                qualified_name: tool.name.clone(),
+                arguments_json: tool.arguments.clone(),
+            }),
+            Some(&j.owner),
+            Some(&j.id),
+        );
+        let mut mcp = mpb::mcp_client::McpClient::new(self.mcp.clone());
+        let limit = Duration::from_millis(j.spec.max_runtime_ms);
+        let (o, result) = tokio::select! {
+            r = tokio::time::timeout(limit, mcp.call_tool(req)) => tool_outcome(r, j.spec.max_runtime_ms),
+            () = cancel.notified() => (
+                ended(
+                    State::Cancelled,
+                    "cancelled while its tool call was in flight; the server may have acted on it".into(),
+                ),
+                None,
+            ),
+        };
+        let saved = match &result {
+            Some(r) => self.store.save_tool_result(&j.id, j.generation, r).await,
+            None => Ok(()),
+        };
+        if let Err(e) = saved.and(self.settle(&j, &o, None, "").await) {
+            tracing::error!(job = %j.id, error = %e, "recording a tool call's end");
+        }
+        self.calls.lock().expect("calls").remove(&j.id);
+    }
+
+    /// Tool calls that were in flight when jobd last stopped: `lost` (jobd's start, before
+    /// the launcher runs; nothing is in flight in this process yet).
+    async fn lose_stopped_calls(&self) -> Result<(), StoreError> {
+        for j in self.store.active().await? {
+            if j.spec.tool.is_some() && matches!(j.state, State::Starting | State::Running) {
+                let o = ended(
+                    State::Lost,
+                    "jobd stopped while its tool call was in flight; what the server did is not known, and a tool call is never made again on a guess".into(),
+                );
+                self.settle(&j, &o, None, "").await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Moves job `j` to what execd says of its execution.
     async fn apply(
         &self,
@@ -346,6 +460,30 @@ impl Engine {
             return Ok(Some(j));
         }
         self.changed(&j);
+        if j.spec.tool.is_some() && j.state != State::Queued {
+            let in_flight = self.calls.lock().expect("calls").get(&j.id).cloned();
+            match in_flight {
+                Some(cancel) => cancel.notify_one(),
+                None => {
+                    let o = ended(
+                        State::Cancelled,
+                        "cancelled; its tool call was not in flight".into(),
+                    );
+                    self.settle(&j, &o, None, "").await?;
+                }
+            }
+            // The call's end is recorded by its task: wait for it briefly, so the answer
+            // says it ended.
+            for _ in 0..50 {
+                match self.store.get(id).await? {
+                    Some(now) if !now.state.is_final() => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    other => return Ok(other),
+                }
+            }
+            return self.store.get(id).await;
+        }
         match j.state {
             State::Queued => {
                 if let Some(done) = self.store.cancel_unasked(&j.id, false).await? {
@@ -423,6 +561,9 @@ impl Engine {
     /// a few at a time; an owner whose quota at execd is full waits, this round, for one
     /// of their jobs to end.
     async fn launcher(self: Arc<Self>) {
+        if let Err(e) = self.lose_stopped_calls().await {
+            tracing::error!(error = %e, "recording tool calls in flight when jobd stopped");
+        }
         loop {
             let pending = match self.store.to_launch(512).await {
                 Ok(p) => p,
@@ -555,7 +696,9 @@ impl Engine {
             }
         };
         for j in active {
-            if !matches!(j.state, State::AwaitingApproval | State::Running) {
+            // (A tool call is not execd's: its own task ends it.)
+            if !matches!(j.state, State::AwaitingApproval | State::Running) || j.spec.tool.is_some()
+            {
                 continue;
             }
             let r = match self
@@ -646,6 +789,77 @@ impl Launching {
 impl Drop for Launching {
     fn drop(&mut self) {
         self.0.lock().expect("launching").remove(&self.1);
+    }
+}
+
+/// Where mcpd's answer to a tool call (or its max runtime) leaves the job, and what to keep.
+fn tool_outcome(
+    r: Result<
+        Result<tonic::Response<mpb::CallToolResponse>, tonic::Status>,
+        tokio::time::error::Elapsed,
+    >,
+    max_runtime_ms: u64,
+) -> (job::Outcome, Option<ToolResult>) {
+    use tonic::Code;
+    match r {
+        Err(_) => (
+            ended(
+                State::TimedOut,
+                format!(
+                    "its max runtime ({max_runtime_ms} ms) ended the tool call; the server may have acted on it"
+                ),
+            ),
+            None,
+        ),
+        Ok(Ok(answer)) => {
+            let a = answer.into_inner();
+            let text = a
+                .content
+                .iter()
+                .map(|c| match &c.kind {
+                    Some(mpb::content::Kind::Text(t)) => t.clone(),
+                    Some(mpb::content::Kind::Image(i)) => {
+                        format!("[an image, {}, {} bytes]", i.mime_type, i.data.len())
+                    }
+                    Some(mpb::content::Kind::ResourceJson(j)) => j.clone(),
+                    None => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let (state, reason) = if a.is_error {
+                (State::Failed, "the tool answered with an error".to_string())
+            } else {
+                (State::Succeeded, String::new())
+            };
+            let kept = ToolResult {
+                text,
+                structured: a.structured_json,
+                is_error: a.is_error,
+                truncated: a.truncated,
+                server: a.server,
+            };
+            (ended(state, reason), Some(kept))
+        }
+        Ok(Err(status)) => {
+            let m = status.message();
+            let o = match status.code() {
+                Code::InvalidArgument
+                | Code::NotFound
+                | Code::FailedPrecondition
+                | Code::PermissionDenied => ended(
+                    State::Rejected,
+                    format!("mcpd refused the tool call; nothing was called: {m}"),
+                ),
+                _ => ended(
+                    State::Failed,
+                    format!(
+                        "the tool call failed ({:?}): {m}; it is not made again on a guess",
+                        status.code()
+                    ),
+                ),
+            };
+            (o, None)
+        }
     }
 }
 

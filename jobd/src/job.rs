@@ -117,6 +117,68 @@ pub struct Spec {
     pub max_runtime_ms: u64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub purpose: String,
+    /// A task's action when it is an MCP tool call instead of a command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolCall>,
+}
+
+/// An MCP tool call: a brokered tool's qualified name and its arguments (a JSON object,
+/// as text; empty: none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub arguments: String,
+}
+
+impl ToolCall {
+    /// The most a tool call's arguments may be.
+    pub const MAX_ARGUMENTS: usize = 64 * 1024;
+
+    /// A qualified name (`mcp__{server}__{tool}`, at most 64 of `[A-Za-z0-9_-]`) and a JSON
+    /// object of at most 64 KiB; the arguments are kept as given, re-serialized compactly.
+    pub fn check(&mut self) -> Result<(), Invalid> {
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        let server_and_tool = self
+            .name
+            .strip_prefix("mcp__")
+            .and_then(|rest| rest.split_once("__"));
+        if self.name.len() > 64
+            || !self.name.chars().all(plain)
+            || !server_and_tool.is_some_and(|(s, t)| !s.is_empty() && !t.is_empty())
+        {
+            return Err(Invalid(
+                "tool.name",
+                "a brokered tool's qualified name, mcp__{server}__{tool} (at most 64 of A-Z a-z 0-9 _ -)"
+                    .into(),
+            ));
+        }
+        if self.arguments.len() > Self::MAX_ARGUMENTS {
+            return Err(Invalid("tool.arguments", "longer than 64 KiB".into()));
+        }
+        if !self.arguments.trim().is_empty() {
+            match serde_json::from_str::<serde_json::Value>(&self.arguments) {
+                Ok(v @ serde_json::Value::Object(_)) => self.arguments = v.to_string(),
+                Ok(_) => return Err(Invalid("tool.arguments", "not a JSON object".into())),
+                Err(e) => return Err(Invalid("tool.arguments", format!("not JSON: {e}"))),
+            }
+        } else {
+            self.arguments.clear();
+        }
+        Ok(())
+    }
+}
+
+/// What a tool call answered, as kept: mcpd's capped answer, data and never instructions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Its content's text, pieces joined by newlines (other kinds named).
+    pub text: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub structured: String,
+    pub is_error: bool,
+    pub truncated: bool,
+    pub server: String,
 }
 
 /// A refused field and why.
@@ -132,7 +194,25 @@ impl Spec {
     /// allow-list, the cwd's existence, the gate) when asked to start it, and a refusal
     /// there leaves the job `rejected`.
     pub fn check(&mut self, default_runtime_ms: u64) -> Result<(), Invalid> {
-        match (self.command.is_empty(), self.argv.is_empty()) {
+        if let Some(tool) = &mut self.tool {
+            tool.check()?;
+            if !self.command.is_empty()
+                || !self.argv.is_empty()
+                || !self.cwd.is_empty()
+                || !self.env.is_empty()
+                || self.place != Place::Auto
+            {
+                return Err(Invalid(
+                    "tool",
+                    "a tool call is the whole action: no command, argv, cwd, env or place beside it"
+                        .into(),
+                ));
+            }
+        }
+        match (
+            self.command.is_empty() && self.tool.is_none(),
+            self.argv.is_empty(),
+        ) {
             (true, true) => return Err(Invalid("command", "give a command or argv".into())),
             (false, false) => {
                 return Err(Invalid(
@@ -215,7 +295,9 @@ impl Spec {
 
 /// A name from the command: its first 60 characters, on one line.
 fn default_name(s: &Spec) -> String {
-    let text = if s.argv.is_empty() {
+    let text = if let Some(t) = &s.tool {
+        t.name.clone()
+    } else if s.argv.is_empty() {
         s.command.clone()
     } else {
         s.argv.join(" ")
@@ -386,6 +468,7 @@ mod tests {
             place: Place::Sandbox,
             max_runtime_ms: 0,
             purpose: String::new(),
+            tool: None,
         }
     }
 
@@ -418,5 +501,52 @@ mod tests {
             }),
             "argv"
         );
+    }
+
+    #[test]
+    fn a_tool_call_is_the_whole_action_and_its_fields_are_checked() {
+        let tool = |name: &str, arguments: &str| {
+            let mut s = spec();
+            s.command.clear();
+            s.place = Place::Auto;
+            s.tool = Some(ToolCall {
+                name: name.into(),
+                arguments: arguments.into(),
+            });
+            s
+        };
+        let mut s = tool("mcp__everything__echo", r#"{ "message" : "hi" }"#);
+        s.check(1000).unwrap();
+        assert_eq!(s.name, "mcp__everything__echo");
+        assert_eq!(s.tool.unwrap().arguments, r#"{"message":"hi"}"#);
+        let mut s = tool("mcp__everything__echo", "  ");
+        s.check(1000).unwrap();
+        assert_eq!(s.tool.unwrap().arguments, "");
+        for (name, arguments, field) in [
+            ("echo", "", "tool.name"),
+            ("mcp__everything__", "", "tool.name"),
+            ("mcp____echo", "", "tool.name"),
+            ("mcp__every thing__echo", "", "tool.name"),
+            (&*format!("mcp__s__{}", "x".repeat(60)), "", "tool.name"),
+            ("mcp__s__t", "[1]", "tool.arguments"),
+            ("mcp__s__t", "{", "tool.arguments"),
+            (
+                "mcp__s__t",
+                &*format!(r#"{{"a": "{}"}}"#, "x".repeat(64 * 1024)),
+                "tool.arguments",
+            ),
+        ] {
+            assert_eq!(
+                tool(name, arguments).check(1000).unwrap_err().0,
+                field,
+                "{name}"
+            );
+        }
+        let mut s = tool("mcp__s__t", "");
+        s.command = "id".into();
+        assert_eq!(s.check(1000).unwrap_err().0, "tool");
+        let mut s = tool("mcp__s__t", "");
+        s.place = Place::Host;
+        assert_eq!(s.check(1000).unwrap_err().0, "tool");
     }
 }

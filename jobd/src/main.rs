@@ -1,6 +1,7 @@
 //! argos-jobd: background jobs. A job is one command run for its owner through execd's
-//! risk gate, recorded before execd is asked for it and followed to its end across
-//! restarts of either daemon; it spawns no process itself. See ARCHITECTURE.md.
+//! risk gate (or a task's MCP tool call through mcpd), recorded before it is asked for
+//! and followed to its end across restarts of either daemon; it spawns no process
+//! itself. See ARCHITECTURE.md.
 #![forbid(unsafe_code)]
 
 mod engine;
@@ -38,10 +39,16 @@ fn main() -> ExitCode {
                 &ctx.config.socket_path(Daemon::Execd.name()),
                 ServerUids::for_daemon(&ctx.peers, Daemon::Execd),
             );
+            // A task's tool call goes through mcpd, as its owner.
+            let mcp = argos_common::connect::unix_channel(
+                &ctx.config.socket_path(Daemon::Mcpd.name()),
+                ServerUids::for_daemon(&ctx.peers, Daemon::Mcpd),
+            );
             let j = &ctx.config.jobs;
             let engine = engine::Engine::new(
                 store,
                 exec,
+                mcp,
                 engine::Limits {
                     default_runtime_ms: j.max_runtime_s.saturating_mul(1000),
                     active_per_user: j.active_per_user,

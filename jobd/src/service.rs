@@ -54,6 +54,13 @@ pub fn policy() -> MethodPolicy {
         .method(m("ForgetOwner"), gateway)
 }
 
+fn tool_out(t: &crate::job::ToolCall) -> pb::ToolCall {
+    pb::ToolCall {
+        name: t.name.clone(),
+        arguments_json: t.arguments.clone(),
+    }
+}
+
 fn store(e: StoreError) -> Status {
     tracing::error!(error = %e, "jobd's store");
     Status::internal("jobd's database failed; see its log")
@@ -176,6 +183,7 @@ pub fn task_out(t: &Task) -> pb::Task {
             .unwrap_or_default(),
         webhook_set_at_unix_ms: t.webhook.as_ref().map_or(0, |w| w.2),
         follow_ups: followups_out(&t.followups),
+        tool: t.spec.tool.as_ref().map(tool_out),
     }
 }
 
@@ -289,6 +297,7 @@ pub fn job_out(j: &Job) -> pb::JobInfo {
         scheduled_for_unix_ms: j.scheduled_for_ms,
         follow_ups: followups_out(&j.followups),
         chained_from: j.chained_from.clone(),
+        tool: j.spec.tool.as_ref().map(tool_out),
     }
 }
 
@@ -365,6 +374,7 @@ impl JobRpc for JobService {
                 .map_err(|e| Status::invalid_argument(e.to_string()))?,
             max_runtime_ms: r.max_runtime_ms,
             purpose: r.purpose,
+            tool: None,
         };
         let j = self
             .engine
@@ -387,7 +397,28 @@ impl JobRpc for JobService {
             .await
             .map_err(store)?
             .ok_or_else(|| Status::not_found(format!("no job {}", r.id)))?;
-        let (stdout, stderr) = if r.include_output && j.state.is_final() && j.started_at_ms > 0 {
+        let tool_result = if r.include_output && j.spec.tool.is_some() {
+            self.engine
+                .store
+                .tool_result(&j.id, j.generation)
+                .await
+                .map_err(store)?
+                .map(|t| pb::ToolResult {
+                    text: t.text,
+                    structured_json: t.structured,
+                    is_error: t.is_error,
+                    truncated: t.truncated,
+                    server: t.server,
+                    untrusted: true,
+                })
+        } else {
+            None
+        };
+        let (stdout, stderr) = if r.include_output
+            && j.state.is_final()
+            && j.started_at_ms > 0
+            && j.spec.tool.is_none()
+        {
             self.engine.output(&j).await
         } else {
             (None, None)
@@ -396,6 +427,7 @@ impl JobRpc for JobService {
             job: Some(job_out(&j)),
             stdout,
             stderr,
+            tool_result,
         }))
     }
 
@@ -458,6 +490,10 @@ impl JobRpc for JobService {
                 .map_err(|e| Status::invalid_argument(e.to_string()))?,
             max_runtime_ms: r.max_runtime_ms,
             purpose: r.purpose,
+            tool: r.tool.map(|t| crate::job::ToolCall {
+                name: t.name,
+                arguments: t.arguments_json,
+            }),
         };
         let schedule = schedule_in(r.schedule)?;
         if r.validate_only {
@@ -484,15 +520,17 @@ impl JobRpc for JobService {
             };
             return Ok(Response::new(task_out(&t)));
         }
+        // A command's approval is execd's standing approval; a tool call's is the admin's
+        // word alone (nothing at execd runs it).
         let approval = match (r.standing_approval_id.is_empty(), r.approved_by.is_empty()) {
             (true, true) => None,
-            (false, false) => Some(Approval {
+            (_, false) => Some(Approval {
                 standing_approval_id: r.standing_approval_id,
                 by: r.approved_by,
             }),
-            _ => {
+            (false, true) => {
                 return Err(Status::invalid_argument(
-                    "standing_approval_id: given with approved_by, or neither",
+                    "approved_by: a standing approval is given with the admin who gave it",
                 ));
             }
         };
@@ -520,9 +558,9 @@ impl JobRpc for JobService {
     ) -> Result<Response<pb::Task>, Status> {
         let r = req.into_inner();
         job_id(&r.id)?;
-        if r.standing_approval_id.is_empty() || r.approved_by.is_empty() {
+        if r.approved_by.is_empty() {
             return Err(Status::invalid_argument(
-                "standing_approval_id: an approval names execd's standing approval and its admin",
+                "approved_by: an approval names its admin (and, for a command, execd's standing approval)",
             ));
         }
         let t = self

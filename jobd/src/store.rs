@@ -444,6 +444,24 @@ impl Store {
             == 1)
     }
 
+    /// Notes why a queued job waits (mcpd away for its tool call), without moving it.
+    pub async fn note_queued(
+        &self,
+        id: &str,
+        generation: u32,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "UPDATE jobs SET reason = ? WHERE id = ? AND generation = ? AND state = 'queued'",
+        )
+        .bind(why)
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Notes why a job still starting waits (execd away), without moving it.
     pub async fn note(&self, id: &str, generation: u32, why: &str) -> Result<(), StoreError> {
         sqlx::query(
@@ -495,6 +513,46 @@ impl Store {
         .rows_affected()
             == 1;
         if moved { self.get(id).await } else { Ok(None) }
+    }
+
+    /// Keeps what generation `generation` of job `id`'s tool call answered (once).
+    pub async fn save_tool_result(
+        &self,
+        id: &str,
+        generation: u32,
+        r: &crate::job::ToolResult,
+    ) -> Result<(), StoreError> {
+        let text =
+            serde_json::to_string(r).map_err(|e| StoreError::Corrupt(id.into(), e.to_string()))?;
+        sqlx::query(
+            "INSERT INTO tool_results (job_id, generation, result) VALUES (?, ?, ?)
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(id)
+        .bind(i64::from(generation))
+        .bind(text)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// What generation `generation` of job `id`'s tool call answered, if it did.
+    pub async fn tool_result(
+        &self,
+        id: &str,
+        generation: u32,
+    ) -> Result<Option<crate::job::ToolResult>, StoreError> {
+        let text: Option<String> = sqlx::query_scalar(
+            "SELECT result FROM tool_results WHERE job_id = ? AND generation = ?",
+        )
+        .bind(id)
+        .bind(i64::from(generation))
+        .fetch_optional(&self.pool)
+        .await?;
+        text.map(|t| {
+            serde_json::from_str(&t).map_err(|e| StoreError::Corrupt(id.into(), e.to_string()))
+        })
+        .transpose()
     }
 
     /// Records where generation `generation` of job `id` runs and the approval it waits
@@ -614,6 +672,7 @@ mod tests {
             place: Place::Sandbox,
             max_runtime_ms: 1000,
             purpose: String::new(),
+            tool: None,
         }
     }
 

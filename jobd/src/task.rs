@@ -393,6 +393,7 @@ mod tests {
             place: Place::Host,
             max_runtime_ms: 1000,
             purpose: String::new(),
+            tool: None,
         }
     }
 

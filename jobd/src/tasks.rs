@@ -70,9 +70,32 @@ impl Engine {
         &self,
         a: &Approval,
         owner: &str,
-        place: Place,
+        spec: &Spec,
         version: u32,
     ) -> Result<Approved, TaskError> {
+        // A tool call runs nowhere at execd: its approval is the admin's, kept with the
+        // version it approves (every save is a new version, which runs only once approved).
+        if spec.tool.is_some() {
+            if !a.standing_approval_id.is_empty() {
+                return Err(TaskError::Refused(
+                    "standing_approval_id: a tool call's approval has none (nothing at execd runs it)".into(),
+                ));
+            }
+            return Ok(Approved {
+                version,
+                by: a.by.clone(),
+                at_ms: now_ms(),
+                standing_approval_id: String::new(),
+                place: Place::Auto,
+            });
+        }
+        if a.standing_approval_id.is_empty() {
+            return Err(TaskError::Refused(
+                "standing_approval_id: a command's approval is execd's standing approval of it"
+                    .into(),
+            ));
+        }
+        let place = spec.place;
         let s = self
             .exec()
             .get_standing(&a.standing_approval_id)
@@ -130,7 +153,7 @@ impl Engine {
         let _one = self.saves_lock().lock().await;
         self.check_chain(id, owner, &d.followups.then).await?;
         let approved = match &approval {
-            Some(a) => Some(self.approved(a, owner, d.spec.place, 0).await?),
+            Some(a) => Some(self.approved(a, owner, &d.spec, 0).await?),
             None => None,
         };
         let t = self
@@ -156,9 +179,7 @@ impl Engine {
                 t.version
             )));
         }
-        let a = self
-            .approved(&approval, &t.owner, t.spec.place, version)
-            .await?;
+        let a = self.approved(&approval, &t.owner, &t.spec, version).await?;
         if !self.store.approve_task(id, &a).await? {
             return Err(TaskError::Refused(format!(
                 "version: task {id} changed while it was being approved"

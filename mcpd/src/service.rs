@@ -406,12 +406,31 @@ impl Mcp for McpService {
         &self,
         r: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
+        // Who asked, for the log: the gateway for a user or agent, jobd for a task's owner.
+        let (role, principal) = r
+            .extensions()
+            .get::<argos_common::principal::Caller>()
+            .map(|c| {
+                (
+                    c.roles.to_string(),
+                    c.principal
+                        .as_ref()
+                        .map(|p| p.as_str().to_string())
+                        .unwrap_or_default(),
+                )
+            })
+            .unwrap_or_default();
         let r = r.into_inner();
-        let (server, capped, is_error) = self
-            .broker
-            .call(&r.qualified_name, &r.arguments_json)
-            .await
-            .map_err(status)?;
+        let called = self.broker.call(&r.qualified_name, &r.arguments_json).await;
+        match &called {
+            Ok((server, _, is_error)) => {
+                tracing::info!(tool = %r.qualified_name, %server, %role, %principal, is_error, "tool called");
+            }
+            Err(e) => {
+                tracing::info!(tool = %r.qualified_name, %role, %principal, error = %e, "tool call refused or failed");
+            }
+        }
+        let (server, capped, is_error) = called.map_err(status)?;
         Ok(Response::new(pb::CallToolResponse {
             content: capped
                 .pieces

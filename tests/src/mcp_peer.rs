@@ -33,6 +33,24 @@ impl Everything {
         Self::start_as("streamableHttp")
     }
 
+    /// Started and brokered by the stack as server `everything` (marked local), added by
+    /// `admin` through the API; answered once mcpd is connected to it.
+    pub fn brokered(admin: &mut crate::web::Web) -> Everything {
+        let everything = Everything::start();
+        let r = admin.post(
+            "/api/mcp/servers",
+            serde_json::json!({"id": "everything", "name": "Everything", "local": true,
+                               "streamable_http": {"url": everything.url()}}),
+        );
+        assert_eq!(r.status, 201, "{r:?}");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while admin.get("/api/mcp/servers/everything").json()["server"]["state"] != "connected" {
+            assert!(Instant::now() < deadline, "everything never connected");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        everything
+    }
+
     /// The legacy HTTP+SSE transport (`/sse`, then POSTs to the endpoint it names).
     pub fn start_sse() -> Everything {
         Self::start_as("sse")

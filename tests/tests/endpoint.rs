@@ -18,18 +18,7 @@ fn the_pypi_client_lists_and_calls_tools_in_both_eras() {
     require_root("the stack runs privilege-separated");
     let stack = StackBuilder::new().start();
     let (mut admin, mut bob) = stack.admin_and_user();
-    let everything = Everything::start();
-    let r = admin.post(
-        "/api/mcp/servers",
-        json!({"id": "everything", "name": "Everything", "local": true,
-               "streamable_http": {"url": everything.url()}}),
-    );
-    assert_eq!(r.status, 201, "{r:?}");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while admin.get("/api/mcp/servers/everything").json()["server"]["state"] != "connected" {
-        assert!(Instant::now() < deadline, "everything never connected");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let _everything = Everything::brokered(&mut admin);
     let url = format!("http://{}/mcp", stack.listen);
     let admins = token(&mut admin, "agent", &["mcp"]);
     for mode in ["legacy", "2026-07-28"] {

@@ -543,3 +543,198 @@ fn webhooks_run_a_task_only_with_its_secret() {
     );
     stack.stop();
 }
+
+/// A task whose action is an MCP tool call, made by jobd through mcpd as the task's owner:
+/// an admin's save approves it (nothing at execd runs it: no standing approval); a plain
+/// user's waits for an admin, and an edit waits again; the result is kept, marked
+/// untrusted; a tool mcpd does not broker is refused with nothing called; a cancel ends a
+/// call in flight; and a call in flight when jobd is killed is `lost`, never made again.
+#[test]
+fn a_tasks_tool_call_runs_once_through_mcpd_as_its_owner() {
+    use argos_tests::mcp_peer::Everything;
+    let mut stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let _everything = Everything::brokered(&mut admin);
+    let wait_end = |web: &mut Web, job: &str| -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = web.get(&format!("/api/jobs/{job}"));
+            assert_eq!(r.status, 200, "{r:?}");
+            let v = r.json();
+            if !matches!(
+                v["job"]["state"].as_str(),
+                Some("queued" | "starting" | "running")
+            ) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "job {job} never ended: {v}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    // A tool call is the whole action.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "both", "command": "id",
+               "tool": {"name": "mcp__everything__echo"}}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.text.contains("tool"), "{r:?}");
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "bad", "tool": {"name": "echo"}}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert!(r.text.contains("tool.name"), "{r:?}");
+
+    // The admin's save approves it; a run answers what the tool said, untrusted.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "echo", "tool": {"name": "mcp__everything__echo",
+                                        "arguments": {"message": "from a task"}}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let t = r.json()["task"].clone();
+    assert_eq!(t["approved"], true, "{t}");
+    assert_eq!(t["standing_approval_id"], "", "{t}");
+    assert_eq!(t["tool"]["arguments"]["message"], "from a task", "{t}");
+    let id = t["id"].as_str().unwrap().to_string();
+    let r = admin.post(&format!("/api/tasks/{id}/run"), json!({}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let job = r.json()["job"]["id"].as_str().unwrap().to_string();
+    let v = wait_end(&mut admin, &job);
+    assert_eq!(v["job"]["state"], "succeeded", "{v}");
+    assert_eq!(v["job"]["tool"]["name"], "mcp__everything__echo", "{v}");
+    assert!(
+        v["tool_result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("from a task"),
+        "{v}"
+    );
+    assert_eq!(
+        (
+            v["tool_result"]["untrusted"].clone(),
+            v["tool_result"]["server"].clone()
+        ),
+        (json!(true), json!("everything")),
+        "{v}"
+    );
+    let r = admin.get(&format!("/api/jobs/{job}/output"));
+    assert_eq!(r.status, 409, "{r:?}");
+    stack.wait_log(
+        "tool called tool=mcp__everything__echo server=everything role=job principal=root-admin",
+        1,
+    );
+
+    // A plain user's tool task waits for an admin; so does each edit.
+    let r = bob.post(
+        "/api/tasks",
+        json!({"name": "sum", "tool": {"name": "mcp__everything__get-sum",
+                                       "arguments": {"a": 2, "b": 3}}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let t = r.json()["task"].clone();
+    assert_eq!(t["approved"], false, "{t}");
+    let bobs = t["id"].as_str().unwrap().to_string();
+    let r = bob.post(&format!("/api/tasks/{bobs}/run"), json!({}));
+    assert_eq!(r.status, 409, "{r:?}");
+    let r = admin.post(&format!("/api/tasks/{bobs}/approve"), json!({"version": 1}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["task"]["approved"], true, "{r:?}");
+    let r = bob.post(&format!("/api/tasks/{bobs}/run"), json!({}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let run = r.json()["job"]["id"].as_str().unwrap().to_string();
+    let v = wait_end(&mut bob, &run);
+    assert_eq!(v["job"]["state"], "succeeded", "{v}");
+    assert_eq!(v["job"]["owner"], "bob", "{v}");
+    assert!(
+        v["tool_result"]["text"].as_str().unwrap().contains('5'),
+        "{v}"
+    );
+    stack.wait_log(
+        "tool called tool=mcp__everything__get-sum server=everything role=job principal=bob",
+        1,
+    );
+    let r = bob.call(
+        "PUT",
+        &format!("/api/tasks/{bobs}"),
+        Some(
+            &json!({"name": "sum", "tool": {"name": "mcp__everything__get-sum",
+                                             "arguments": {"a": 2, "b": 40}}}),
+        ),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["task"]["approved"], false, "{r:?}");
+    let r = bob.post(&format!("/api/tasks/{bobs}/run"), json!({}));
+    assert_eq!(r.status, 409, "an edit waits for its approval: {r:?}");
+
+    // A tool mcpd does not broker: refused, nothing called.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "nothing", "tool": {"name": "mcp__everything__no-such-tool"}}),
+    );
+    let none = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(&format!("/api/tasks/{none}/run"), json!({}));
+    let v = wait_end(&mut admin, r.json()["job"]["id"].as_str().unwrap());
+    assert_eq!(v["job"]["state"], "rejected", "{v}");
+    assert!(
+        v["job"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was called"),
+        "{v}"
+    );
+
+    // A long call: cancelled in flight; then another, in flight when jobd is killed.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "long", "tool": {"name": "mcp__everything__trigger-long-running-operation",
+                                        "arguments": {"duration": 20, "steps": 2}}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let long = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let start_long = |web: &mut Web| -> String {
+        let r = web.post(&format!("/api/tasks/{long}/run"), json!({}));
+        assert_eq!(r.status, 201, "{r:?}");
+        let job = r.json()["job"]["id"].as_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while web.get(&format!("/api/jobs/{job}")).json()["job"]["state"] != "running" {
+            assert!(Instant::now() < deadline, "the long call never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        job
+    };
+    let job = start_long(&mut admin);
+    let r = admin.post(&format!("/api/jobs/{job}/cancel"), json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["job"]["state"], "cancelled", "{r:?}");
+    let job = start_long(&mut admin);
+    stack.crash_and_restart("jobd");
+    let v = wait_end(&mut admin, &job);
+    assert_eq!(v["job"]["state"], "lost", "{v}");
+    assert!(
+        v["job"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("never made again"),
+        "{v}"
+    );
+    // Made twice in all (the cancelled one and the lost one), never a third time.
+    std::thread::sleep(Duration::from_secs(3));
+    let calls = stack
+        .log()
+        .matches("calling a task's tool through mcpd")
+        .count();
+    let long_calls = stack
+        .log()
+        .lines()
+        .filter(|l| {
+            l.contains("calling a task's tool") && l.contains("trigger-long-running-operation")
+        })
+        .count();
+    assert!(calls >= 4, "{calls}");
+    assert_eq!(long_calls, 2, "the lost call was not made again");
+    stack.stop();
+}

@@ -137,6 +137,10 @@ fn bodies(doc: &mut Value) {
         p["then"] = json!({"type": "array", "maxItems": 16,
                            "items": {"type": "string", "format": "uuid", "pattern": UUID}});
     });
+    set("ToolBody", &|s| {
+        s["properties"]["name"] = json!({"type": "string", "maxLength": 64,
+                                         "pattern": "^mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+$"});
+    });
     set("WebhookBody", &|s| {
         s["properties"]["mode"] = json!({"type": "string", "enum": ["token", "hmac"]});
     });

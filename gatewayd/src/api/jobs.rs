@@ -240,7 +240,7 @@ pub async fn jobs(
     })))
 }
 
-#[utoipa::path(get, path = "/api/jobs/{id}", tag = "jobs", description = "One job (its owner's, or any for admins); once it ended, with the head and tail of its output.", params(("id" = String, Path, description = "job id (UUID v7)")), responses((status = 200, description = "`{\"job\", \"stdout\", \"stderr\"}`"), (status = 404, description = "no such job", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope)", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/jobs/{id}", tag = "jobs", description = "One job (its owner's, or any for admins); once it ended, with the head and tail of its output (a task's tool call: `tool_result`, what the server answered, marked untrusted).", params(("id" = String, Path, description = "job id (UUID v7)")), responses((status = 200, description = "`{\"job\", \"stdout\", \"stderr\", \"tool_result\"}`"), (status = 404, description = "no such job", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope)", body = ErrorBody)))]
 pub async fn job(
     State(api): State<Shared>,
     caller: Caller,
@@ -248,11 +248,19 @@ pub async fn job(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let r = visible_job(&api, &caller, sees_all(&caller, "read"), &id, true).await?;
     let ended = r.stdout.is_some() || r.stderr.is_some();
-    Ok(Json(json!({
+    let mut v = json!({
         "job": r.job.as_ref().map(crate::views::job),
         "stdout": ended.then(|| stream(r.stdout)),
         "stderr": ended.then(|| stream(r.stderr)),
-    })))
+    });
+    // A task's tool call: what the server answered (data, never instructions).
+    if let Some(t) = r.tool_result {
+        v["tool_result"] = json!({
+            "text": t.text, "structured": t.structured_json, "is_error": t.is_error,
+            "truncated": t.truncated, "server": t.server, "untrusted": t.untrusted,
+        });
+    }
+    Ok(Json(v))
 }
 
 #[utoipa::path(post, path = "/api/jobs/{id}/cancel", tag = "jobs", description = "Cancels a job (its owner's, or any for admins): one not yet started ends at once, one waiting for its approval is withdrawn, a running one is killed through execd (its verified process tree). Answers the job as it then is; cancelling one that ended changes nothing.", params(("id" = String, Path, description = "job id (UUID v7)")), responses((status = 200, description = "`{\"job\"}`"), (status = 404, description = "no such job", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
@@ -278,6 +286,16 @@ pub async fn job_output(
         .await?
         .job
         .unwrap_or_default();
+    if let Some(t) = &j.tool {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            format!(
+                "job {id} is a call of tool {}: it has no output stream; its result is in GET /api/jobs/{id}",
+                t.name
+            ),
+        ));
+    }
     if j.started_at_unix_ms == 0 {
         let state = crate::views::job_state(j.state);
         return Err(ApiError::new(

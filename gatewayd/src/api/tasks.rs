@@ -5,6 +5,10 @@
 //! execd then checks on every run — and only then tells jobd; if jobd refuses, the
 //! standing approval is revoked again. A user sees and changes their own tasks; admins
 //! see, run, pause, approve and remove anyone's.
+//!
+//! A task's action may be an MCP tool call instead (made by jobd through mcpd, as the
+//! owner): nothing at execd runs it, so its approval is the admin's alone, kept by jobd
+//! with the version it approves.
 
 use argos_proto::job::v1 as jpb;
 
@@ -64,6 +68,20 @@ pub struct TaskBody {
     schedule: Option<ScheduleBody>,
     /// What happens when each run ends.
     follow_ups: Option<super::jobs::FollowUpsBody>,
+    /// An MCP tool call as the action instead of a command (then no command, argv, cwd,
+    /// env or place).
+    tool: Option<ToolBody>,
+}
+
+/// A brokered MCP tool and its arguments.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolBody {
+    /// Its qualified name, `mcp__{server}__{tool}`.
+    name: String,
+    /// A JSON object (default none).
+    #[serde(default)]
+    arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl TaskBody {
@@ -82,6 +100,13 @@ impl TaskBody {
             purpose: self.purpose,
             schedule: self.schedule.map(ScheduleBody::wire),
             follow_ups: super::jobs::FollowUpsBody::wire(self.follow_ups),
+            tool: self.tool.map(|t| jpb::ToolCall {
+                name: t.name,
+                arguments_json: t
+                    .arguments
+                    .map(|a| serde_json::Value::Object(a).to_string())
+                    .unwrap_or_default(),
+            }),
             ..Default::default()
         })
     }
@@ -189,10 +214,14 @@ async fn save(api: &Shared, caller: &Caller, id: &str, b: TaskBody) -> Result<jp
                 ..req.clone()
             })
             .await?;
-        let s = standing(api, caller, &checked).await?;
-        req.standing_approval_id = s.id.clone();
         req.approved_by = caller.user.name.clone();
-        (req, Some(s))
+        if checked.tool.is_some() {
+            (req, None)
+        } else {
+            let s = standing(api, caller, &checked).await?;
+            req.standing_approval_id = s.id.clone();
+            (req, Some(s))
+        }
     } else {
         (req, None)
     };
@@ -219,6 +248,7 @@ async fn save(api: &Shared, caller: &Caller, id: &str, b: TaskBody) -> Result<jp
 /// The audit record's detail of a task's save.
 fn saved_detail(b: &TaskBody) -> serde_json::Value {
     json!({"name": b.name, "command": b.command, "argv": b.argv, "cwd": b.cwd,
+           "tool": b.tool.as_ref().map(|t| &t.name),
            "env": b.env.keys().collect::<Vec<_>>(), "place": b.place,
            "max_runtime_s": b.max_runtime_s,
            "schedule": b.schedule.as_ref().map(|s| json!({"cron": s.cron, "timezone": s.timezone,
@@ -421,19 +451,23 @@ pub async fn approve_task(
         &id,
         detail,
         async {
-            let s = standing(&api, &caller, &t).await?;
+            let s = match t.tool {
+                Some(_) => None,
+                None => Some(standing(&api, &caller, &t).await?),
+            };
+            let standing_approval_id = s.as_ref().map(|s| s.id.clone()).unwrap_or_default();
             let approved = client(&api, &caller)
                 .approve_task(jpb::ApproveTaskRequest {
                     id: id.clone(),
                     version: b.version,
-                    standing_approval_id: s.id.clone(),
+                    standing_approval_id: standing_approval_id.clone(),
                     approved_by: caller.user.name.clone(),
                 })
                 .await;
             match approved {
                 Ok(t) => Ok(t),
                 Err(e) => {
-                    retire(&api, &caller, &s.id).await;
+                    retire(&api, &caller, &standing_approval_id).await;
                     Err(e)
                 }
             }
