@@ -160,6 +160,25 @@ pub fn cancel(gw: &Gateway, id: &str) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// Launches an ended job again: the generation it is at now (as `jobs show` prints it).
+pub fn relaunch(gw: &Gateway, id: &str) -> anyhow::Result<i32> {
+    let now = gw.call("GET", &format!("/api/jobs/{id}"), None)?;
+    let generation = now["job"]["generation"].as_u64().unwrap_or(0);
+    let v = gw.call(
+        "POST",
+        &format!("/api/jobs/{id}/relaunch"),
+        Some(json!({ "generation": generation })),
+    )?;
+    let j = &v["job"];
+    println!(
+        "{}  generation {}  {}",
+        s(j, "id"),
+        j["generation"],
+        s(j, "state")
+    );
+    Ok(0)
+}
+
 /// Prints tasks, newest first.
 pub fn tasks(gw: &Gateway) -> anyhow::Result<i32> {
     let v = gw.call("GET", "/api/tasks?limit=500", None)?;

@@ -46,7 +46,9 @@ commands:
                      1: ended otherwise, 3: not ended yet)
   jobs start COMMAND [--place auto|sandbox|inspect|host] [--name NAME] [--max-runtime-s N]
   jobs cancel ID
-            background jobs (same gateway and ARGOS_TOKEN: read; exec to start, cancel)
+  jobs relaunch ID   launch an ended job again, as its next generation
+            background jobs (same gateway and ARGOS_TOKEN: read; exec to start, cancel,
+            relaunch)
   tasks list
   tasks show|run|pause|resume ID
   tasks approve ID --version N
@@ -137,6 +139,10 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
                 ["cancel", id] => {
                     flags.finish()?;
                     jobs::cancel(&gw, id)
+                }
+                ["relaunch", id] => {
+                    flags.finish()?;
+                    jobs::relaunch(&gw, id)
                 }
                 ["start", command] => {
                     let place = flags.take("--place").unwrap_or_else(|| "auto".into());

@@ -140,6 +140,7 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         .route("/api/jobs", get(api::jobs).post(api::create_job))
         .route("/api/jobs/{id}", get(api::job))
         .route("/api/jobs/{id}/cancel", post(api::cancel_job))
+        .route("/api/jobs/{id}/relaunch", post(api::relaunch_job))
         .route("/api/jobs/{id}/output", get(api::job_output))
         .route("/api/tasks", get(api::tasks).post(api::create_task))
         .route("/api/tasks/preview", get(api::preview_schedule))

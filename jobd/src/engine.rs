@@ -49,6 +49,19 @@ pub enum CreateError {
     Store(#[from] StoreError),
 }
 
+/// Why a job could not be launched again.
+#[derive(Debug, thiserror::Error)]
+pub enum RelaunchError {
+    #[error("no such job")]
+    NotFound,
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0} has {1} jobs not yet ended (jobs.active_per_user)")]
+    Exhausted(String, u64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Limits from the configuration.
 #[derive(Debug, Clone)]
 pub struct Limits {
@@ -447,6 +460,51 @@ impl Engine {
             self.changed(&now);
         }
         Ok(())
+    }
+
+    /// Launches ended job `id` again as its next generation (see `Store::relaunch`); the
+    /// launcher then asks for it as for any queued job.
+    pub async fn relaunch(&self, id: &str, generation: u32) -> Result<Job, RelaunchError> {
+        let j = self.store.get(id).await?.ok_or(RelaunchError::NotFound)?;
+        let refused = if !j.task_id.is_empty() {
+            Some(format!(
+                "job {id} is a run of task {}: run the task again instead",
+                j.task_id
+            ))
+        } else if j.generation != generation {
+            Some(format!(
+                "generation: job {id} is at generation {}, not {generation}",
+                j.generation
+            ))
+        } else if !j.state.is_final() {
+            Some(format!("job {id} has not ended ({})", j.state.as_str()))
+        } else {
+            None
+        };
+        if let Some(why) = refused {
+            return Err(RelaunchError::Refused(why));
+        }
+        if !self
+            .store
+            .relaunch(id, generation, self.limits.active_per_user)
+            .await?
+        {
+            let now = self.store.get(id).await?.ok_or(RelaunchError::NotFound)?;
+            return Err(if now.generation != generation || !now.state.is_final() {
+                RelaunchError::Refused(format!("job {id} was launched again meanwhile"))
+            } else if !self.store.is_followed_up(id).await? {
+                RelaunchError::Refused(format!(
+                    "job {id}'s follow-ups are still being recorded: try again in a moment"
+                ))
+            } else {
+                RelaunchError::Exhausted(j.owner.clone(), self.limits.active_per_user)
+            });
+        }
+        let now = self.store.get(id).await?.ok_or(RelaunchError::NotFound)?;
+        tracing::info!(job = %id, owner = %now.owner, generation = now.generation, execution = %now.execution_id, "job launched again");
+        self.changed(&now);
+        self.wake.notify_one();
+        Ok(now)
     }
 
     /// Cancels job `id`: a job never asked for ends at once; one waiting for its

@@ -12,7 +12,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::server::NamedService;
 use tonic::{Request, Response, Status};
 
-use crate::engine::{CreateError, Engine};
+use crate::engine::{CreateError, Engine, RelaunchError};
 use crate::followup::FollowUps;
 use crate::job::{Place, Spec, State};
 use crate::schedule::{CatchUp, Overlap, Schedule};
@@ -34,6 +34,7 @@ pub fn policy() -> MethodPolicy {
     MethodPolicy::new()
         .method(m("CreateJob"), gateway)
         .method(m("CancelJob"), gateway)
+        .method(m("RelaunchJob"), gateway)
         .method(m("GetJob"), readers)
         .method(m("ListJobs"), readers)
         .method(m("WatchJobs"), readers)
@@ -468,6 +469,25 @@ impl JobRpc for JobService {
             .await
             .map_err(store)?
             .ok_or_else(|| Status::not_found(format!("no job {id}")))?;
+        Ok(Response::new(job_out(&j)))
+    }
+
+    async fn relaunch_job(
+        &self,
+        req: Request<pb::RelaunchJobRequest>,
+    ) -> Result<Response<pb::JobInfo>, Status> {
+        let r = req.into_inner();
+        job_id(&r.id)?;
+        let j = self
+            .engine
+            .relaunch(&r.id, r.generation)
+            .await
+            .map_err(|e| match e {
+                RelaunchError::NotFound => Status::not_found(format!("no job {}", r.id)),
+                RelaunchError::Refused(why) => Status::failed_precondition(why),
+                RelaunchError::Exhausted(..) => Status::resource_exhausted(e.to_string()),
+                RelaunchError::Store(s) => store(s),
+            })?;
         Ok(Response::new(job_out(&j)))
     }
 

@@ -66,8 +66,10 @@ pub struct NewRun<'a> {
     pub scheduled_for_ms: i64,
     pub standing_approval_id: &'a str,
     pub after_job: &'a str,
-    /// The run this one follows on (trigger `chain`), and how deep in its chain it is.
+    /// The run this one follows on (trigger `chain`) and that run's generation, and how
+    /// deep in its chain it is.
     pub chained_from: &'a str,
+    pub chained_generation: u32,
     pub chain_depth: u32,
     pub followups: &'a crate::followup::FollowUps,
     /// The owner's jobs not yet ended may not exceed this (0: no limit).
@@ -251,8 +253,8 @@ impl Store {
         let inserted = sqlx::query(concat!(
             "INSERT INTO jobs (id, owner, via, spec, state, generation, execution_id, created_at_ms,
                task_id, task_version, trigger, scheduled_for_ms, standing_approval_id, after_job,
-               chained_from, followups, chain_depth)
-             SELECT ?1, ?2, 'task', ?3, 'queued', 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14
+               chained_from, followups, chain_depth, chained_generation)
+             SELECT ?1, ?2, 'task', ?3, 'queued', 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?16
              WHERE ?15 = 0 OR (SELECT count(*) FROM jobs WHERE owner = ?2 AND state IN ",
             active!(),
             ") < ?15
@@ -277,6 +279,7 @@ impl Store {
         })
         .bind(i64::from(run.chain_depth))
         .bind(i64::try_from(run.active_limit).unwrap_or(i64::MAX))
+        .bind(i64::from(run.chained_generation))
         .execute(&self.pool)
         .await?
         .rows_affected()
@@ -308,10 +311,12 @@ impl Store {
             }
             "chain" => {
                 sqlx::query_scalar(
-                    "SELECT id FROM jobs WHERE task_id = ? AND chained_from = ? AND trigger = 'chain'",
+                    "SELECT id FROM jobs WHERE task_id = ? AND chained_from = ?
+                       AND chained_generation = ? AND trigger = 'chain'",
                 )
                 .bind(run.task_id)
                 .bind(run.chained_from)
+                .bind(i64::from(run.chained_generation))
                 .fetch_optional(&self.pool)
                 .await?
             }
@@ -513,6 +518,47 @@ impl Store {
         .rows_affected()
             == 1;
         if moved { self.get(id).await } else { Ok(None) }
+    }
+
+    /// Launches ended job `id` (not a task's run) again as a new generation, if it is at
+    /// `generation` and its follow-ups are recorded: queued, with a new execution id, its
+    /// end, place and reason cleared; within the owner's limit of jobs not yet ended (0:
+    /// none). False when it does not stand so, or the owner is at that limit.
+    pub async fn relaunch(
+        &self,
+        id: &str,
+        generation: u32,
+        active_limit: u64,
+    ) -> Result<bool, StoreError> {
+        Ok(sqlx::query(concat!(
+            "UPDATE jobs SET generation = generation + 1, execution_id = ?1, state = 'queued',
+               place = '', approval_id = '', exit_code = NULL,
+               reason = 'launched again as generation ' || (generation + 1),
+               cancel_requested = 0, attempts = 0, started_at_ms = 0, ended_at_ms = 0,
+               followed_up = 0
+             WHERE id = ?2 AND generation = ?3 AND ended_at_ms > 0 AND followed_up = 1
+               AND task_id = ''
+               AND (?4 = 0 OR (SELECT count(*) FROM jobs o WHERE o.owner = jobs.owner AND o.state IN ",
+            active!(),
+            ") < ?4)"
+        ))
+        .bind(uuid::Uuid::now_v7().to_string())
+        .bind(id)
+        .bind(i64::from(generation))
+        .bind(i64::try_from(active_limit).unwrap_or(i64::MAX))
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
+    /// Whether job `id`'s current generation has its follow-ups recorded.
+    pub async fn is_followed_up(&self, id: &str) -> Result<bool, StoreError> {
+        let v: Option<i64> = sqlx::query_scalar("SELECT followed_up FROM jobs WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(v == Some(1))
     }
 
     /// Keeps what generation `generation` of job `id`'s tool call answered (once).

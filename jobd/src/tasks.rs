@@ -493,6 +493,7 @@ impl Engine {
             standing_approval_id: &a.standing_approval_id,
             after_job: "",
             chained_from: chained.map_or("", |j| j.id.as_str()),
+            chained_generation: chained.map_or(1, |j| j.generation),
             chain_depth: chained.map_or(0, |j| j.chain_depth + 1),
             followups: &t.followups,
             active_limit: self.limits().active_per_user,

@@ -357,3 +357,146 @@ fn a_chain_starts_once_per_run_only_on_success_and_refuses_cycles() {
     assert_eq!(bob.get("/api/deliveries").json()["deliveries"], json!([]));
     stack.stop();
 }
+
+/// A job launched again is its next generation: the same job, a new execution through
+/// the gate, and follow-ups of its own — a second delivery under a new id saying
+/// generation 2, and a chain edge started again. A stale generation, a job not ended, a
+/// task's run and another user's job are refused.
+#[test]
+fn a_job_launched_again_is_a_new_generation_with_its_own_follow_ups() {
+    let stack = StackBuilder::new()
+        .env("ARGOS_JOBS__DELIVER_ALLOW", "127.0.0.1")
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let rx = Receiver::start(vec![]);
+    let r = bob.post("/api/deliveries/secret", json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = bob.post(
+        "/api/jobs",
+        json!({"command": "echo once; exit 3", "place": "sandbox",
+               "follow_ups": {"webhook": rx.url()}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let first = r.json()["job"].clone();
+    let job = first["id"].as_str().unwrap().to_string();
+    let wait_ended = |web: &mut Web, generation: u64| -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let v = web.get(&format!("/api/jobs/{job}")).json();
+            let j = &v["job"];
+            if j["generation"] == generation
+                && !matches!(j["state"].as_str(), Some("queued" | "starting" | "running"))
+            {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "{v}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let v = wait_ended(&mut bob, 1);
+    assert_eq!(
+        (v["job"]["state"].as_str(), v["job"]["exit_code"].as_i64()),
+        (Some("failed"), Some(3)),
+        "{v}"
+    );
+    rx.wait(1, 30);
+
+    // Only the generation that ended, by its owner (or an admin), once.
+    let again = |web: &mut Web, generation: u64| {
+        web.post(
+            &format!("/api/jobs/{job}/relaunch"),
+            json!({"generation": generation}),
+        )
+    };
+    let r = again(&mut bob, 2);
+    assert_eq!(r.status, 409, "{r:?}");
+    let r = again(&mut bob, 1);
+    assert_eq!(r.status, 200, "{r:?}");
+    let second = r.json()["job"].clone();
+    assert_eq!(second["id"], job.as_str());
+    assert_eq!(second["generation"], 2, "{second}");
+    assert_ne!(second["execution_id"], first["execution_id"], "{second}");
+    let r = again(&mut bob, 1);
+    assert_eq!(r.status, 409, "a repeated request launches it once: {r:?}");
+    let v = wait_ended(&mut bob, 2);
+    assert_eq!(v["job"]["exit_code"], 3, "{v}");
+    assert_eq!(v["stdout"]["text"], "once\n", "its own output: {v}");
+
+    // Each generation is followed up on its own: two deliveries, two ids.
+    let got = rx.wait(2, 30);
+    let bodies: Vec<Value> = got
+        .iter()
+        .map(|(_, b)| serde_json::from_slice(b).unwrap())
+        .collect();
+    assert_eq!(
+        bodies
+            .iter()
+            .map(|b| b["job"]["generation"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [1, 2],
+        "{bodies:?}"
+    );
+    assert_ne!(got[0].0["x-argos-delivery"], got[1].0["x-argos-delivery"]);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        rx.got.lock().unwrap().len(),
+        2,
+        "one delivery per generation"
+    );
+
+    // Not another user's job; not a task's run.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "next", "command": "echo chained", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let task = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        "/api/jobs",
+        json!({"command": "true", "place": "sandbox", "follow_ups": {"then": [task]}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let admins = r.json()["job"]["id"].as_str().unwrap().to_string();
+    let r = bob.post(
+        &format!("/api/jobs/{admins}/relaunch"),
+        json!({"generation": 1}),
+    );
+    assert_eq!(r.status, 404, "{r:?}");
+    let chained = |web: &mut Web, n: usize| -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let runs = web.get(&format!("/api/jobs?task_id={task}")).json()["jobs"]
+                .as_array()
+                .unwrap()
+                .clone();
+            if runs.len() >= n && runs.iter().all(|j| j["state"] == "succeeded") {
+                return runs;
+            }
+            assert!(Instant::now() < deadline, "{runs:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let runs = chained(&mut admin, 1);
+    let run = runs[0]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        &format!("/api/jobs/{run}/relaunch"),
+        json!({"generation": 1}),
+    );
+    assert_eq!(r.status, 409, "{r:?}");
+    assert!(r.message().contains("run the task"), "{r:?}");
+    // The chain edge starts again for the new generation, once.
+    let r = admin.post(
+        &format!("/api/jobs/{admins}/relaunch"),
+        json!({"generation": 1}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let runs = chained(&mut admin, 2);
+    std::thread::sleep(Duration::from_secs(1));
+    let runs_now = admin.get(&format!("/api/jobs?task_id={task}")).json()["jobs"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!((runs.len(), runs_now), (2, 2), "{runs:?}");
+    assert!(runs.iter().all(|j| j["chained_from"] == admins.as_str()));
+    stack.stop();
+}

@@ -179,6 +179,10 @@ fn authorization_matrix() {
             "GET /api/jobs" => ("/api/jobs".into(), None),
             "GET /api/jobs/{id}" => (format!("/api/jobs/{id}"), None),
             "POST /api/jobs/{id}/cancel" => (format!("/api/jobs/{id}/cancel"), Some(json!({}))),
+            "POST /api/jobs/{id}/relaunch" => (
+                format!("/api/jobs/{id}/relaunch"),
+                Some(json!({"generation": 1})),
+            ),
             "GET /api/jobs/{id}/output" => (format!("/api/jobs/{id}/output"), None),
             // Tasks: a bad field (400 past the rule), a task that does not exist (404).
             "POST /api/tasks" => (
@@ -569,6 +573,7 @@ fn the_openapi_document_covers_every_route() {
         "GET /api/jobs",
         "GET /api/jobs/{id}",
         "POST /api/jobs/{id}/cancel",
+        "POST /api/jobs/{id}/relaunch",
         "GET /api/jobs/{id}/output",
         "POST /api/tasks",
         "GET /api/tasks",

@@ -653,6 +653,7 @@ fn grpcurl_finds_jobd_writes_are_the_gateways_alone() {
             r#"{"command": "touch /tmp/argos-never", "place": "PLACE_HOST"}"#,
         ),
         ("CancelJob", r#"{"id": "x"}"#),
+        ("RelaunchJob", r#"{"id": "x", "generation": 1}"#),
         ("SaveTask", r#"{"name": "t", "command": "id"}"#),
         ("ApproveTask", r#"{"id": "x", "version": 1}"#),
         ("DeleteTask", r#"{"id": "x"}"#),

@@ -637,6 +637,15 @@ fn argosctl_starts_shows_lists_and_cancels_jobs_and_runs_tasks() {
     let (code, out, err) = ctl(&["jobs", "cancel", &long]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains(&long), "{out}");
+    // Launched again: generation 2 of the same job; one not ended is refused.
+    let (code, out, err) = ctl(&["jobs", "relaunch", &long]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(&long) && out.contains("generation 2"), "{out}");
+    let (code, _, err) = ctl(&["jobs", "relaunch", &long]);
+    assert_eq!(code, Some(2), "not ended yet, said why: {err}");
+    assert!(err.contains("not ended"), "{err}");
+    let (code, _, err) = ctl(&["jobs", "cancel", &long]);
+    assert_eq!(code, Some(0), "{err}");
     let (code, _, err) = ctl(&["jobs", "start", "touch /x", "--place", "inspect"]);
     assert_eq!(code, Some(2), "refused, said why: {err}");
     assert!(err.contains("place"), "{err}");

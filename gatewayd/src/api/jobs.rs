@@ -68,6 +68,22 @@ impl JobdFor {
             .into_inner())
     }
 
+    pub(crate) async fn relaunch(
+        &self,
+        id: &str,
+        generation: u32,
+    ) -> Result<jpb::JobInfo, ApiError> {
+        let mut c = self.client.clone();
+        let r = jpb::RelaunchJobRequest {
+            id: id.to_string(),
+            generation,
+        };
+        Ok(c.relaunch_job(self.req(r))
+            .await
+            .map_err(from_jobd)?
+            .into_inner())
+    }
+
     pub(crate) async fn cancel(&self, id: &str) -> Result<jpb::JobInfo, ApiError> {
         let mut c = self.client.clone();
         let r = jpb::CancelJobRequest { id: id.to_string() };
@@ -256,7 +272,9 @@ pub async fn job(
     // A task's tool call: what the server answered (data, never instructions).
     if let Some(t) = r.tool_result {
         v["tool_result"] = json!({
-            "text": t.text, "structured": t.structured_json, "is_error": t.is_error,
+            "text": t.text,
+            "structured": serde_json::from_str::<serde_json::Value>(&t.structured_json).ok(),
+            "is_error": t.is_error,
             "truncated": t.truncated, "server": t.server, "untrusted": t.untrusted,
         });
     }
@@ -271,6 +289,35 @@ pub async fn cancel_job(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     visible_job(&api, &caller, sees_all(&caller, "exec"), &id, false).await?;
     let j = jobd(&api, &caller).cancel(&id).await?;
+    Ok(Json(json!({"job": crate::views::job(&j)})))
+}
+
+/// Which of a job's generations is launched again.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelaunchBody {
+    /// The generation that ended, as the caller saw it: a job launched again since is a
+    /// 409, so a repeated request never launches it twice.
+    generation: u32,
+}
+
+#[utoipa::path(post, path = "/api/jobs/{id}/relaunch", tag = "jobs", description = "Launches an ended job (its owner's, or any for admins; not a task's run — run the task instead) again as its next generation: the same command, asked for through execd's risk gate again (a change waits for its approval again), with a new execution; its follow-ups run again for the new generation, and any of the generation before still pending no longer apply.", params(("id" = String, Path, description = "job id (UUID v7)")), request_body = RelaunchBody, responses((status = 200, description = "`{\"job\"}` queued as its new generation"), (status = 404, description = "no such job", body = ErrorBody), (status = 409, description = "not ended, launched again since that generation, a task's run, or its follow-ups still being recorded", body = ErrorBody), (status = 429, description = "the owner has `jobs.active_per_user` jobs not yet ended", body = ErrorBody), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (scope or cross-site)", body = ErrorBody)))]
+pub async fn relaunch_job(
+    State(api): State<Shared>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Body(b): Body<RelaunchBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    visible_job(&api, &caller, sees_all(&caller, "exec"), &id, false).await?;
+    let j = audited(
+        &api,
+        "job.relaunch",
+        &caller.user.name,
+        &id,
+        json!({"generation": b.generation}),
+        jobd(&api, &caller).relaunch(&id, b.generation),
+    )
+    .await?;
     Ok(Json(json!({"job": crate::views::job(&j)})))
 }
 

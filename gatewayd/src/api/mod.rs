@@ -201,6 +201,7 @@ pub struct ErrorDetail {
         jobs,
         job,
         cancel_job,
+        relaunch_job,
         job_output,
         create_task,
         tasks,

@@ -142,6 +142,7 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/api/jobs", USER, READ, TOKENS_TOO),
     rule("GET", "/api/jobs/{id}", USER, READ, TOKENS_TOO),
     rule("POST", "/api/jobs/{id}/cancel", USER, EXEC, TOKENS_TOO),
+    rule("POST", "/api/jobs/{id}/relaunch", USER, EXEC, TOKENS_TOO),
     rule("GET", "/api/jobs/{id}/output", USER, READ, TOKENS_TOO),
     // Tasks: a user's own (admins anyone's); approving a version is an admin's `approve`.
     rule("POST", "/api/tasks", USER, EXEC, TOKENS_TOO),
