@@ -4,7 +4,7 @@
 // short id typed), the audit trail, an MCP server added with its tools toggled and called,
 // one that asks for OAuth authorized from its page, background jobs followed live to their
 // end and cancelled, a scheduled task with its next runs previewed and its runs followed
-// live, logging out.
+// live, a task's action switched to an MCP tool call (its arguments checked), the deliveries of jobs' follow-ups with a signing secret shown once, logging out.
 // Usage: node ui.mjs <setup-url> <mcp-url> <oauth-mcp-url> (MCP servers over Streamable HTTP,
 // the second asking for OAuth)
 // Exits non-zero (with the reason) on the first expectation that fails.
@@ -369,6 +369,14 @@ try {
   await page.waitForSelector("#job-facts [data-state=cancelled]", { timeout: 20000 })
     .catch(async () => { throw new Error("after cancel: " + await page.textContent("#job-facts")); });
   if (await page.locator("button.cancel-job").count()) throw new Error("a cancelled job still offers Cancel");
+  // Run again: the same job's next launch, live on the same page, cancelled in turn.
+  await page.click("#relaunch-job");
+  await page.waitForSelector("#job-facts [data-state=running]", { timeout: 20000 })
+    .catch(async () => { throw new Error("after Run again: " + await page.textContent("#job-facts")); });
+  const launches = await page.textContent("#job-facts");
+  if (!/launches\s*2/.test(launches)) throw new Error("the second launch is not shown: " + launches);
+  await page.click("button.cancel-job");
+  await page.waitForSelector("#job-facts [data-state=cancelled]", { timeout: 20000 });
 
   step("tasks: a schedule's next runs previewed as it is typed, a bad pattern named");
   await visit("#/tasks");
@@ -425,11 +433,57 @@ try {
     body: JSON.stringify({ name: "kept task", command: "echo kept", place: "sandbox" }) })).status);
   if (kept !== 201) throw new Error(`saving a task by the API answered ${kept}`);
 
+  step("tasks: an MCP tool as the action, its arguments refused at their field unless a JSON object");
+  await visit("#/tasks");
+  await page.check("#task-form input[name=action][value=tool]");
+  // The brokered tools an admin may choose from, or the name typed when none can be listed.
+  await page.waitForSelector("#task-form :is(select[name=tool], input[name=tool])")
+    .catch(async () => { throw new Error("the tool's field: " + await page.textContent("#task-action")); });
+  if (await page.locator("#task-form textarea[name=command]").count()) throw new Error("a command is asked beside the tool");
+  if (await page.locator("#task-form select[name=tool]").count()) {
+    await page.selectOption("#task-form select[name=tool]", { index: 1 });
+    await page.waitForSelector("#task-tool-description");
+  } else {
+    await page.fill("#task-form input[name=tool]", "mcp__everything__echo");
+  }
+  await page.fill("#task-form input[name=name]", "browser tool task");
+  await page.fill("#task-form textarea[name=arguments]", "[1, 2]");
+  let saves = 0;
+  const countSaves = (r) => { if (r.method() === "POST" && new URL(r.url()).pathname === "/api/tasks") saves += 1; };
+  page.on("request", countSaves);
+  await page.click("#task-form button[type=submit]");
+  await page.waitForSelector("#task-form .field-error[data-field=arguments]")
+    .catch(async () => { throw new Error("bad arguments: " + await page.textContent("#task-form")); });
+  page.off("request", countSaves);
+  if (saves !== 0) throw new Error("arguments that are not a JSON object were sent");
+  await looksRight("admin-task-form-tool");
+  await page.check("#task-form input[name=action][value=command]");
+  await page.waitForSelector("#task-form textarea[name=command]");
+
+  step("deliveries: the list (or its empty state), and a new signing secret shown once");
+  await visit("#/deliveries");
+  await page.waitForSelector("#deliveries-list :is(#deliveries-table tr[data-delivery-id], p.empty)");
+  if (await page.locator("#delivery-secret").count()) throw new Error("a signing secret is shown before one was made");
+  page.once("dialog", (d) => d.accept());
+  await page.click("#delivery-secret-make");
+  const signing = await (await page.waitForFunction(() =>
+    document.querySelector("#delivery-secret .secret")?.textContent.trim())).jsonValue();
+  if (signing.length < 32) throw new Error("the signing secret shown: " + signing);
+  const once = await page.textContent("#delivery-secret");
+  if (!once.includes("will not be shown again")) throw new Error("the new secret's panel: " + once);
+  await looksRight("admin-deliveries-secret");
+  // Shown once: the page opened again does not have it.
+  await visit("#/jobs");
+  await visit("#/deliveries");
+  await page.waitForSelector("#deliveries-list");
+  if (await page.locator("#delivery-secret").count()) throw new Error("the signing secret is shown again");
+  if ((await page.textContent("main")).includes(signing)) throw new Error("the signing secret is on the page again");
+
   step("every page as an admin: no [object …], no horizontal scroll, a screenshot each");
   const execId = (await page.evaluate(async () => (await (await fetch("/api/executions?limit=1")).json()).executions[0].id));
   for (const [name, hash] of [["dashboard", "#/"], ["shell", "#/shell"], ["executions", "#/executions"],
     ["execution", "#/executions/" + execId], ["jobs", "#/jobs"], ["job", "#/jobs/" + jobId], ["tasks", "#/tasks"],
-    ["approvals", "#/approvals"], ["audit", "#/audit"],
+    ["deliveries", "#/deliveries"], ["approvals", "#/approvals"], ["audit", "#/audit"],
     ["terminals", "#/terminals"], ["mcp", "#/mcp"], ["agents", "#/agents"], ["tokens", "#/tokens"],
     ["users", "#/users"], ["account", "#/account"]]) {
     await visit(hash);
@@ -506,11 +560,11 @@ try {
   for (const h of ["#/shell", "#/executions", "#/terminals", "#/approvals", "#/audit", "#/mcp", "#/users"]) {
     if (userNav.includes(h)) throw new Error(`a plain user's navigation offers ${h}: ${userNav}`);
   }
-  for (const h of ["#/jobs", "#/tasks"]) {
+  for (const h of ["#/jobs", "#/tasks", "#/deliveries"]) {
     if (!userNav.includes(h)) throw new Error(`a plain user's navigation lacks ${h}: ${userNav}`);
   }
-  for (const [name, hash] of [["dashboard", "#/"], ["jobs", "#/jobs"], ["tasks", "#/tasks"], ["agents", "#/agents"],
-    ["tokens", "#/tokens"], ["account", "#/account"]]) {
+  for (const [name, hash] of [["dashboard", "#/"], ["jobs", "#/jobs"], ["tasks", "#/tasks"],
+    ["deliveries", "#/deliveries"], ["agents", "#/agents"], ["tokens", "#/tokens"], ["account", "#/account"]]) {
     await visit(hash);
     await looksRight("user-" + name);
   }
@@ -518,6 +572,8 @@ try {
   if (!(await page.locator("#jobs-list p.empty").count())) throw new Error("a plain user is shown others' jobs");
   await visit("#/tasks");
   if (!(await page.locator("#tasks-list p.empty").count())) throw new Error("a plain user is shown others' tasks");
+  await visit("#/deliveries");
+  if (!(await page.locator("#deliveries-list p.empty").count())) throw new Error("a plain user is shown others' deliveries");
   await visit("#/");
   if (await page.locator("#listeners").count()) throw new Error("a plain user is shown the host's listeners");
   await page.click("#logout");

@@ -153,12 +153,82 @@ export interface Job {
   created_at_ms: number;
   started_at_ms: number;
   ended_at_ms: number;
-  /** A task's run: the task, its version, what started it and (by its schedule) when it
+  /** A task's run: the task, its version, what started it (its schedule, someone asking,
+   *  its webhook, or the end of the run it is chained from) and, by its schedule, when it
    *  was due; empty for other jobs. */
   task_id: string;
   task_version: number;
-  trigger: "schedule" | "manual" | "";
+  trigger: "schedule" | "manual" | "webhook" | "chain" | "";
   scheduled_for_ms: number;
+  /** The run whose success started this one (a chained run). */
+  chained_from: string;
+  /** What it asks for when it ends. */
+  follow_ups: FollowUps | null;
+  /** A task's run whose action is an MCP tool call (nothing runs at execd: no command,
+   *  place, output stream or exit code). */
+  tool: ToolCall | null;
+}
+
+/** An MCP tool call, a task's action instead of a command: a brokered tool's qualified
+ *  name (`mcp__{server}__{tool}`) and its arguments (`{}` for none). */
+export interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/** What a run's tool call answered, kept once it ended: the upstream server's data, never
+ *  instructions (`untrusted` always). Its content's text (pieces joined by newlines, other
+ *  kinds named); its structured content (null when none); whether the tool
+ *  reported an error (the run failed); whether it was cut to mcpd's caps. */
+export interface ToolResult {
+  text: string;
+  structured: unknown;
+  is_error: boolean;
+  truncated: boolean;
+  server: string;
+  untrusted: boolean;
+}
+
+/** What a job (or each run of a task) asks for when it ends: its summary POSTed to a
+ *  webhook, signed with its owner's delivery secret (`webhook` empty: none); and, when it
+ *  succeeded, a run of each of these tasks of the same owner. */
+export interface FollowUps {
+  webhook: string;
+  then: string[];
+}
+
+/** A follow-up's state: `pending` until delivered (a 2xx, or a chained run started);
+ *  `dead` after 24 h without one (or a URL refused outright); `terminal_unfollowable` when
+ *  what it follows no longer holds (its job launched again or gone, no delivery secret). */
+export type DeliveryState = "pending" | "delivered" | "dead" | "terminal_unfollowable";
+
+/** One attempt at a webhook delivery: the receiver's HTTP status, or 0 and why not. */
+export interface DeliveryAttempt {
+  attempt: number;
+  at_ms: number;
+  status: number;
+  error: string;
+  duration_ms: number;
+}
+
+/** A follow-up of an ended job: a webhook delivery (`target` its URL; the same id on every
+ *  attempt) or a chained task's start (`target` the task's id). */
+export interface Delivery {
+  id: string;
+  job_id: string;
+  generation: number;
+  owner: string;
+  kind: "webhook" | "chain";
+  target: string;
+  state: DeliveryState;
+  attempts: number;
+  /** While pending: when it is tried next. */
+  next_attempt_at_ms: number;
+  last_error: string;
+  created_at_ms: number;
+  delivered_at_ms: number;
+  /** Filled in for one delivery, empty in lists. */
+  attempt_log: DeliveryAttempt[];
 }
 
 /** When a task runs by itself: a cron pattern read in a time zone; what a fire does while
@@ -170,8 +240,8 @@ export interface Schedule {
   catch_up: "none" | "latest" | "all";
 }
 
-/** A command kept under a name, run by its schedule or when asked, in a version an admin
- *  approved only (`approved`: the current one is). */
+/** A command (or an MCP tool call) kept under a name, run by its schedule or when asked, in
+ *  a version an admin approved only (`approved`: the current one is). */
 export interface Task {
   id: string;
   owner: string;
@@ -196,16 +266,25 @@ export interface Task {
   created_at_ms: number;
   updated_at_ms: number;
   /** What each run asks for when it ends: a webhook delivery, chained tasks. */
-  follow_ups: { webhook: string; then: string[] } | null;
-  /** Its webhook trigger, if it has one. */
-  webhook: { mode: string; url: string; set_at_ms: number } | null;
+  follow_ups: FollowUps | null;
+  /** Its webhook trigger at `url` (`POST /hooks/{id}`), if it has one. */
+  webhook: { mode: HookMode; url: string; set_at_ms: number } | null;
+  /** Its action when it is an MCP tool call instead of a command (then no command, argv,
+   *  cwd, env or place; approved by an admin alone, with no standing approval at execd). */
+  tool: ToolCall | null;
 }
 
-/** A job and, once it ended, the head (and tail, when cut) of its output. */
+/** How a task's webhook trigger is called: with its token as a bearer token, or signed
+ *  with its secret (`X-Hub-Signature-256` over `"{X-Argos-Timestamp}.{body}"`). */
+export type HookMode = "token" | "hmac";
+
+/** A job and, once it ended, the head (and tail, when cut) of its output; a tool call's
+ *  run has none, but once it ended, what the server answered (when it did). */
 export interface JobDetail {
   job: Job;
   stdout: (Output & { total_bytes: number }) | null;
   stderr: (Output & { total_bytes: number }) | null;
+  tool_result?: ToolResult;
 }
 
 export interface ExecutionDetail {

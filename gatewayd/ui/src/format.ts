@@ -27,6 +27,12 @@ export function duration(s: number): string {
   return `${s} s`;
 }
 
+/** When `ms` comes, from `now`: "in 2 min 5 s", or "due now" once it has passed. */
+export function until(ms: number, now = Date.now()): string {
+  const s = (ms - now) / 1000;
+  return s >= 1 ? "in " + duration(s) : "due now";
+}
+
 /** Time left until `ms` (a deadline), or "expired". */
 export function countdown(ms: number, now = Date.now()): string {
   const s = Math.max(0, Math.round((ms - now) / 1000));
@@ -62,4 +68,9 @@ export function profileWords(p: string): string {
 
 export function commandOf(a: { command?: string; argv: string[] }): string {
   return a.command || a.argv.join(" ");
+}
+
+/** What a job or task does, in a line: its command, or the MCP tool it calls. */
+export function actionOf(a: { command?: string; argv: string[]; tool?: { name: string } | null }): string {
+  return a.tool ? a.tool.name : commandOf(a);
 }

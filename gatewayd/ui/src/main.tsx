@@ -11,6 +11,7 @@ import { Agents } from "./pages/agents";
 import { Approvals } from "./pages/approvals";
 import { Audit } from "./pages/audit";
 import { Dashboard } from "./pages/dashboard";
+import { Deliveries, DeliveryPage } from "./pages/deliveries";
 import { ExecutionPage, Executions } from "./pages/executions";
 import { JobPage, Jobs } from "./pages/jobs";
 import { Login, Setup } from "./pages/login";
@@ -28,6 +29,7 @@ const NAV: { href: string; label: string; admin: boolean }[] = [
   { href: "#/executions", label: "Executions", admin: true },
   { href: "#/jobs", label: "Jobs", admin: false },
   { href: "#/tasks", label: "Tasks", admin: false },
+  { href: "#/deliveries", label: "Deliveries", admin: false },
   { href: "#/terminals", label: "Terminals", admin: true },
   { href: "#/approvals", label: "Approvals", admin: true },
   { href: "#/audit", label: "Audit", admin: true },
@@ -100,6 +102,7 @@ function Route(props: { hash: string; me: User }) {
   if (section === "agents" && !id) return <Agents me={me} />;
   if (section === "jobs") return id ? <JobPage id={id} me={me} /> : <Jobs me={me} />;
   if (section === "tasks") return id ? <TaskPage id={id} me={me} /> : <Tasks me={me} />;
+  if (section === "deliveries") return id ? <DeliveryPage id={id} me={me} /> : <Deliveries me={me} />;
   if (section === "account" && !id) return <Account me={me} />;
   if (!admin && NAV.some((l) => l.admin && l.href === "#/" + section)) {
     return <Failed error="This page is for admins." />;

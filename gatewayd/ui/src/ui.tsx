@@ -1,7 +1,7 @@
-// The pieces every page is made of: a page frame, loading and error states, tables,
-// forms (an API error shown at the field it names), status words, meters and the small
-// time-series charts (uPlot).
-import type { ComponentChildren, TargetedEvent } from "preact";
+// The pieces every page is made of: a page frame, loading and error states, tables, a
+// record's facts, forms (an API error shown at the field it names), status words, a secret
+// shown once with its copy button, meters and the small time-series charts (uPlot).
+import type { ComponentChildren, RefObject, TargetedEvent } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
@@ -113,6 +113,95 @@ export function Table<T>(props: {
       </table>
       {props.rows.length === 0 && <p class="meta empty">{props.empty ?? "Nothing here yet."}</p>}
     </>
+  );
+}
+
+/** A record's facts, a row each; a fact with no value (empty, null or false) is left out
+ *  rather than shown as a blank or a dash. */
+export function Facts(props: { id: string; facts: [string, ComponentChildren][] }) {
+  return (
+    <table class="facts" id={props.id}>
+      <tbody>
+        {props.facts
+          .filter(([, v]) => v !== "" && v !== null && v !== undefined && v !== false)
+          .map(([k, v]) => (
+            <tr>
+              <th>{k}</th>
+              <td>{v}</td>
+            </tr>
+          ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** Newer and Older for a listing read page by page: `tokens` are the page tokens that led
+ *  to the page shown (none: the first), `next` the one to the page after it. */
+export function Pager(props: {
+  id: string;
+  tokens: string[];
+  next: string | null | undefined;
+  onPage: (tokens: string[]) => void;
+}) {
+  const { tokens, next } = props;
+  return (
+    <div class="row">
+      {tokens.length > 0 && (
+        <button type="button" class="secondary" id={props.id + "-newer"} onClick={() => props.onPage(tokens.slice(0, -1))}>
+          Newer
+        </button>
+      )}
+      {next && (
+        <button type="button" class="secondary" id={props.id + "-older"} onClick={() => props.onPage([...tokens, next])}>
+          Older
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** Copies `text`. Where the browser allows no copying (a page served over plain HTTP from
+ *  another host than this one), it selects `target`'s text for the reader to copy. */
+export function Copy(props: { text: string; target: RefObject<HTMLElement | null>; label?: string }) {
+  const [done, setDone] = useState<"" | "copied" | "selected">("");
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.text);
+      setDone("copied");
+    } catch {
+      const el = props.target.current;
+      const sel = getSelection();
+      if (el && sel) {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        sel.removeAllRanges();
+        sel.addRange(range);
+      }
+      setDone("selected");
+    }
+  };
+  return (
+    <button type="button" class="secondary copy" onClick={copy}>
+      {done === "copied" ? "Copied" : done === "selected" ? "Selected: copy it with Ctrl+C" : (props.label ?? "Copy")}
+    </button>
+  );
+}
+
+/** A secret the server answers this once: with its copy button, a sentence saying it will
+ *  not be shown again, and what to do with it (`children`). */
+export function ShownOnce(props: { id: string; what: string; secret: string; children?: ComponentChildren }) {
+  const box = useRef<HTMLElement>(null);
+  return (
+    <div class="once" id={props.id}>
+      <p class="reason">Copy {props.what} now: it will not be shown again.</p>
+      <div class="row">
+        <code class="secret grow" ref={box}>
+          {props.secret}
+        </code>
+        <Copy text={props.secret} target={box} />
+      </div>
+      {props.children}
+    </div>
   );
 }
 

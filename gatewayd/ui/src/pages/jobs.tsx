@@ -1,14 +1,29 @@
 // Background jobs: start one (where it runs decides what it can touch, and whether it
-// waits for an admin's approval), the list kept live by the event stream, and one job in
-// full: why it is where it is, a cancel, and its output, live while it runs (the stream of
-// /api/jobs/{id}/output) and as kept once it ended. Leaving a page leaves the job running.
+// waits for an admin's approval; a webhook may be told when it ends), the list kept live
+// by the event stream, and one job in full: why it is where it is, what started it, its
+// follow-ups, a cancel, and its output, live while it runs (the stream of
+// /api/jobs/{id}/output) and as kept once it ended. A task's run may be an MCP tool call
+// instead: it has no output stream, and once it ended, what the server answered is shown
+// as the untrusted data it is. Leaving a page leaves the job running.
 import type { ComponentChildren, TargetedEvent } from "preact";
 import { useEffect, useState } from "preact/hooks";
-import { api, stream, type Job, type JobDetail, type JobState, type RunPlace, type User } from "../api";
+import {
+  api,
+  stream,
+  type FollowUps,
+  type Job,
+  type JobDetail,
+  type JobState,
+  type RunPlace,
+  type ToolCall,
+  type ToolResult,
+  type User,
+} from "../api";
 import { useChanges } from "../events";
-import { bytes, commandOf, duration, PLACES, when, words } from "../format";
+import { actionOf, bytes, commandOf, duration, PLACES, when, words } from "../format";
 import {
   ErrorLine,
+  Facts,
   Failed,
   FieldError,
   fieldOf,
@@ -20,6 +35,7 @@ import {
   useLoad,
   useNow,
   useSettled,
+  Pager,
 } from "../ui";
 
 const NOT_ENDED: JobState[] = ["queued", "starting", "awaiting_approval", "running"];
@@ -32,6 +48,7 @@ export function ended(j: Job): boolean {
 /** A job as an event or an answer tells it, unless the one shown has ended and it has not:
  *  an end is final (an answer can arrive after the event of a later change). */
 export function later(shown: Job | undefined, j: Job): Job {
+  if (shown && j.generation !== shown.generation) return j.generation > shown.generation ? j : shown;
   return shown && ended(shown) && !ended(j) ? shown : j;
 }
 
@@ -43,6 +60,118 @@ export function ran(j: Job, now: number): string {
 
 export function placeWords(p: string): string {
   return PLACES.find(([x]) => x === p)?.[1] ?? p;
+}
+
+/** A scheduled run recorded this long after it was due was missed while jobd was down,
+ *  and made up for once it was back (the schedule's catch-up). */
+const LATE_MS = 60_000;
+
+/** What started a task's run: `long` with its times and links, else a table cell's words. */
+export function startedBy(j: Job, long = false): ComponentChildren {
+  switch (j.trigger) {
+    case "schedule": {
+      const due = when(j.scheduled_for_ms);
+      if (!long) return <span title={"due " + due}>its schedule</span>;
+      return j.created_at_ms - j.scheduled_for_ms > LATE_MS
+        ? `its schedule, due ${due}: missed while jobd was down, run once it was back`
+        : `its schedule, due ${due}`;
+    }
+    case "webhook":
+      return "its webhook";
+    case "chain":
+      return (
+        <>
+          {long ? "the success of " : "chained from "}
+          <a href={"#/jobs/" + j.chained_from} title={j.chained_from}>
+            {long ? "job " + j.chained_from : "a run"}
+          </a>
+        </>
+      );
+    default:
+      return long ? "someone asking" : "asking";
+  }
+}
+
+/** The facts of what a job, or each run of a task, asks for when it ends (none when it
+ *  asks for nothing); a chained task by its name when `names` has it. */
+export function followUpFacts(
+  f: FollowUps | null,
+  of: "it" | "a run",
+  names: Record<string, string> = {},
+): [string, ComponentChildren][] {
+  return [
+    [
+      `when ${of} ends`,
+      f?.webhook && (
+        <>
+          its summary is delivered to <code>{f.webhook}</code>, signed with its owner's delivery secret{" "}
+          <a href="#/deliveries" class="meta">
+            (deliveries)
+          </a>
+        </>
+      ),
+    ],
+    [
+      `when ${of} succeeds`,
+      !!f?.then.length && (
+        <span class="chain">
+          {"starts "}
+          {f.then.map((id, i) => (
+            <>
+              {i > 0 && ", "}
+              <a href={`#/tasks/${id}`} title={id}>
+                {names[id] ?? "task " + id.slice(-8)}
+              </a>
+            </>
+          ))}
+        </span>
+      ),
+    ],
+  ];
+}
+
+/** An optional webhook a job (or each run of a task) tells when it ends. */
+export function WebhookField(props: { value?: string; set?: (v: string) => void; error: unknown }) {
+  return (
+    <label>
+      Webhook when it ends (optional)
+      <input
+        name="webhook"
+        type="url"
+        autocomplete="off"
+        spellcheck={false}
+        placeholder="https://example.com/argos"
+        value={props.value}
+        onInput={props.set && ((e) => props.set!(e.currentTarget.value))}
+      />
+      <span class="meta">
+        Its summary is POSTed there, signed with your delivery secret (make one on{" "}
+        <a href="#/deliveries">Deliveries</a>: without one nothing is delivered), and retried for 24 h.
+      </span>
+      <FieldError error={props.error} field="webhook" within={/^follow_ups\./} />
+    </label>
+  );
+}
+
+/** A JSON value as people read it: indented, two spaces a level. */
+export function pretty(v: unknown): string {
+  return JSON.stringify(v, null, 2);
+}
+
+/** A tool call as a task or a run's action: the tool, and its arguments in full. */
+export function CallsTool(props: { tool: ToolCall; id?: string }) {
+  const args = props.tool.arguments;
+  const none = typeof args === "object" && args !== null && Object.keys(args).length === 0;
+  return (
+    <div class="calls-tool" id={props.id}>
+      Calls tool <code class="tool">{props.tool.name}</code>
+      {none ? (
+        <span class="meta"> with no arguments</span>
+      ) : (
+        <pre class="out small tool-arguments">{pretty(args)}</pre>
+      )}
+    </div>
+  );
 }
 
 /** Where a command is to run, with what that means (root on the host in red). */
@@ -63,7 +192,7 @@ export function PlaceField(props: { value: RunPlace; set: (p: RunPlace) => void;
   );
 }
 
-const FIELDS = ["command", "place", "name", "max_runtime_s", "purpose"];
+const FIELDS = ["command", "place", "name", "max_runtime_s", "purpose", "follow_ups"];
 
 function NewJob(props: { onStarted: (j: Job) => void }) {
   const [place, setPlace] = useState<RunPlace>("auto");
@@ -82,6 +211,7 @@ function NewJob(props: { onStarted: (j: Job) => void }) {
         name: text("name"),
         max_runtime_s: text("max_runtime_s") ? Number(text("max_runtime_s")) : undefined,
         purpose: text("purpose"),
+        follow_ups: text("webhook") ? { webhook: text("webhook") } : undefined,
       });
       props.onStarted(r.job);
     } catch (e) {
@@ -113,6 +243,7 @@ function NewJob(props: { onStarted: (j: Job) => void }) {
         <input name="purpose" type="text" autocomplete="off" placeholder="why, for whoever approves it" />
         <FieldError error={error} field="purpose" />
       </label>
+      <WebhookField error={error} />
       <button type="submit" disabled={busy}>
         Start
       </button>
@@ -198,11 +329,24 @@ export function Jobs(props: { me: User }) {
           attrs={(j) => ({ "data-job-id": j.id })}
           empty={state || active || o ? "No jobs match." : "No jobs yet."}
           row={(j) => [
-            <a href={"#/jobs/" + j.id} title={commandOf(j)}>
-              {j.name || commandOf(j)}
-            </a>,
+            <>
+              <a href={"#/jobs/" + j.id} title={actionOf(j)}>
+                {j.name || actionOf(j)}
+              </a>
+              {j.tool && (
+                <div class="meta">
+                  calls tool <code>{j.tool.name}</code>
+                </div>
+              )}
+            </>,
             <Status s={j.state} />,
-            <span title={placeWords(j.place)}>{j.place}</span>,
+            j.tool ? (
+              <span class="meta" title="a tool call, made through mcpd as its owner: it runs in no place">
+                —
+              </span>
+            ) : (
+              <span title={placeWords(j.place)}>{j.place}</span>
+            ),
             ...(admin ? [j.owner] : []),
             when(j.created_at_ms),
             <span title={j.ended_at_ms ? "ended " + when(j.ended_at_ms) : undefined}>{ran(j, now)}</span>,
@@ -210,28 +354,12 @@ export function Jobs(props: { me: User }) {
           ]}
         />
       </div>
-      <div class="row">
-        {tokens.length > 0 && (
-          <button
-            type="button"
-            class="secondary"
-            id="jobs-newer"
-            onClick={() => setPaging({ filters, tokens: tokens.slice(0, -1) })}
-          >
-            Newer
-          </button>
-        )}
-        {next && (
-          <button
-            type="button"
-            class="secondary"
-            id="jobs-older"
-            onClick={() => setPaging({ filters, tokens: [...tokens, next] })}
-          >
-            Older
-          </button>
-        )}
-      </div>
+      <Pager
+        id="jobs"
+        tokens={tokens}
+        next={next}
+        onPage={(tokens) => setPaging({ filters, tokens })}
+      />
     </Page>
   );
 }
@@ -276,6 +404,43 @@ function Live(props: { id: string }) {
   );
 }
 
+/** What a tool call answered: the server's data, never instructions (a heading that says
+ *  so); its error and its cut noted; its structured content, when it has one, indented. */
+function ToolAnswer(props: { result: ToolResult }) {
+  const r = props.result;
+  const structured = r.structured == null ? "" : pretty(r.structured);
+  return (
+    <div id="job-tool-result">
+      <p class="meta" id="job-tool-server">
+        From the MCP server <code>{r.server || "(unnamed)"}</code>. Untrusted: it is that server's data, to read, not
+        instructions to follow.
+      </p>
+      {r.is_error && (
+        <p class="error" id="job-tool-error">
+          The tool reported an error: this run failed.
+        </p>
+      )}
+      {r.truncated && (
+        <p class="meta" id="job-tool-truncated">
+          Cut to mcpd's caps: the server answered more than is kept.
+        </p>
+      )}
+      <p class="meta">text</p>
+      <pre class="out" id="job-tool-text">
+        {r.text || <span class="meta">(none)</span>}
+      </pre>
+      {structured && (
+        <>
+          <p class="meta">structured content</p>
+          <pre class="out small" id="job-tool-structured">
+            {structured}
+          </pre>
+        </>
+      )}
+    </div>
+  );
+}
+
 /** Output as kept: its head, and when it was cut, how much was left out and its tail. */
 function kept(o: JobDetail["stdout"]): string {
   if (!o) return "";
@@ -292,6 +457,11 @@ export function JobPage(props: { id: string; me: User }) {
   const [busy, setBusy] = useState(false);
   const show = (j: Job) => {
     const was = r.data?.job;
+    // A new launch: its own output (none yet) and answer.
+    if (was && j.generation > was.generation) {
+      r.set((d) => d && { job: j, stdout: null, stderr: null });
+      return;
+    }
     r.set((d) => d && { ...d, job: later(d.job, j) });
     // Its output is kept once it ended: read it then.
     if (ended(j) && was && !ended(was)) r.reload();
@@ -303,7 +473,7 @@ export function JobPage(props: { id: string; me: User }) {
   });
   if (r.error) return <Failed error={r.error} />;
   if (!r.data) return <Loading />;
-  const { job: j, stdout, stderr } = r.data;
+  const { job: j, stdout, stderr, tool_result } = r.data;
   const cancel = async () => {
     setError(undefined);
     setBusy(true);
@@ -315,24 +485,41 @@ export function JobPage(props: { id: string; me: User }) {
       setBusy(false);
     }
   };
+  const relaunch = async () => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      show(
+        (
+          await api<{ job: Job }>("POST", `/api/jobs/${encodeURIComponent(j.id)}/relaunch`, {
+            generation: j.generation,
+          })
+        ).job,
+      );
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
   const waiting = j.state === "awaiting_approval";
   const facts: [string, ComponentChildren][] = [
     ["id", <code>{j.id}</code>],
-    ["command", <code>{commandOf(j)}</code>],
+    ["command", !j.tool && <code>{commandOf(j)}</code>],
+    ["action", j.tool && <CallsTool tool={j.tool} id="job-tool" />],
     ["state", <Status s={j.state} />],
     ["exit code", j.exit_code ?? ""],
-    ["where", <span class={j.place === "host" ? "place root" : undefined}>{`${j.place}: ${placeWords(j.place)}`}</span>],
-    ["owner", `${j.owner} (${j.via === "mcp" ? "by an agent at /mcp" : "by the API"})`],
     [
-      "task",
-      j.task_id && (
-        <a href={"#/tasks/" + j.task_id}>
-          {`version ${j.task_version}, ${j.trigger === "schedule" ? "due " + when(j.scheduled_for_ms) : "run when asked"}`}
-        </a>
+      "where",
+      !j.tool && (
+        <span class={j.place === "host" ? "place root" : undefined}>{`${j.place}: ${placeWords(j.place)}`}</span>
       ),
     ],
+    ["owner", `${j.owner} (${j.via === "mcp" ? "by an agent at /mcp" : "by the API"})`],
+    ["task", j.task_id && <a href={"#/tasks/" + j.task_id}>{`version ${j.task_version}`}</a>],
+    ["started by", j.task_id && startedBy(j, true)],
     ["purpose", j.purpose],
-    ["working directory", j.cwd || "the place's own"],
+    ["working directory", !j.tool && (j.cwd || "the place's own")],
     [
       "environment",
       Object.entries(j.env)
@@ -346,14 +533,40 @@ export function JobPage(props: { id: string; me: User }) {
     ["ran", ran(j, now)],
     [
       "execution",
-      admin && j.started_at_ms ? <a href={"#/executions/" + j.execution_id}>{j.execution_id}</a> : j.execution_id,
+      // None for a tool call: nothing runs at execd.
+      j.execution_id &&
+        (admin && j.started_at_ms ? <a href={"#/executions/" + j.execution_id}>{j.execution_id}</a> : j.execution_id),
     ],
     ["approval", admin && waiting ? <a href="#/approvals">{j.approval_id}</a> : j.approval_id],
     ["launches", j.generation],
-    ["cancel", j.cancel_requested ? "requested" : ""],
+    ["cancel", j.cancel_requested && "requested"],
+    ...followUpFacts(j.follow_ups, "it"),
   ];
   let output;
-  if (!j.started_at_ms) {
+  if (j.tool) {
+    // A tool call has no output stream: what the server answered is kept once it ended.
+    if (!ended(j)) {
+      output = (
+        <p class="meta empty">
+          {j.started_at_ms
+            ? "The call is in flight: what the server answers shows here once it does."
+            : "What the server answers shows here once the call is made."}
+        </p>
+      );
+    } else if (tool_result) {
+      output = <ToolAnswer result={tool_result} />;
+    } else {
+      output = (
+        <p class="meta empty" id="job-tool-none">
+          {!j.started_at_ms
+            ? "It was never called: there is no answer."
+            : j.reason
+              ? "No answer is kept: why is above."
+              : "No answer is kept."}
+        </p>
+      );
+    }
+  } else if (!j.started_at_ms) {
     output = <p class="meta empty">{ended(j) ? "It never ran: no output." : "Its output shows here once it runs."}</p>;
   } else if (!ended(j) || !stdout) {
     // Live while it runs (and until its kept output is read, once it ended).
@@ -382,16 +595,7 @@ export function JobPage(props: { id: string; me: User }) {
           )}
         </p>
       )}
-      <table class="facts" id="job-facts">
-        <tbody>
-          {facts.map(([k, v]) => (
-            <tr>
-              <th>{k}</th>
-              <td>{v}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <Facts id="job-facts" facts={facts} />
       <div class="row">
         <a href="#/jobs">All jobs</a>
         {!ended(j) && (
@@ -399,9 +603,20 @@ export function JobPage(props: { id: string; me: User }) {
             Cancel
           </button>
         )}
+        {ended(j) && !j.task_id && (
+          <button
+            type="button"
+            id="relaunch-job"
+            disabled={busy}
+            onClick={relaunch}
+            title="The same command again, as this job's next launch: through the risk gate again"
+          >
+            Run again
+          </button>
+        )}
       </div>
       <ErrorLine error={error} />
-      <h2>Output</h2>
+      {j.tool ? <h2 id="job-tool-heading">What the server answered (untrusted data)</h2> : <h2>Output</h2>}
       {output}
     </Page>
   );

@@ -1,29 +1,48 @@
-// Tasks: commands kept under a name and run by a schedule (a cron pattern in a time zone,
-// its next fires previewed as it is typed) or when asked. A task runs only in a version an
-// admin approved: an admin's save is that approval, anyone else's waits for one. The list,
-// a form to make one, and one task in full: its actions, its owner's editor, and its runs
-// (jobs), live from the event stream. There are no task events: a run of a task whose next
-// fire has passed reads the task again.
+// Tasks: commands (or MCP tool calls) kept under a name and run by a schedule (a cron pattern in a time zone,
+// its next fires previewed as it is typed), when asked, by a webhook, or by the success of
+// a run they are chained to. A task runs only in a version an admin approved: an admin's
+// save is that approval, anyone else's waits for one. The list, a form to make one (with
+// its follow-ups: a webhook told when a run ends, the owner's tasks started when it
+// succeeded), and one task in full: its actions, its webhook trigger (its secret shown once,
+// with the command that calls it), its owner's editor, and its runs (jobs), live from the
+// event stream. There are no task events: a run of a task whose next fire has passed reads
+// the task again. A tool call's task names a brokered tool (chosen from those listed, for an
+// admin; typed by its qualified name otherwise) and its arguments, a JSON object checked
+// before it is sent.
 import type { ComponentChildren, TargetedEvent } from "preact";
-import { useEffect, useState } from "preact/hooks";
-import { api, type Job, type RunPlace, type Schedule, type Task, type User } from "../api";
-import { useChanges } from "../events";
-import { commandOf, duration, when } from "../format";
+import { useEffect, useRef, useState } from "preact/hooks";
 import {
+  api,
+  ApiError,
+  type HookMode,
+  type Job,
+  type McpTool,
+  type RunPlace,
+  type Schedule,
+  type Task,
+  type User,
+} from "../api";
+import { useChanges } from "../events";
+import { actionOf, commandOf, duration, until, when } from "../format";
+import {
+  Copy,
   ErrorLine,
+  Facts,
   Failed,
   FieldError,
   fieldOf,
   FilterText,
   Loading,
   Page,
+  ShownOnce,
   Status,
   Table,
   useLoad,
   useNow,
   useSettled,
+  Pager,
 } from "../ui";
-import { later, PlaceField, placeWords, ran } from "./jobs";
+import { CallsTool, followUpFacts, later, PlaceField, placeWords, pretty, ran, startedBy, WebhookField } from "./jobs";
 
 /** This browser's time zone: a new schedule's. */
 const HERE = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -68,9 +87,22 @@ function stale(t: Task): boolean {
 
 /** When it runs next, from `now`: nothing while paused or not approved. */
 function nextRun(t: Task, now: number): ComponentChildren {
-  if (t.paused || !t.approved || !t.next_run_at_ms) return "—";
-  const s = (t.next_run_at_ms - now) / 1000;
-  return <span title={when(t.next_run_at_ms)}>{s >= 1 ? "in " + duration(s) : "due now"}</span>;
+  if (t.paused || !t.approved || !t.next_run_at_ms) return null;
+  return <span title={when(t.next_run_at_ms)}>{until(t.next_run_at_ms, now)}</span>;
+}
+
+/** Words in a list: "a", "a and b", "a, b and c". */
+function listed(w: string[]): string {
+  return w.length > 1 ? `${w.slice(0, -1).join(", ")} and ${w[w.length - 1]}` : (w[0] ?? "");
+}
+
+/** The names of `owner`'s tasks (their first 500), by id: what a chain may start. */
+function useTasksOf(owner: string | undefined) {
+  return useLoad(async () => {
+    if (!owner) return [];
+    const q = new URLSearchParams({ owner, limit: "500" });
+    return (await api<{ tasks: Task[] }>("GET", "/api/tasks?" + q)).tasks.filter((t) => t.owner === owner);
+  }, [owner]);
 }
 
 /** A time as the schedule's zone reads it, and as this browser's does when that differs. */
@@ -132,8 +164,13 @@ function NextRuns(props: { id: string; cron: string; timezone: string; at?: numb
 
 interface Draft {
   name: string;
+  /** Its action: a command (with its place), or an MCP tool call (with its arguments). */
+  action: "command" | "tool";
   command: string;
   place: RunPlace;
+  tool: string;
+  /** The arguments as typed: a JSON object's text, or nothing for none. */
+  args: string;
   max_runtime_s: string;
   purpose: string;
   scheduled: boolean;
@@ -141,14 +178,19 @@ interface Draft {
   timezone: string;
   overlap: Schedule["overlap"];
   catch_up: Schedule["catch_up"];
+  webhook: string;
+  then: string[];
 }
 
 function draftOf(t?: Task): Draft {
   const s = t?.schedule;
   return {
     name: t?.name ?? "",
-    command: t ? commandOf(t) : "",
-    place: t?.place ?? "auto",
+    action: t?.tool ? "tool" : "command",
+    command: t && !t.tool ? commandOf(t) : "",
+    place: t && !t.tool ? t.place : "auto",
+    tool: t?.tool?.name ?? "",
+    args: t?.tool && Object.keys(t.tool.arguments ?? {}).length ? pretty(t.tool.arguments) : "",
     max_runtime_s: t?.max_runtime_ms ? String(Math.round(t.max_runtime_ms / 1000)) : "",
     purpose: t?.purpose ?? "",
     scheduled: !!s,
@@ -156,36 +198,243 @@ function draftOf(t?: Task): Draft {
     timezone: s?.timezone ?? HERE,
     overlap: s?.overlap ?? "skip",
     catch_up: s?.catch_up ?? "none",
+    webhook: t?.follow_ups?.webhook ?? "",
+    then: t?.follow_ups?.then ?? [],
   };
 }
 
-/** A save's body: what the form holds, and as they were what it does not show (the
- *  working directory, the environment, an argv while its command line is left as shown). */
-function bodyOf(d: Draft, was?: Task) {
+/** The arguments typed: a JSON object (none when left empty); anything else is refused
+ *  here, before it is sent, named as the API names the field. */
+function argumentsOf(text: string): Record<string, unknown> | undefined {
+  if (!text.trim()) return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new ApiError(400, "invalid_argument", `tool.arguments: not JSON (${e instanceof Error ? e.message : e})`);
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v)) {
+    throw new ApiError(400, "invalid_argument", "tool.arguments: not a JSON object ({…})");
+  }
+  return v as Record<string, unknown>;
+}
+
+/** A save's action: the tool and its arguments; or the command and its place, and as they
+ *  were what the form does not show (the working directory, the environment, an argv while
+ *  its command line is left as shown). */
+function actionBody(d: Draft, was?: Task) {
+  if (d.action === "tool") return { tool: { name: d.tool.trim(), arguments: argumentsOf(d.args) } };
   const command = d.command.trim();
-  const keepArgv = was !== undefined && !was.command && command === commandOf(was);
+  const keepArgv = was !== undefined && !was.tool && !was.command && command === commandOf(was);
+  return {
+    ...(keepArgv ? { argv: was.argv } : { command }),
+    cwd: was?.tool ? undefined : was?.cwd,
+    env: was?.tool ? undefined : was?.env,
+    place: d.place,
+  };
+}
+
+/** A save's body: what the form holds (its action's fields only). */
+function bodyOf(d: Draft, was?: Task) {
   return {
     name: d.name.trim(),
-    ...(keepArgv ? { argv: was.argv } : { command }),
-    cwd: was?.cwd,
-    env: was?.env,
-    place: d.place,
+    ...actionBody(d, was),
     max_runtime_s: d.max_runtime_s.trim() ? Number(d.max_runtime_s) : undefined,
     purpose: d.purpose.trim(),
     schedule: d.scheduled
       ? { cron: d.cron.trim(), timezone: d.timezone.trim(), overlap: d.overlap, catch_up: d.catch_up }
       : undefined,
+    // None: the version saved asks for none (the one before may have).
+    follow_ups:
+      d.webhook.trim() || d.then.length ? { webhook: d.webhook.trim() || undefined, then: d.then } : undefined,
   };
 }
 
-const FIELDS = ["name", "command", "place", "max_runtime_s", "purpose", "cron", "timezone", "overlap", "catch_up"];
+const FIELDS = [
+  "name",
+  "command",
+  "place",
+  "tool",
+  "max_runtime_s",
+  "purpose",
+  "cron",
+  "timezone",
+  "overlap",
+  "catch_up",
+  "follow_ups",
+];
+
+/** The tasks a run's success starts: a choice among the owner's other tasks (and any chained
+ *  already that are not among them, to keep or drop). */
+function ChainField(props: {
+  self?: string;
+  owner: string;
+  then: string[];
+  set: (then: string[]) => void;
+  error: unknown;
+}) {
+  const tasks = useTasksOf(props.owner);
+  const others = (tasks.data ?? []).filter((t) => t.id !== props.self);
+  const unknown = props.then.filter((id) => !others.some((t) => t.id === id));
+  const pick = (id: string, on: boolean) => props.set(on ? [...props.then, id] : props.then.filter((x) => x !== id));
+  const box = (id: string, label: ComponentChildren) => (
+    <label class="inline">
+      <input
+        type="checkbox"
+        name="then"
+        value={id}
+        checked={props.then.includes(id)}
+        onChange={(e) => pick(id, e.currentTarget.checked)}
+      />{" "}
+      {label}
+    </label>
+  );
+  return (
+    <div class="chain-choice" id="task-then">
+      <span class="meta">When a run succeeds, start (each once a run; the same owner's tasks only)</span>
+      {tasks.error ? (
+        <ErrorLine error={tasks.error} />
+      ) : !tasks.data ? (
+        <Loading />
+      ) : others.length + unknown.length === 0 ? (
+        <p class="meta empty">No other tasks to chain yet.</p>
+      ) : (
+        <div class="choices">
+          {others.map((t) => box(t.id, t.name))}
+          {unknown.map((id) =>
+            box(id, <span class="meta">{`task ${id.slice(-8)}, not among ${props.owner}'s tasks`}</span>),
+          )}
+        </div>
+      )}
+      <FieldError error={props.error} field="then" within={/^follow_ups\./} />
+    </div>
+  );
+}
+
+const ACTIONS: [Draft["action"], string][] = [
+  ["command", "Command"],
+  ["tool", "MCP tool"],
+];
+
+/** What a brokered tool is, as its server describes it: its description (the server's own
+ *  words), its hints, and the arguments its input schema takes. */
+function ToolAbout(props: { tool: McpTool }) {
+  const t = props.tool;
+  const a = t.annotations;
+  return (
+    <div class="meta" id="task-tool-about">
+      {t.title && <strong>{t.title}</strong>}
+      {a.read_only && <span class="flag">read-only</span>}
+      {a.destructive && <span class="flag">destructive</span>}
+      {a.open_world && <span class="flag">open world</span>}
+      <p class="desc" id="task-tool-description">
+        {t.description || "(it has no description)"}
+      </p>
+      {t.input_schema != null && (
+        <details>
+          <summary>Its input schema</summary>
+          <pre class="out small">{pretty(t.input_schema)}</pre>
+        </details>
+      )}
+    </div>
+  );
+}
+
+/** A tool call's fields: the tool, chosen among the brokered tools (listed for admins only:
+ *  anyone else, or an admin when the list cannot be read, types its qualified name), and
+ *  its arguments. */
+function ToolField(props: {
+  admin: boolean;
+  tool: string;
+  args: string;
+  set: (change: Partial<Pick<Draft, "tool" | "args">>) => void;
+  error: unknown;
+}) {
+  const tools = useLoad(async () => {
+    if (!props.admin) return null;
+    const r = await api<{ tools: McpTool[] }>("GET", "/api/mcp/tools");
+    return r.tools.sort((a, b) => a.qualified_name.localeCompare(b.qualified_name));
+  });
+  const list = tools.data;
+  const chosen = list?.find((t) => t.qualified_name === props.tool);
+  // An error naming the call or its tool (one naming its arguments is shown at them).
+  const part = fieldOf(props.error) === "tool" ? (props.error as Error).message.split(":")[0] : "";
+  const toolError = part !== "tool.arguments" && <FieldError error={props.error} field="tool" />;
+  let pick;
+  if (props.admin && list === undefined && !tools.error) {
+    pick = <Loading />;
+  } else if (list?.length) {
+    pick = (
+      <label>
+        Tool
+        <select name="tool" required value={props.tool} onChange={(e) => props.set({ tool: e.currentTarget.value })}>
+          <option value="">choose a tool</option>
+          {list.map((t) => (
+            <option value={t.qualified_name}>{t.qualified_name}</option>
+          ))}
+          {props.tool && !chosen && <option value={props.tool}>{`${props.tool} (not offered now)`}</option>}
+        </select>
+        {toolError}
+      </label>
+    );
+  } else {
+    const why = !props.admin
+      ? "The list of brokered tools is an admin's: ask one for the tool's name."
+      : tools.error
+        ? `The brokered tools could not be read (${tools.error instanceof Error ? tools.error.message : tools.error}).`
+        : "No brokered tool is offered now.";
+    pick = (
+      <label>
+        Tool (its qualified name)
+        <input
+          type="text"
+          name="tool"
+          required
+          maxLength={64}
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="mcp__server__tool"
+          value={props.tool}
+          onInput={(e) => props.set({ tool: e.currentTarget.value })}
+        />
+        <span class="meta">{why}</span>
+        {toolError}
+      </label>
+    );
+  }
+  return (
+    <div class="tool-choice" id="task-tool">
+      {pick}
+      {chosen && <ToolAbout tool={chosen} />}
+      <label>
+        Arguments (JSON object)
+        <textarea
+          name="arguments"
+          rows={4}
+          autocomplete="off"
+          spellcheck={false}
+          placeholder='{"message": "hello"} (or nothing, for none)'
+          value={props.args}
+          onInput={(e) => props.set({ args: e.currentTarget.value })}
+        />
+        <FieldError error={props.error} field="arguments" within={/^tool\./} />
+      </label>
+      <p class="meta">
+        Each run calls it once, through mcpd, as the task's owner; what the server answers is kept with the run, as
+        its data. Like a command, it runs only in a version an admin approved.
+      </p>
+    </div>
+  );
+}
 
 /** A new task's form, or its owner's change of one (a new version). */
-function TaskForm(props: { task?: Task; onSaved: (t: Task) => void; onCancel?: () => void }) {
+function TaskForm(props: { me: User; task?: Task; onSaved: (t: Task) => void; onCancel?: () => void }) {
   const [d, setD] = useState<Draft>(() => draftOf(props.task));
   const [error, setError] = useState<unknown>(undefined);
   const [saved, setSaved] = useState<Task | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  // A new task joins what the next one may chain.
+  const [made, setMade] = useState(0);
   // A text field's name, value and change.
   const bind = (k: "name" | "command" | "max_runtime_s" | "purpose" | "cron" | "timezone") => ({
     name: k,
@@ -202,7 +451,10 @@ function TaskForm(props: { task?: Task; onSaved: (t: Task) => void; onCancel?: (
       const r = props.task
         ? await api<{ task: Task }>("PUT", "/api/tasks/" + encodeURIComponent(props.task.id), body)
         : await api<{ task: Task }>("POST", "/api/tasks", body);
-      if (!props.task) setD(draftOf());
+      if (!props.task) {
+        setD(draftOf());
+        setMade((n) => n + 1);
+      }
       setSaved(r.task);
       props.onSaved(r.task);
     } catch (e) {
@@ -218,12 +470,44 @@ function TaskForm(props: { task?: Task; onSaved: (t: Task) => void; onCancel?: (
         <input type="text" required maxLength={64} autocomplete="off" {...bind("name")} />
         <FieldError error={error} field="name" />
       </label>
-      <label>
-        Command
-        <textarea rows={3} required autocomplete="off" spellcheck={false} {...bind("command")} />
-        <FieldError error={error} field="command" />
-      </label>
-      <PlaceField value={d.place} set={(place) => setD({ ...d, place })} error={error} />
+      <fieldset class="pairs" id="task-action">
+        <legend>Action</legend>
+        <div class="row">
+          {ACTIONS.map(([a, label]) => (
+            <label class="inline">
+              <input
+                type="radio"
+                name="action"
+                value={a}
+                checked={d.action === a}
+                onChange={() => {
+                  setError(undefined);
+                  setD((x) => ({ ...x, action: a }));
+                }}
+              />{" "}
+              {label}
+            </label>
+          ))}
+        </div>
+        {d.action === "command" ? (
+          <>
+            <label>
+              Command
+              <textarea rows={3} required autocomplete="off" spellcheck={false} {...bind("command")} />
+              <FieldError error={error} field="command" />
+            </label>
+            <PlaceField value={d.place} set={(place) => setD({ ...d, place })} error={error} />
+          </>
+        ) : (
+          <ToolField
+            admin={props.me.role === "admin"}
+            tool={d.tool}
+            args={d.args}
+            set={(change) => setD((x) => ({ ...x, ...change }))}
+            error={error}
+          />
+        )}
+      </fieldset>
       <label>
         Time limit of a run in seconds (optional)
         <input type="number" min="1" step="1" class="short" {...bind("max_runtime_s")} />
@@ -292,7 +576,7 @@ function TaskForm(props: { task?: Task; onSaved: (t: Task) => void; onCancel?: (
               <FieldError error={error} field="overlap" />
             </label>
             <label>
-              Runs missed while jobs were down
+              Runs missed while jobd was down
               <select
                 name="catch_up"
                 value={d.catch_up}
@@ -307,6 +591,18 @@ function TaskForm(props: { task?: Task; onSaved: (t: Task) => void; onCancel?: (
           </div>
         </fieldset>
       )}
+      <fieldset class="pairs" id="task-follow-ups">
+        <legend>When a run ends</legend>
+        <WebhookField value={d.webhook} set={(webhook) => setD((x) => ({ ...x, webhook }))} error={error} />
+        <ChainField
+          key={made}
+          self={props.task?.id}
+          owner={props.task?.owner ?? props.me.name}
+          then={d.then}
+          set={(then) => setD((x) => ({ ...x, then }))}
+          error={error}
+        />
+      </fieldset>
       <div class="row">
         <button type="submit" disabled={busy}>
           Save
@@ -367,10 +663,10 @@ export function Tasks(props: { me: User }) {
   return (
     <Page
       title="Tasks"
-      lead="Commands kept under a name, run on a schedule or when asked. A task runs only in a version an admin approved: an admin's save approves it, anyone else's waits for an admin."
+      lead="Commands, or calls of a brokered MCP tool, kept under a name and run on a schedule or when asked. A task runs only in a version an admin approved: an admin's save approves it, anyone else's waits for an admin."
     >
       <h2>New task</h2>
-      <TaskForm onSaved={put} />
+      <TaskForm me={props.me} onSaved={put} />
       <h2>{admin ? "Everyone's tasks" : "Your tasks"}</h2>
       {admin && (
         <div class="row filters">
@@ -386,9 +682,16 @@ export function Tasks(props: { me: User }) {
           attrs={(t) => ({ "data-task-id": t.id })}
           empty={o ? "No tasks match." : "No tasks yet."}
           row={(t) => [
-            <a href={"#/tasks/" + t.id} title={commandOf(t)}>
-              {t.name}
-            </a>,
+            <>
+              <a href={"#/tasks/" + t.id} title={t.tool ? `Calls tool ${t.tool.name}` : actionOf(t)}>
+                {t.name}
+              </a>
+              {t.tool && (
+                <div class="meta">
+                  calls tool <code>{t.tool.name}</code>
+                </div>
+              )}
+            </>,
             ...(admin ? [t.owner] : []),
             t.schedule ? (
               <>
@@ -397,35 +700,134 @@ export function Tasks(props: { me: User }) {
             ) : (
               "when asked"
             ),
-            nextRun(t, now),
+            nextRun(t, now) ?? "—",
             <Status s={stateOf(t)} />,
             t.version,
           ]}
         />
       </div>
+      <Pager
+        id="tasks"
+        tokens={tokens}
+        next={next}
+        onPage={(tokens) => setPaging({ owner: o, tokens })}
+      />
+    </Page>
+  );
+}
+
+const HOOK_MODES: [HookMode, string][] = [
+  ["token", "a bearer token"],
+  ["hmac", "each request signed (HMAC-SHA256)"],
+];
+
+/** The command that calls a task's webhook at `url` with its new `secret`: a bearer token;
+ *  or a body signed as jobd checks it (`X-Hub-Signature-256: sha256=` the HMAC-SHA256 of
+ *  `"{X-Argos-Timestamp}.{body}"` under the secret's text, within 5 minutes, once). */
+function curlOf(mode: HookMode, url: string, secret: string): string {
+  if (mode === "token") return [`curl -X POST '${url}' \\`, `  -H 'Authorization: Bearer ${secret}'`].join("\n");
+  return [
+    `SECRET='${secret}'`,
+    `BODY='{}'`,
+    `TS=$(date +%s)`,
+    `SIG=$(printf '%s.%s' "$TS" "$BODY" | openssl dgst -sha256 -hmac "$SECRET" | awk '{print $NF}')`,
+    `curl -X POST '${url}' \\`,
+    `  -H "X-Argos-Timestamp: $TS" \\`,
+    `  -H "X-Hub-Signature-256: sha256=$SIG" \\`,
+    `  -H 'Content-Type: application/json' \\`,
+    `  --data-binary "$BODY"`,
+  ].join("\n");
+}
+
+/** A task's webhook trigger: made (or made again, which ends the secret before), its secret
+ *  shown once with the command that calls it, or removed. */
+function Trigger(props: { task: Task; onChanged: (t: Task) => void }) {
+  const t = props.task;
+  const [mode, setMode] = useState<HookMode>(t.webhook?.mode ?? "token");
+  const [made, setMade] = useState<{ mode: HookMode; url: string; secret: string } | undefined>(undefined);
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  const command = useRef<HTMLPreElement>(null);
+  const path = `/api/tasks/${encodeURIComponent(t.id)}/webhook`;
+  const act = async (f: () => Promise<void>) => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      await f();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const make = () => {
+    if (t.webhook && !confirm("Make a new secret? The one it has now stops working at once.")) return;
+    act(async () => {
+      const r = await api<{ task: Task; secret: string; url: string }>("POST", path, { mode });
+      setMade({ mode, url: location.origin + r.url, secret: r.secret });
+      props.onChanged(r.task);
+    });
+  };
+  const remove = () => {
+    if (!confirm("Remove its webhook? Its secret stops working at once.")) return;
+    act(async () => {
+      const r = await api<{ task: Task }>("DELETE", path);
+      setMade(undefined);
+      props.onChanged(r.task);
+    });
+  };
+  const curl = made && curlOf(made.mode, made.url, made.secret);
+  const secret = (m: HookMode) => (m === "hmac" ? "its signing secret" : "its token");
+  return (
+    <div id="task-webhook">
+      <p class="meta" id="task-webhook-state">
+        {t.webhook
+          ? `POST ${location.origin}${t.webhook.url} starts a run, for whoever holds ${secret(t.webhook.mode)} ` +
+            `(made ${when(t.webhook.set_at_ms)}).`
+          : "None: a webhook lets another system start a run with a POST, proved by a secret shown once."}{" "}
+        {(t.paused || !t.approved) && `While it is ${t.paused ? "paused" : "not approved"}, a call is refused (409).`}
+      </p>
       <div class="row">
-        {tokens.length > 0 && (
-          <button
-            type="button"
-            class="secondary"
-            id="tasks-newer"
-            onClick={() => setPaging({ owner: o, tokens: tokens.slice(0, -1) })}
-          >
-            Newer
-          </button>
-        )}
-        {next && (
-          <button
-            type="button"
-            class="secondary"
-            id="tasks-older"
-            onClick={() => setPaging({ owner: o, tokens: [...tokens, next] })}
-          >
-            Older
+        <label>
+          Proved by
+          <select name="hook-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value as HookMode)}>
+            {HOOK_MODES.map(([m, what]) => (
+              <option value={m}>{`${m}: ${what}`}</option>
+            ))}
+          </select>
+        </label>
+        <button
+          type="button"
+          class={t.webhook ? "secondary make-webhook" : "make-webhook"}
+          disabled={busy}
+          onClick={make}
+        >
+          {t.webhook ? "Make a new secret" : "Make a webhook"}
+        </button>
+        {t.webhook && (
+          <button type="button" class="danger remove-webhook" disabled={busy} onClick={remove}>
+            Remove the webhook
           </button>
         )}
       </div>
-    </Page>
+      <ErrorLine error={error} />
+      {made && curl && (
+        <ShownOnce id="task-webhook-secret" what={secret(made.mode)} secret={made.secret}>
+          <p class="meta">
+            It answers 202 with the run it started; 401 for any wrong secret; 409 when the task is paused, not
+            approved, or busy with a run and set to skip; 429 past its rate.{" "}
+            {made.mode === "hmac"
+              ? "Call it like this, signing each request anew: a timestamp more than 5 minutes off, " +
+                "or a signature already taken, is refused."
+              : "Call it like this:"}
+          </p>
+          <pre class="out small" id="task-webhook-curl" ref={command}>
+            {curl}
+          </pre>
+          <Copy text={curl} target={command} label="Copy the command" />
+        </ShownOnce>
+      )}
+    </div>
   );
 }
 
@@ -433,6 +835,8 @@ export function TaskPage(props: { id: string; me: User }) {
   const admin = props.me.role === "admin";
   const path = "/api/tasks/" + encodeURIComponent(props.id);
   const r = useLoad(() => api<{ task: Task }>("GET", path));
+  // The owner's tasks, for the names of those it chains.
+  const owners = useTasksOf(r.data?.task.owner);
   const runs = useLoad(() =>
     api<{ jobs: Job[] }>("GET", "/api/jobs?" + new URLSearchParams({ task_id: props.id, limit: String(RUNS) })),
   );
@@ -484,35 +888,44 @@ export function TaskPage(props: { id: string; me: User }) {
       location.hash = "#/tasks";
     })();
   };
+  const names = Object.fromEntries((owners.data ?? []).map((x) => [x.id, x.name]));
+  const starters = [s ? "its schedule" : "", "someone asking", t.webhook ? "its webhook" : ""].filter((x) => x);
+  const next = nextRun(t, now);
   const facts: [string, ComponentChildren][] = [
     ["id", <code>{t.id}</code>],
-    ["command", <code>{commandOf(t)}</code>],
+    ["command", !t.tool && <code>{commandOf(t)}</code>],
+    ["action", t.tool && <CallsTool tool={t.tool} id="task-tool-call" />],
     ["state", <Status s={stateOf(t)} />],
     [
       "schedule",
-      s ? (
+      s && (
         <>
           <code>{s.cron}</code> in {s.timezone}
           <div class="meta">
-            due while a run has not ended: {wordOf(OVERLAP, s.overlap)}; missed while jobs were down:{" "}
+            due while a run has not ended: {wordOf(OVERLAP, s.overlap)}; missed while jobd was down:{" "}
             {wordOf(CATCH_UP, s.catch_up)}
           </div>
         </>
-      ) : (
-        "none: it runs when asked"
       ),
     ],
     [
       "next run",
-      <>
-        {nextRun(t, now)}
-        {t.next_run_at_ms > 0 && !t.paused && t.approved && `, ${when(t.next_run_at_ms)}`}
-      </>,
+      next && (
+        <>
+          {next}, {when(t.next_run_at_ms)}
+        </>
+      ),
     ],
-    ["where", <span class={t.place === "host" ? "place root" : undefined}>{`${t.place}: ${placeWords(t.place)}`}</span>],
+    ["started by", listed(starters) + (t.webhook ? ` (${t.webhook.mode === "hmac" ? "signed" : "token"})` : "")],
+    [
+      "where",
+      !t.tool && (
+        <span class={t.place === "host" ? "place root" : undefined}>{`${t.place}: ${placeWords(t.place)}`}</span>
+      ),
+    ],
     ["owner", t.owner],
     ["purpose", t.purpose],
-    ["working directory", t.cwd || "the place's own"],
+    ["working directory", !t.tool && (t.cwd || "the place's own")],
     [
       "environment",
       Object.entries(t.env)
@@ -521,24 +934,7 @@ export function TaskPage(props: { id: string; me: User }) {
     ],
     ["time limit", t.max_runtime_ms ? duration(t.max_runtime_ms / 1000) + " a run" : "the default"],
     // What an approver approves along with the command: where its results go, what it starts.
-    ["when a run ends", t.follow_ups?.webhook ? `its summary is delivered to ${t.follow_ups.webhook}` : "nothing is delivered"],
-    [
-      "when a run succeeds",
-      t.follow_ups?.then.length ? (
-        <span class="chain">
-          {"starts "}
-          {t.follow_ups.then.map((id, i) => (
-            <>
-              {i > 0 && ", "}
-              <a href={`#/tasks/${id}`}>{id.slice(-8)}</a>
-            </>
-          ))}
-        </span>
-      ) : (
-        "nothing more"
-      ),
-    ],
-    ["started by", t.webhook ? `its schedule, when asked, and its webhook (${t.webhook.mode}) at ${t.webhook.url}` : "its schedule and when asked"],
+    ...followUpFacts(t.follow_ups, "a run", names),
     ["version", t.version],
     [
       "approved",
@@ -565,16 +961,7 @@ export function TaskPage(props: { id: string; me: User }) {
           Version {t.version} waits for an admin's approval: it does not run until then.
         </p>
       )}
-      <table class="facts" id="task-facts">
-        <tbody>
-          {facts.map(([k, v]) => (
-            <tr>
-              <th>{k}</th>
-              <td>{v}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      <Facts id="task-facts" facts={facts} />
       <div class="row">
         <a href="#/tasks">All tasks</a>
         <button
@@ -625,6 +1012,7 @@ export function TaskPage(props: { id: string; me: User }) {
               : "Saving makes a new version, which waits for an admin's approval: until then the task does not run."}
           </p>
           <TaskForm
+            me={props.me}
             task={t}
             onSaved={(x) => {
               show(x);
@@ -634,6 +1022,8 @@ export function TaskPage(props: { id: string; me: User }) {
           />
         </>
       )}
+      <h2>Webhook trigger</h2>
+      <Trigger task={t} onChanged={show} />
       {s && (
         <>
           <h2>Next runs</h2>
@@ -658,7 +1048,7 @@ export function TaskPage(props: { id: string; me: User }) {
           empty="No runs yet."
           row={(j) => [
             <a href={"#/jobs/" + j.id}>{when(j.created_at_ms)}</a>,
-            j.trigger === "schedule" ? <span title={"due " + when(j.scheduled_for_ms)}>its schedule</span> : "asking",
+            startedBy(j),
             j.task_version,
             <Status s={j.state} />,
             ran(j, now),
