@@ -43,9 +43,11 @@ fn bodies(doc: &mut Value) {
         {"required": ["command"], "properties": {
             "command": {"type": "string", "pattern": "^[^\\x00]*\\S[^\\x00]*$"},
             "argv": {"type": "array", "maxItems": 0}}},
+        // The program is named; its arguments may be empty strings.
         {"required": ["argv"], "properties": {
             "argv": {"type": "array", "minItems": 1,
-                     "items": {"type": "string", "minLength": 1, "pattern": "^[^\\x00]*$"}},
+                     "prefixItems": [{"type": "string", "minLength": 1, "pattern": "^[^\\x00]*$"}],
+                     "items": {"type": "string", "pattern": "^[^\\x00]*$"}},
             "command": {"type": ["string", "null"], "maxLength": 0}}}
     ]);
     let mut set = |schema: &str, f: &dyn Fn(&mut Value)| {
@@ -82,8 +84,24 @@ fn bodies(doc: &mut Value) {
                 s["oneOf"][0]["properties"]["command"] =
                     json!({"type": "string", "pattern": "\\S"});
                 s["oneOf"][1]["properties"]["argv"]["items"] = json!({"type": "string"});
+                s["oneOf"][1]["properties"]["argv"]["prefixItems"] = json!([{"type": "string"}]);
                 s["oneOf"][0]["properties"]["argv"] =
                     json!({"type": ["array", "null"], "maxItems": 0});
+            }
+            if body == "TaskBody" {
+                // Or an MCP tool call, with nothing of a command beside it.
+                for branch in [0, 1] {
+                    s["oneOf"][branch]["properties"]["tool"] = json!({"type": "null"});
+                }
+                s["oneOf"].as_array_mut().expect("oneOf").push(json!(
+                    {"required": ["tool"], "properties": {
+                        "tool": {"type": "object"},
+                        "command": {"type": ["string", "null"], "maxLength": 0},
+                        "argv": {"type": ["array", "null"], "maxItems": 0},
+                        "cwd": {"type": ["string", "null"], "maxLength": 0},
+                        "env": {"type": ["object", "null"], "maxProperties": 0},
+                        "place": {"type": ["string", "null"], "enum": [null, "auto"]}}}
+                ));
             }
             let p = &mut s["properties"];
             if p.get("cwd").is_some() {
