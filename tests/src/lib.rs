@@ -412,25 +412,38 @@ impl Stack {
     /// starts the stack again on the same root, as a supervisor would after a crash.
     /// What the killed daemon left (its launches, for execd) is left for the next start.
     pub fn crash_and_restart(&mut self, daemon: &str) {
-        let name = format!("argos-{daemon}");
-        let pid = self
-            .daemon_pids()
-            .into_iter()
-            .find(|(_, cmd)| {
-                cmd.split(' ')
-                    .next()
-                    .is_some_and(|exe| exe.rsplit('/').next() == Some(name.as_str()))
+        self.crash_all_and_restart(&[daemon]);
+    }
+
+    /// Kills several daemons with SIGKILL at once (none hears of the others' end), then
+    /// starts the stack again on the same root.
+    pub fn crash_all_and_restart(&mut self, daemons: &[&str]) {
+        let running = self.daemon_pids();
+        let pids: Vec<i32> = daemons
+            .iter()
+            .map(|daemon| {
+                let name = format!("argos-{daemon}");
+                running
+                    .iter()
+                    .find(|(_, cmd)| {
+                        cmd.split(' ')
+                            .next()
+                            .is_some_and(|exe| exe.rsplit('/').next() == Some(name.as_str()))
+                    })
+                    .unwrap_or_else(|| panic!("no running argos-{daemon}: {running:?}"))
+                    .0
             })
-            .unwrap_or_else(|| panic!("no running argos-{daemon}: {:?}", self.daemon_pids()))
-            .0;
-        kill(Pid::from_raw(pid), Signal::SIGKILL).expect("SIGKILL");
+            .collect();
+        for pid in &pids {
+            kill(Pid::from_raw(*pid), Signal::SIGKILL).expect("SIGKILL");
+        }
         let _ = self.wait_exit(Duration::from_secs(30));
         self.child = None;
         self.launch();
-        assert!(
-            self.daemon_pids().iter().all(|(p, _)| *p != pid),
-            "argos-{daemon} ({pid}) is still running"
-        );
+        let now = self.daemon_pids();
+        for pid in pids {
+            assert!(now.iter().all(|(p, _)| *p != pid), "{pid} is still running");
+        }
     }
 
     /// Sends SIGTERM to `argosctl up` and waits for it to exit.

@@ -25,6 +25,12 @@ struct Receiver {
 
 impl Receiver {
     fn start(statuses: Vec<u16>) -> Receiver {
+        Self::holding_first(statuses, Duration::ZERO)
+    }
+
+    /// Like `start`, but the first request is kept waiting `hold` before it is answered
+    /// (it is counted as got at once).
+    fn holding_first(statuses: Vec<u16>, hold: Duration) -> Receiver {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let got = Arc::new(Mutex::new(Vec::new()));
@@ -55,7 +61,14 @@ impl Receiver {
                     let mut q = queue.lock().unwrap();
                     if q.is_empty() { 200 } else { q.remove(0) }
                 };
-                kept.lock().unwrap().push((headers, body));
+                let first = {
+                    let mut got = kept.lock().unwrap();
+                    got.push((headers, body));
+                    got.len() == 1
+                };
+                if first {
+                    std::thread::sleep(hold);
+                }
                 let _ = write!(
                     conn,
                     "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
@@ -498,5 +511,74 @@ fn a_job_launched_again_is_a_new_generation_with_its_own_follow_ups() {
         .len();
     assert_eq!((runs.len(), runs_now), (2, 2), "{runs:?}");
     assert!(runs.iter().all(|j| j["chained_from"] == admins.as_str()));
+    stack.stop();
+}
+
+/// Deliveries and chains across kill -9 of jobd and execd together: a delivery in flight
+/// when both die is made again under its id (at least once) and recorded once; a job with
+/// a chain that ends across the crash starts its chained task once.
+#[test]
+fn follow_ups_survive_kill_9_of_jobd_and_execd_together() {
+    let mut stack = StackBuilder::new()
+        .env("ARGOS_JOBS__DELIVER_ALLOW", "127.0.0.1")
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let r = bob.post("/api/deliveries/secret", json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let rx = Receiver::holding_first(vec![], Duration::from_secs(5));
+    let r = bob.post(
+        "/api/jobs",
+        json!({"command": "true", "place": "sandbox", "follow_ups": {"webhook": rx.url()}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let job = r.json()["job"]["id"].as_str().unwrap().to_string();
+    // A task to chain, and a run that ends while both are down.
+    let r = admin.post(
+        "/api/tasks",
+        json!({"name": "after", "command": "echo chained", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let task = r.json()["task"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        "/api/jobs",
+        json!({"command": "sleep 3", "place": "sandbox", "follow_ups": {"then": [task]}}),
+    );
+    assert_eq!(r.json()["job"]["state"], "running", "{r:?}");
+    let first = rx.wait(1, 30);
+    stack.crash_all_and_restart(&["jobd", "execd"]);
+    let mut bob = login(&stack, "bob");
+    let mut admin = login(&stack, "root-admin");
+
+    // The delivery: made again under the same id, delivered, one follow-up for the job.
+    let got = rx.wait(2, 60);
+    let id = &first[0].0["x-argos-delivery"];
+    assert!(
+        got.iter().all(|(h, _)| &h["x-argos-delivery"] == id),
+        "{got:?}"
+    );
+    wait_delivery(&mut bob, id, "delivered", 30);
+    let mine: Vec<Value> = bob.get("/api/deliveries?limit=500").json()["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["job_id"] == job.as_str())
+        .cloned()
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:?}");
+
+    // The chain: one run of the task, once the job ended.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = admin.get(&format!("/api/jobs?task_id={task}")).json()["jobs"].clone();
+        let runs = runs.as_array().unwrap();
+        if runs.iter().any(|j| j["state"] == "succeeded") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{runs:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let runs = admin.get(&format!("/api/jobs?task_id={task}")).json()["jobs"].clone();
+    assert_eq!(runs.as_array().unwrap().len(), 1, "started once: {runs}");
     stack.stop();
 }

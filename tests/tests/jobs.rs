@@ -420,8 +420,7 @@ fn jobs_survive_kill_9_of_jobd_of_execd_and_of_both() {
         &mut bob,
         json!({"command": "sleep 4; echo survived", "place": "sandbox"}),
     );
-    stack.crash_and_restart("jobd");
-    stack.crash_and_restart("execd");
+    stack.crash_all_and_restart(&["jobd", "execd"]);
     let mut bob = login(&stack, "bob");
     let mut admin4 = login(&stack, "root-admin");
     let v = wait_job(&mut bob, &id(&gated), 30, |j| j["state"] != "starting");
