@@ -71,10 +71,11 @@ pub(super) fn cancel_tool() -> Result<Tool, ErrorData> {
     }))
 }
 
-/// A job as an agent reads it: the API's view, with its execution's resource.
+/// A job as an agent reads it: the API's view, with its execution's resource (none for a
+/// task's tool call: nothing runs at execd).
 fn view(j: &jpb::JobInfo) -> serde_json::Value {
     let mut v = crate::views::job(j);
-    if !j.execution_id.is_empty() {
+    if !j.execution_id.is_empty() && j.tool.is_none() {
         v["resource"] = json!(super::resources::uri(&j.execution_id));
     }
     v
@@ -171,6 +172,11 @@ impl Endpoint {
             if r.stdout.is_some() || r.stderr.is_some() {
                 v["stdout"] = super::tools::output(r.stdout.as_ref());
                 v["stderr"] = super::tools::output(r.stderr.as_ref());
+            }
+            // What an upstream tool answered a task's call: data, marked untrusted.
+            if let Some(t) = r.tool_result {
+                v["tool_result"] = json!({"text": t.text, "is_error": t.is_error,
+                    "truncated": t.truncated, "server": t.server, "untrusted": true});
             }
             return text_result(v.to_string(), false);
         }
