@@ -36,6 +36,11 @@ fn when(ms: i64) -> String {
 }
 
 fn command_line(j: &Value) -> String {
+    if let Some(t) = j["tool"].as_object() {
+        let name = t.get("name").and_then(Value::as_str).unwrap_or_default();
+        let args = t.get("arguments").map(Value::to_string).unwrap_or_default();
+        return format!("tool {name} {args}");
+    }
     match s(j, "command") {
         "" => j["argv"]
             .as_array()
@@ -156,7 +161,12 @@ pub fn start(
 pub fn cancel(gw: &Gateway, id: &str) -> anyhow::Result<i32> {
     let v = gw.call("POST", &format!("/api/jobs/{id}/cancel"), Some(json!({})))?;
     let j = &v["job"];
-    println!("{}  {}  {}", s(j, "id"), s(j, "state"), s(j, "reason"));
+    println!(
+        "{}  {}  {}",
+        s(j, "id"),
+        s(j, "state"),
+        clean(s(j, "reason"))
+    );
     Ok(0)
 }
 

@@ -258,7 +258,8 @@ impl Engine {
         }
         // A job asked for through the API that execd refuses outright is not kept (the
         // caller hears why); a task's run is kept, rejected, in the task's history.
-        let first = j.attempts == 0 && j.task_id.is_empty();
+        // (A job launched again keeps its history: refused then, it ends `rejected`.)
+        let first = j.attempts == 0 && j.generation == 1 && j.task_id.is_empty();
         let req = xpb::RequestRunRequest {
             run: Some(j.spec.run_request()),
             purpose: j.spec.purpose.clone(),
@@ -336,13 +337,39 @@ impl Engine {
     }
 
     /// Makes job `j`'s tool call through mcpd, once: only when mcpd answers (else it waits,
-    /// queued, nothing sent), and `running` from before the call is sent, so a restart
-    /// finds it in flight and records it `lost` instead of calling again.
+    /// queued, nothing sent), only while its task still runs the version it is a run of,
+    /// and `running` from before the call is sent, so a restart finds it in flight and
+    /// records it `lost` instead of calling again. Only a queued job is claimed: one left
+    /// `starting` may have been sent by a jobd that stopped, and is `lost`.
     async fn ask_tool(
         &self,
         j: &Job,
         tool: ToolCall,
     ) -> Result<(Option<ExecError>, Asked), StoreError> {
+        if j.state == State::Starting {
+            let o = ended(State::Lost, STOPPED_MID_CALL.into());
+            self.settle(j, &o, None, "").await?;
+            return Ok((None, Asked::Answered));
+        }
+        // The approval a run was recorded under must still stand: an edit, a removal or
+        // a withdrawn approval ends the version's queued runs unmade (as execd's revoked
+        // standing approval does a command's).
+        let task = self.store.task(&j.task_id).await?;
+        if task
+            .as_ref()
+            .and_then(|t| t.runnable())
+            .is_none_or(|a| a.version != j.task_version)
+        {
+            let o = ended(
+                State::Rejected,
+                format!(
+                    "task {} no longer runs version {} (edited, removed or its approval withdrawn); nothing was called",
+                    j.task_id, j.task_version
+                ),
+            );
+            self.settle(j, &o, None, "").await?;
+            return Ok((None, Asked::Answered));
+        }
         let status = tonic::Request::new(argos_proto::common::v1::StatusRequest {});
         if let Err(e) = argos_common::grpc::daemon_status(self.mcp.clone(), status).await {
             let why = format!("waiting for mcpd to make its tool call: {}", e.message());
@@ -364,7 +391,7 @@ impl Engine {
             started_at_ms: now_ms(),
             ended_at_ms: 0,
         };
-        let claimed = self.store.claim(&j.id, j.generation).await?
+        let claimed = self.store.claim_queued(&j.id, j.generation).await?
             && self
                 .store
                 .settle(&j.id, j.generation, &running, None, "")
@@ -373,6 +400,15 @@ impl Engine {
                 .is_some();
         if !claimed {
             self.calls.lock().expect("calls").remove(&j.id);
+            // Its cancel came first: it ends unmade.
+            if let Some(now) = self.store.get(&j.id).await?
+                && now.cancel_requested
+                && now.state == State::Queued
+                && let Some(done) = self.store.cancel_unasked(&j.id, false).await?
+            {
+                self.ended(&done).await;
+                self.changed(&done);
+            }
             return Ok((None, Asked::Answered));
         }
         tracing::info!(job = %j.id, owner = %j.owner, tool = %tool.name, "calling a task's tool through mcpd");
@@ -392,7 +428,8 @@ impl Engine {
             Some(&j.owner),
             Some(&j.id),
         );
-        let mut mcp = mpb::mcp_client::McpClient::new(self.mcp.clone());
+        let mut mcp = mpb::mcp_client::McpClient::new(self.mcp.clone())
+            .max_decoding_message_size(MCP_ANSWER_MAX);
         let limit = Duration::from_millis(j.spec.max_runtime_ms);
         let (o, result) = tokio::select! {
             r = tokio::time::timeout(limit, mcp.call_tool(req)) => tool_outcome(r, j.spec.max_runtime_ms),
@@ -419,10 +456,7 @@ impl Engine {
     async fn lose_stopped_calls(&self) -> Result<(), StoreError> {
         for j in self.store.active().await? {
             if j.spec.tool.is_some() && matches!(j.state, State::Starting | State::Running) {
-                let o = ended(
-                    State::Lost,
-                    "jobd stopped while its tool call was in flight; what the server did is not known, and a tool call is never made again on a guess".into(),
-                );
+                let o = ended(State::Lost, STOPPED_MID_CALL.into());
                 self.settle(&j, &o, None, "").await?;
             }
         }
@@ -850,6 +884,13 @@ impl Drop for Launching {
     }
 }
 
+/// Why a tool call that may have been sent when jobd stopped is `lost`.
+const STOPPED_MID_CALL: &str = "jobd stopped while its tool call was in flight; what the server did is not known, and a tool call is never made again on a guess";
+
+/// The largest answer jobd reads from mcpd: above mcpd's caps on a result (4 MiB of
+/// content, with its framing), so a call that acted is never lost to a decode limit.
+const MCP_ANSWER_MAX: usize = 16 * 1024 * 1024;
+
 /// Where mcpd's answer to a tool call (or its max runtime) leaves the job, and what to keep.
 fn tool_outcome(
     r: Result<
@@ -900,23 +941,34 @@ fn tool_outcome(
         }
         Ok(Err(status)) => {
             let m = status.message();
-            let o = match status.code() {
+            match status.code() {
+                // mcpd's own refusals, before anything was sent upstream.
                 Code::InvalidArgument
                 | Code::NotFound
                 | Code::FailedPrecondition
-                | Code::PermissionDenied => ended(
-                    State::Rejected,
-                    format!("mcpd refused the tool call; nothing was called: {m}"),
-                ),
-                _ => ended(
-                    State::Failed,
-                    format!(
-                        "the tool call failed ({:?}): {m}; it is not made again on a guess",
-                        status.code()
+                | Code::PermissionDenied => (
+                    ended(
+                        State::Rejected,
+                        format!("mcpd refused the tool call; nothing was called: {m}"),
                     ),
+                    None,
                 ),
-            };
-            (o, None)
+                // The call went out: what came back may carry the upstream server's words,
+                // kept with the result (marked untrusted), not in the job's reason.
+                code => (
+                    ended(
+                        State::Failed,
+                        format!(
+                            "the tool call failed ({code:?}); what came back is kept as its result; it is not made again on a guess"
+                        ),
+                    ),
+                    Some(ToolResult {
+                        text: m.to_string(),
+                        is_error: true,
+                        ..Default::default()
+                    }),
+                ),
+            }
         }
     }
 }

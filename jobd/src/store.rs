@@ -432,6 +432,21 @@ impl Store {
             == 1)
     }
 
+    /// queued → starting, counting the attempt, unless its cancel was asked for (a tool
+    /// call: claimed only once, never from `starting`); false when it does not stand so.
+    pub async fn claim_queued(&self, id: &str, generation: u32) -> Result<bool, StoreError> {
+        Ok(sqlx::query(
+            "UPDATE jobs SET state = 'starting', attempts = attempts + 1
+             WHERE id = ? AND generation = ? AND state = 'queued' AND cancel_requested = 0",
+        )
+        .bind(id)
+        .bind(i64::from(generation))
+        .execute(&self.pool)
+        .await?
+        .rows_affected()
+            == 1)
+    }
+
     /// starting → queued, saying why it waits (execd's quota: it recorded nothing, so the
     /// next ask gets an execution id chosen then, within execd's window for new ids).
     pub async fn requeue(&self, id: &str, generation: u32, why: &str) -> Result<bool, StoreError> {
@@ -662,11 +677,12 @@ impl Store {
     /// Forgets a job execd refused outright when it was first asked: it never was.
     pub async fn forget_refused(&self, id: &str) -> Result<(), StoreError> {
         sqlx::query(
-            "DELETE FROM jobs WHERE id = ? AND state = 'starting' AND attempts = 1 AND task_id = ''",
+            "DELETE FROM jobs WHERE id = ? AND state = 'starting' AND attempts = 1 AND task_id = ''
+               AND generation = 1",
         )
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -684,6 +700,30 @@ impl Store {
             "DELETE FROM followups WHERE job_id IN
                (SELECT id FROM jobs WHERE ended_at_ms > 0 AND ended_at_ms < ?)",
         )
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await?;
+        // A job launched again and again: its earlier generations' follow-ups that are
+        // done go by their own age.
+        macro_rules! old_generations {
+            () => {
+                "FROM followups f WHERE f.state != 'pending' AND f.created_at_ms < ?
+                   AND f.generation < (SELECT j.generation FROM jobs j WHERE j.id = f.job_id)"
+            };
+        }
+        sqlx::query(concat!(
+            "DELETE FROM delivery_attempts WHERE followup_id IN (SELECT f.id ",
+            old_generations!(),
+            ")"
+        ))
+        .bind(before_ms)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query(concat!(
+            "DELETE FROM followups WHERE id IN (SELECT f.id ",
+            old_generations!(),
+            ")"
+        ))
         .bind(before_ms)
         .execute(&self.pool)
         .await?;
@@ -875,5 +915,47 @@ mod tests {
         assert_eq!(s.prune(now_ms() + 1).await.unwrap(), 1);
         assert!(s.get(&old.id).await.unwrap().is_none());
         assert!(s.get(&live.id).await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_job_launched_again_keeps_its_row_and_its_old_follow_ups_age_out() {
+        let (s, _d) = store().await;
+        let j = s
+            .insert(&uuid::Uuid::now_v7().to_string(), "a", "api", &spec(), 0)
+            .await
+            .unwrap()
+            .unwrap();
+        let ended = s.cancel_unasked(&j.id, false).await.unwrap().unwrap();
+        // Not before its follow-ups are recorded.
+        assert!(!s.relaunch(&j.id, 1, 0).await.unwrap());
+        let hook = crate::followup::FollowUps {
+            webhook: Some("https://example.com/h".into()),
+            then: Vec::new(),
+        };
+        s.record_followups(&ended, &hook).await.unwrap();
+        sqlx::query("UPDATE followups SET state = 'delivered', created_at_ms = 1")
+            .execute(&s.pool)
+            .await
+            .unwrap();
+        assert!(
+            !s.relaunch(&j.id, 2, 0).await.unwrap(),
+            "a stale generation"
+        );
+        assert!(s.relaunch(&j.id, 1, 0).await.unwrap());
+        assert!(!s.relaunch(&j.id, 1, 0).await.unwrap(), "once");
+        let again = s.get(&j.id).await.unwrap().unwrap();
+        assert_eq!((again.generation, again.state), (2, State::Queued));
+        assert_ne!(again.execution_id, j.execution_id);
+        // Its first ask refused: it is kept (ended rejected by the engine), not forgotten.
+        assert!(s.claim(&j.id, 2).await.unwrap());
+        s.forget_refused(&j.id).await.unwrap();
+        assert!(s.get(&j.id).await.unwrap().is_some());
+        // Generation 1's delivered follow-up goes by its own age; the job stays.
+        assert_eq!(s.prune(now_ms() + 1).await.unwrap(), 0);
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM followups")
+            .fetch_one(&s.pool)
+            .await
+            .unwrap();
+        assert_eq!(left, 0);
     }
 }

@@ -406,8 +406,10 @@ impl Mcp for McpService {
         &self,
         r: Request<pb::CallToolRequest>,
     ) -> Result<Response<pb::CallToolResponse>, Status> {
-        // Who asked, for the log: the gateway for a user or agent, jobd for a task's owner.
-        let (role, principal) = r
+        // Who asked, for the log: the gateway for a user or agent, jobd for a task's owner
+        // (its request id: the job). Logged before the call goes out, so a call its caller
+        // abandons is in the log too.
+        let (role, principal, request_id) = r
             .extensions()
             .get::<argos_common::principal::Caller>()
             .map(|c| {
@@ -417,10 +419,12 @@ impl Mcp for McpService {
                         .as_ref()
                         .map(|p| p.as_str().to_string())
                         .unwrap_or_default(),
+                    c.request_id.clone(),
                 )
             })
             .unwrap_or_default();
         let r = r.into_inner();
+        tracing::info!(tool = %r.qualified_name, %role, %principal, %request_id, "tool call");
         let called = self.broker.call(&r.qualified_name, &r.arguments_json).await;
         match &called {
             Ok((server, _, is_error)) => {

@@ -688,11 +688,12 @@ fn a_tasks_tool_call_runs_once_through_mcpd_as_its_owner() {
     );
 
     // A long call: cancelled in flight; then another, in flight when jobd is killed.
-    let r = admin.post(
-        "/api/tasks",
+    let long_task = |duration: u32| {
         json!({"name": "long", "tool": {"name": "mcp__everything__trigger-long-running-operation",
-                                        "arguments": {"duration": 20, "steps": 2}}}),
-    );
+                                        "arguments": {"duration": duration, "steps": 2}},
+               "schedule": {"cron": "0 0 1 1 *", "overlap": "queue"}})
+    };
+    let r = admin.post("/api/tasks", long_task(20));
     assert_eq!(r.status, 201, "{r:?}");
     let long = r.json()["task"]["id"].as_str().unwrap().to_string();
     let start_long = |web: &mut Web| -> String {
@@ -707,9 +708,32 @@ fn a_tasks_tool_call_runs_once_through_mcpd_as_its_owner() {
         job
     };
     let job = start_long(&mut admin);
+    // A run queued behind it (overlap queue) is of version 1: once the task is edited,
+    // that run is never made (its version no longer runs).
+    let r = admin.post(&format!("/api/tasks/{long}/run"), json!({}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let behind = r.json()["job"]["id"].as_str().unwrap().to_string();
+    assert_eq!(r.json()["job"]["state"], "queued", "{r:?}");
+    let r = admin.call(
+        "PUT",
+        &format!("/api/tasks/{long}"),
+        Some(&long_task(21)),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["task"]["version"], 2, "{r:?}");
     let r = admin.post(&format!("/api/jobs/{job}/cancel"), json!({}));
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.json()["job"]["state"], "cancelled", "{r:?}");
+    let v = wait_end(&mut admin, &behind);
+    assert_eq!(v["job"]["state"], "rejected", "{v}");
+    assert!(
+        v["job"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no longer runs version 1"),
+        "{v}"
+    );
     let job = start_long(&mut admin);
     stack.crash_and_restart("jobd");
     let v = wait_end(&mut admin, &job);

@@ -248,7 +248,10 @@ async fn save(api: &Shared, caller: &Caller, id: &str, b: TaskBody) -> Result<jp
 /// The audit record's detail of a task's save.
 fn saved_detail(b: &TaskBody) -> serde_json::Value {
     json!({"name": b.name, "command": b.command, "argv": b.argv, "cwd": b.cwd,
-           "tool": b.tool.as_ref().map(|t| &t.name),
+           "tool": b.tool.as_ref().map(|t| json!({"name": t.name,
+               "arguments_sha256": argos_store::audit::sha256_hex(
+                   t.arguments.as_ref().map(|a| serde_json::Value::Object(a.clone()).to_string())
+                       .unwrap_or_default().as_bytes())})),
            "env": b.env.keys().collect::<Vec<_>>(), "place": b.place,
            "max_runtime_s": b.max_runtime_s,
            "schedule": b.schedule.as_ref().map(|s| json!({"cron": s.cron, "timezone": s.timezone,
@@ -443,7 +446,11 @@ pub async fn approve_task(
         ));
     }
     let old = t.standing_approval_id.clone();
-    let detail = json!({"version": b.version, "owner": t.owner});
+    // What is approved, exactly: a command's digest is execd's (in its own audit); a tool
+    // call's name and the hash of its arguments as jobd keeps them are recorded here.
+    let detail = json!({"version": b.version, "owner": t.owner,
+        "tool": t.tool.as_ref().map(|c| json!({"name": c.name,
+            "arguments_sha256": argos_store::audit::sha256_hex(c.arguments_json.as_bytes())}))});
     let t = audited(
         &api,
         "task.approve",
