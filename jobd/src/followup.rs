@@ -243,17 +243,19 @@ impl Store {
         &self,
         owner: Option<&str>,
         state: Option<&str>,
+        job_id: Option<&str>,
         before_id: Option<&str>,
         limit: u32,
     ) -> Result<Vec<FollowUp>, StoreError> {
         Ok(sqlx::query(
             "SELECT * FROM followups WHERE (?1 IS NULL OR owner = ?1) AND (?2 IS NULL OR state = ?2)
-               AND (?3 IS NULL OR id < ?3) ORDER BY id DESC LIMIT ?4",
+               AND (?5 IS NULL OR job_id = ?5) AND (?3 IS NULL OR id < ?3) ORDER BY id DESC LIMIT ?4",
         )
         .bind(owner)
         .bind(state)
         .bind(before_id)
         .bind(i64::from(limit))
+        .bind(job_id)
         .fetch_all(self.pool())
         .await?
         .iter()

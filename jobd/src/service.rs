@@ -764,6 +764,9 @@ impl JobRpc for JobService {
         let r = req.into_inner();
         let limit = page_size(r.page_size)?;
         let token = page_token(&r.page_token)?;
+        if !r.job_id.is_empty() {
+            job_id(&r.job_id)?;
+        }
         if !matches!(
             r.state.as_str(),
             "" | "pending" | "delivered" | "dead" | "terminal_unfollowable"
@@ -779,6 +782,7 @@ impl JobRpc for JobService {
             .followups(
                 (!r.owner.is_empty()).then_some(r.owner.as_str()),
                 (!r.state.is_empty()).then_some(r.state.as_str()),
+                (!r.job_id.is_empty()).then_some(r.job_id.as_str()),
                 token,
                 limit,
             )

@@ -456,6 +456,17 @@ fn a_job_launched_again_is_a_new_generation_with_its_own_follow_ups() {
         2,
         "one delivery per generation"
     );
+    let r = bob.get(&format!("/api/deliveries?job_id={job}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    let generations: Vec<u64> = r.json()["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["generation"].as_u64().unwrap())
+        .collect();
+    assert_eq!(generations, [2, 1], "this job's, newest first: {r:?}");
+    let r = bob.get("/api/deliveries?job_id=not-a-job");
+    assert_eq!(r.status, 400, "{r:?}");
 
     // Not another user's job; not a task's run.
     let r = admin.post(

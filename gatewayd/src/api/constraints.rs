@@ -409,6 +409,11 @@ pub fn document(doc: &mut Value) {
                             p["schema"] = json!({"type": "string", "enum": job_states});
                             answers.push(("400", "an unknown state, or given twice"));
                         }
+                        ("query", "job_id") => {
+                            p["schema"] =
+                                json!({"type": "string", "pattern": format!("^$|{UUID}")});
+                            answers.push(("400", "the job id is not a UUID"));
+                        }
                         ("query", "count") => {
                             p["schema"] = json!({"type": "integer", "minimum": 1, "maximum": 50});
                             answers.push(("400", "count is not 1 to 50"));

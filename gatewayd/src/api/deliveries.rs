@@ -83,6 +83,8 @@ pub struct DeliveriesQuery {
     state: Option<String>,
     /// Only this owner's (admins; a user always sees their own).
     owner: Option<String>,
+    /// Only this job's (all its generations').
+    job_id: Option<String>,
     /// At most this many (default 50, at most 500).
     limit: Option<u32>,
     page_token: Option<String>,
@@ -112,6 +114,7 @@ pub async fn deliveries(
                 state: q.state.unwrap_or_default(),
                 page_size: limit,
                 page_token: q.page_token.unwrap_or_default(),
+                job_id: q.job_id.unwrap_or_default(),
             },
         ))
         .await

@@ -128,6 +128,45 @@ function SigningSecret() {
   );
 }
 
+/** What became of one job's follow-ups, each of its launches': read again while any is
+ *  pending, and when the job ends (they are recorded just after). */
+export function JobDeliveries(props: { job: Job }) {
+  const j = props.job;
+  const now = useNow(1000);
+  const list = useLoad(
+    () =>
+      api<{ deliveries: Delivery[] }>(
+        "GET",
+        "/api/deliveries?" + new URLSearchParams({ job_id: j.id, limit: "50" }),
+      ),
+    [j.id, j.generation, j.state],
+  );
+  useInterval(() => {
+    if (list.data?.deliveries.some((d) => d.state === "pending")) list.reload();
+  }, POLL_MS);
+  if (list.error) return <Failed error={list.error} />;
+  if (!list.data) return <Loading />;
+  return (
+    <Table
+      id="job-deliveries"
+      cols={["launch", "to", "state", "attempts", "next attempt or last error"]}
+      rows={list.data.deliveries}
+      key={(d) => d.id}
+      attrs={(d) => ({ "data-delivery-id": d.id })}
+      empty={ended(j) ? "None recorded yet." : "Recorded once it ends."}
+      row={(d) => [
+        <a href={"#/deliveries/" + d.id}>{d.generation}</a>,
+        <Target d={d} />,
+        <span title={meaning(d.state)}>
+          <Status s={d.state} />
+        </span>,
+        d.kind === "webhook" ? d.attempts : "",
+        progress(d, now),
+      ]}
+    />
+  );
+}
+
 export function Deliveries(props: { me: User }) {
   const admin = props.me.role === "admin";
   const [state, setState] = useState("");

@@ -37,6 +37,7 @@ import {
   useSettled,
   Pager,
 } from "../ui";
+import { JobDeliveries } from "./deliveries";
 
 const NOT_ENDED: JobState[] = ["queued", "starting", "awaiting_approval", "running"];
 const STATES: JobState[] = [...NOT_ENDED, "succeeded", "failed", "timed_out", "cancelled", "died", "lost", "rejected"];
@@ -616,6 +617,12 @@ export function JobPage(props: { id: string; me: User }) {
         )}
       </div>
       <ErrorLine error={error} />
+      {(j.follow_ups?.webhook || !!j.follow_ups?.then.length) && (
+        <>
+          <h2>Follow-ups</h2>
+          <JobDeliveries job={j} />
+        </>
+      )}
       {j.tool ? <h2 id="job-tool-heading">What the server answered (untrusted data)</h2> : <h2>Output</h2>}
       {output}
     </Page>
