@@ -10,8 +10,10 @@
 //! 6. bind `<runtime_dir>/<daemon>.sock` (stale socket removed, mode and group set);
 //! 7. serve the daemon's routes + `argos.common.v1.Daemon` (its `Status`) + health +
 //!    reflection behind peer authorization, and its background tasks ([`Context::every`]);
-//! 8. on SIGTERM/SIGINT: report NOT_SERVING, let open calls finish within the grace
-//!    period, stop background tasks, remove the socket, exit 0.
+//!    tell a service manager `READY=1` with a `STATUS=` line, and ping its watchdog at
+//!    half the period it set (`WATCHDOG_USEC`);
+//! 8. on SIGTERM/SIGINT: tell it `STOPPING=1`, report NOT_SERVING, let open calls finish
+//!    within the grace period, stop background tasks, remove the socket, exit 0.
 
 use std::ffi::OsString;
 use std::future::Future;
@@ -24,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::Context as _;
 use argos_proto::common::v1 as pb;
 use futures_util::future::BoxFuture;
+use sd_notify::NotifyState;
 use tonic_health::ServingStatus;
 
 use crate::config::{self, Config, IdSpec, Source};
@@ -518,6 +521,22 @@ where
         daemon = spec.name, version = crate::VERSION, pid = identity.pid, uid = identity.uid,
         socket = %socket.display(), "serving"
     );
+    // The socket listens and every route is in place: a service manager may start what
+    // needs it (systemd `Type=notify`), and hears from here on that the daemon lives.
+    let prog = format!("argos-{}", spec.name);
+    notify(&[
+        NotifyState::Ready,
+        NotifyState::Status(&format!("{prog}: serving on {}", socket.display())),
+    ]);
+    let watchdog = sd_notify::watchdog_enabled().map(|every| {
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every / 2);
+            loop {
+                tick.tick().await;
+                notify(&[NotifyState::Watchdog]);
+            }
+        })
+    });
     let background = futures_util::future::join_all(served.background);
     let background = tokio::spawn(background);
     let grace = Duration::from_millis(config.shutdown.grace_ms);
@@ -525,6 +544,10 @@ where
     let names = routes.names();
     let signal = async move {
         signals.recv().await;
+        notify(&[
+            NotifyState::Stopping,
+            NotifyState::Status(&format!("{prog}: stopping")),
+        ]);
         for name in names.into_iter().chain([""]) {
             health_for_stop
                 .set_service_status(name, ServingStatus::NotServing)
@@ -543,6 +566,9 @@ where
         grace,
     )
     .await?;
+    if let Some(w) = watchdog {
+        w.abort();
+    }
     match tokio::time::timeout(grace, background).await {
         Ok(Ok(results)) => {
             for r in results {
@@ -554,6 +580,14 @@ where
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Tells the service manager that started the daemon (systemd, through `NOTIFY_SOCKET`)
+/// where it stands; nothing when none asked to hear.
+fn notify(states: &[NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        tracing::warn!(error = %e, "telling the service manager");
+    }
 }
 
 /// Refuses root and any effective capability: these daemons must hold no privilege.

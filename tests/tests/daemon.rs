@@ -372,3 +372,101 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(serving["level"], "INFO");
     assert!(events.iter().any(|e| e["message"] == "stopped"));
 }
+
+/// What a service manager hears from each daemon on its `NOTIFY_SOCKET` (systemd's
+/// `Type=notify`): `READY=1` once its socket serves, with a `STATUS=` line naming it;
+/// `WATCHDOG=1` at half the period `WATCHDOG_USEC` sets; `STOPPING=1` when it is stopped.
+/// The sender of each datagram is the kernel's word (`SCM_CREDENTIALS`).
+#[test]
+fn each_daemon_tells_a_service_manager_ready_watchdog_and_stopping() {
+    use nix::sys::socket::{ControlMessageOwned, MsgFlags, UnixAddr, recvmsg, setsockopt, sockopt};
+    use std::collections::HashMap;
+    use std::io::IoSliceMut;
+    use std::os::fd::AsRawFd as _;
+    let dir = open_tempdir();
+    let path = dir.path().join("notify.sock");
+    let sock = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    // Every daemon's uid may write to it.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    setsockopt(&sock, sockopt::PassCred, &true).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    // (pid, text) of every datagram that came within `secs`.
+    let hear = |secs: u64| -> Vec<(i32, String)> {
+        let mut got = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            let mut buf = [0u8; 4096];
+            let mut iov = [IoSliceMut::new(&mut buf)];
+            let mut space = nix::cmsg_space!(nix::sys::socket::UnixCredentials);
+            let Ok(msg) = recvmsg::<UnixAddr>(
+                sock.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::empty(),
+            ) else {
+                continue;
+            };
+            let pid = msg
+                .cmsgs()
+                .unwrap()
+                .find_map(|c| match c {
+                    ControlMessageOwned::ScmCredentials(cr) => Some(cr.pid()),
+                    _ => None,
+                })
+                .expect("the sender's credentials");
+            let n = msg.bytes;
+            got.push((pid, String::from_utf8_lossy(&buf[..n]).into_owned()));
+        }
+        got
+    };
+    let stack = argos_tests::StackBuilder::new()
+        .env("NOTIFY_SOCKET", path.to_str().unwrap())
+        .env("WATCHDOG_USEC", "400000")
+        .start();
+    let got = hear(2);
+    let mut ready: HashMap<String, i32> = HashMap::new();
+    for (pid, text) in &got {
+        if text.lines().any(|l| l == "READY=1") {
+            let status = text
+                .lines()
+                .find_map(|l| l.strip_prefix("STATUS="))
+                .expect("a STATUS= line with READY=1");
+            let daemon = status.split(':').next().unwrap().to_string();
+            assert!(status.contains("serving on"), "{status}");
+            assert!(
+                ready.insert(daemon, *pid).is_none(),
+                "READY=1 once each: {got:?}"
+            );
+        }
+    }
+    let mut names: Vec<&String> = ready.keys().collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["argos-execd", "argos-gatewayd", "argos-jobd", "argos-mcpd"],
+        "{got:?}"
+    );
+    // Pings every 200 ms from each: a few in 2 s, never from an unknown process.
+    for (daemon, pid) in &ready {
+        let pings = got
+            .iter()
+            .filter(|(p, t)| p == pid && t.trim() == "WATCHDOG=1")
+            .count();
+        assert!(pings >= 4, "{daemon} pinged {pings} times in 2 s: {got:?}");
+    }
+    assert!(
+        got.iter().all(|(p, _)| ready.values().any(|r| r == p)),
+        "{got:?}"
+    );
+    stack.stop();
+    let after = hear(1);
+    for (daemon, pid) in &ready {
+        assert!(
+            after.iter().any(|(p, t)| p == pid
+                && t.lines().any(|l| l == "STOPPING=1")
+                && t.contains(&format!("STATUS={daemon}: stopping"))),
+            "{daemon}: {after:?}"
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! The systemd units as shipped, judged by systemd itself: `systemd-analyze verify` has
+//! nothing to say of any of them (a misspelt key or value is only a warning there, so
+//! any output fails), and each is `Type=notify` with the ordering its peers need.
+
+use std::process::Command;
+
+use argos_tests::{bin_dir, workspace_root};
+
+const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
+
+#[test]
+fn systemd_analyze_verifies_every_unit_without_a_word() {
+    let analyze = std::path::Path::new("/usr/bin/systemd-analyze");
+    assert!(
+        analyze.exists(),
+        "systemd-analyze is missing (Debian's systemd package)"
+    );
+    // The units name /usr/bin: here they name the built binaries instead.
+    let dir = tempfile::tempdir().unwrap();
+    let mut units = Vec::new();
+    for d in DAEMONS {
+        let name = format!("argos-{d}.service");
+        let text = std::fs::read_to_string(workspace_root().join("systemd").join(&name)).unwrap();
+        let here = text.replace(
+            "/usr/bin/argos-",
+            &format!("{}/argos-", bin_dir().display()),
+        );
+        assert_ne!(here, text, "{name} starts /usr/bin/argos-{d}");
+        let path = dir.path().join(&name);
+        std::fs::write(&path, here).unwrap();
+        units.push(path);
+    }
+    let out = Command::new(analyze)
+        .args(["verify", "--man=no"])
+        .args(&units)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && said.trim().is_empty(), "{said}");
+}
+
+#[test]
+fn every_unit_is_notify_and_starts_after_the_sockets_it_needs() {
+    let needs = |d: &str| -> &[&str] {
+        match d {
+            "execd" => &[],
+            "mcpd" => &["execd"],
+            "jobd" => &["execd", "mcpd"],
+            _ => &["execd", "mcpd", "jobd"],
+        }
+    };
+    for d in DAEMONS {
+        let text =
+            std::fs::read_to_string(workspace_root().join(format!("systemd/argos-{d}.service")))
+                .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for want in [
+            "Type=notify",
+            "NotifyAccess=main",
+            "RestartPreventExitStatus=2",
+        ] {
+            assert!(lines.contains(&want), "argos-{d}: {want}");
+        }
+        assert!(
+            lines.iter().any(|l| l.starts_with("WatchdogSec=")),
+            "argos-{d}: WatchdogSec"
+        );
+        let after = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("After="))
+            .unwrap_or_default();
+        for peer in needs(d) {
+            assert!(
+                after.contains(&format!("argos-{peer}.service")),
+                "argos-{d} starts after argos-{peer}: {after}"
+            );
+        }
+    }
+    let execd =
+        std::fs::read_to_string(workspace_root().join("systemd/argos-execd.service")).unwrap();
+    assert!(
+        execd.lines().any(|l| l == "KillMode=process"),
+        "execd's launches outlive its restart"
+    );
+}
