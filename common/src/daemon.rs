@@ -80,6 +80,8 @@ pub struct DaemonIdentity {
     pub uid: u32,
     pub started_at: SystemTime,
     pub insecure_shared_uid: bool,
+    /// What it applied to itself at start (`harden::apply`).
+    pub hardening: Vec<String>,
 }
 
 impl DaemonIdentity {
@@ -96,6 +98,7 @@ impl DaemonIdentity {
             uid: self.uid,
             started_at_unix_ms: i64::try_from(started.as_millis()).unwrap_or(i64::MAX),
             insecure_shared_uid: self.insecure_shared_uid,
+            hardening: self.hardening.clone(),
             ..Default::default()
         };
         if let Some(c) = caller {
@@ -399,12 +402,41 @@ where
         return fail(&e);
     }
     let uid = nix::unistd::geteuid().as_raw();
+    // An unprivileged daemon hardens itself before any other thread exists: no_new_privs,
+    // landlock (its own dirs writable, nothing executable), its seccomp filter.
+    let mut hardening = Vec::new();
+    if spec.privilege == Privilege::Unprivileged {
+        let state_dir = config.daemon_state_dir(spec.name);
+        let socket = config.socket_path(spec.name);
+        let socket_dir = socket.parent().map(Path::to_path_buf).unwrap_or_default();
+        if let Err(e) = prepare_state_dir(&state_dir, uid)
+            .and_then(|()| std::fs::create_dir_all(&socket_dir).context("the socket's dir"))
+        {
+            return fail(&format!("{e:#}"));
+        }
+        let writable = [
+            state_dir,
+            socket_dir,
+            // SQLite's temporary files, and the null device.
+            PathBuf::from("/tmp"),
+            PathBuf::from("/var/tmp"),
+            PathBuf::from("/dev/null"),
+        ];
+        match crate::harden::apply(&writable) {
+            Ok(applied) => {
+                tracing::info!(applied = applied.join("; "), "hardened");
+                hardening = applied;
+            }
+            Err(e) => return fail(&format!("hardening itself: {e}")),
+        }
+    }
     let identity = Arc::new(DaemonIdentity {
         name: spec.name,
         pid: std::process::id(),
         uid,
         started_at: SystemTime::now(),
         insecure_shared_uid: peers.is_insecure(),
+        hardening,
     });
     for (shared, roles) in peers.shared_uids() {
         tracing::warn!(
@@ -701,6 +733,7 @@ mod tests {
                 uid: 1,
                 started_at: SystemTime::now(),
                 insecure_shared_uid: false,
+                hardening: Vec::new(),
             }),
             state_dir: PathBuf::from("/nonexistent"),
             shutdown: rx,

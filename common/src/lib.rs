@@ -6,6 +6,7 @@ pub mod config;
 pub mod connect;
 pub mod daemon;
 pub mod grpc;
+pub mod harden;
 pub mod names;
 pub mod paths;
 pub mod peer;

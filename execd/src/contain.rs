@@ -239,31 +239,8 @@ pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
     let b: BpfProgram = enosys.try_into().map_err(err)?;
     let mut filters = vec![a, b];
     #[cfg(target_arch = "x86_64")]
-    filters.push(no_x32());
+    filters.push(argos_common::harden::no_x32());
     Ok(filters)
-}
-
-/// Refuses every x32 syscall (number | 0x40000000, same audit arch as x86_64): the deny
-/// list names x86_64 numbers, so x32 would walk around it on kernels that enable x32.
-/// Written by hand because the filter compiler matches numbers, not ranges.
-#[cfg(target_arch = "x86_64")]
-fn no_x32() -> BpfProgram {
-    use seccompiler::sock_filter;
-    const LD_W_ABS: u16 = 0x20; // BPF_LD (0x00) | BPF_W (0x00) | BPF_ABS (0x20)
-    const JEQ_K: u16 = 0x15; // BPF_JMP (0x05) | BPF_JEQ (0x10) | BPF_K (0x00)
-    const JGE_K: u16 = 0x35; // BPF_JMP (0x05) | BPF_JGE (0x30) | BPF_K (0x00)
-    const RET_K: u16 = 0x06; // BPF_RET (0x06) | BPF_K (0x00)
-    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-    let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
-    vec![
-        op(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
-        op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),
-        op(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
-        op(JGE_K, 0, 1, X32_SYSCALL_BIT),
-        op(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
-        op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ]
 }
 
 /// Loads compiled filters (needs no_new_privs).

@@ -75,22 +75,15 @@ fn each_crate_links_only_what_it_uses() {
     );
     assert_links_none("argos-store", &["tonic", "argos-proto", "argos-common"]);
     assert_links_none("argos-common", &["sqlx", "argos-risk", "argos-store"]);
-    assert_links_none(
-        "argos-gatewayd",
-        &["argos-risk", "landlock", "seccompiler", "caps"],
-    );
+    // (landlock and seccompiler come in through argos-common's `harden`: what gatewayd,
+    // mcpd and jobd apply to themselves, not containment of anything they launch.)
+    assert_links_none("argos-gatewayd", &["argos-risk", "caps"]);
     // mcpd keeps its own database (servers, pins), speaks MCP and HTTP as a client, and
-    // holds no containment code: it spawns nothing (execd does).
-    assert_links_none(
-        "argos-mcpd",
-        &["argos-risk", "landlock", "seccompiler", "caps", "aws-lc-rs"],
-    );
+    // holds no capability code: it spawns nothing (execd does).
+    assert_links_none("argos-mcpd", &["argos-risk", "caps", "aws-lc-rs"]);
     // jobd keeps its own database (jobs) and runs everything through execd's gate: no
-    // classifier, no containment, no HTTP server.
-    assert_links_none(
-        "argos-jobd",
-        &["argos-risk", "landlock", "seccompiler", "caps", "axum"],
-    );
+    // classifier, no capability code, no HTTP server.
+    assert_links_none("argos-jobd", &["argos-risk", "caps", "axum"]);
     assert_links_none("argos-ctl", &["argos-risk", "argos-store", "sqlx"]);
 }
 

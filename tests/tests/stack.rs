@@ -223,6 +223,54 @@ fn unprivileged_daemons_run_without_root_or_capabilities() {
                 Vec::<String>::new(),
                 "{d} keeps no supplementary groups"
             );
+            // Hardened by itself, not by a unit file: `argosctl up` sets none of this.
+            assert_eq!(field("NoNewPrivs:"), ["1"], "{d}");
+            assert_eq!(field("Seccomp:"), ["2"], "{d}");
+            let said: Vec<&str> = st.json["hardening"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            assert_eq!(said.len(), 3, "{d}: {said:?}");
+            assert_eq!(said[0], "no_new_privs", "{d}");
+            assert!(
+                said[1].starts_with("landlock: read-only but for "),
+                "{d}: {said:?}"
+            );
+            assert!(said[2].starts_with("seccomp: "), "{d}: {said:?}");
+        } else {
+            assert_eq!(st.json["hardening"], serde_json::json!([]), "{d}");
+        }
+    }
+    // None of them opens another's database or key.
+    let state = stack.root().join("state");
+    for (d, uid) in [
+        ("gatewayd", GATEWAY_UID),
+        ("mcpd", MCP_UID),
+        ("jobd", JOB_UID),
+    ] {
+        for other in ["execd", "gatewayd", "mcpd", "jobd"] {
+            if other == d {
+                continue;
+            }
+            for e in std::fs::read_dir(state.join(other)).unwrap().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if !(name.ends_with(".db") || name.ends_with(".key")) {
+                    continue;
+                }
+                use std::os::unix::process::CommandExt as _;
+                let read = std::process::Command::new("/bin/cat")
+                    .arg(e.path())
+                    .uid(uid)
+                    .gid(SOCKET_GID)
+                    .output()
+                    .unwrap();
+                assert!(
+                    !read.status.success() && read.stdout.is_empty(),
+                    "{d}'s uid read {other}/{name}"
+                );
+            }
         }
     }
     stack.stop();
@@ -685,4 +733,34 @@ while True:
     let dir = std::fs::symlink_metadata(run.join("mcpd")).unwrap();
     assert!(dir.is_dir() && dir.uid() == MCP_UID, "{dir:?}");
     stack.stop();
+}
+
+/// What the unprivileged daemons apply to themselves holds against what a compromised one
+/// would try (here as root, which it does not need): no program runs, no other process's
+/// memory is read, no user namespace is made, nothing is written outside its own dirs;
+/// it still reads, writes its own dirs and starts threads.
+#[test]
+fn the_daemons_own_hardening_refuses_what_a_compromised_one_would_try() {
+    let dir = argos_tests::open_tempdir();
+    let out = argos_tests::command("argos-harden-probe")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (what, want) in [
+        ("exec", "EPERM: Operation not permitted"),
+        ("peek", "EPERM: Operation not permitted"),
+        ("userns", "EPERM: Operation not permitted"),
+        ("write_outside", "EACCES: Permission denied"),
+        ("write_inside", "ok"),
+        ("read_etc", "ok"),
+        ("thread", "ok"),
+    ] {
+        assert_eq!(v[what], want, "{what}: {v}");
+    }
 }

@@ -222,6 +222,7 @@ async fn main() -> ExitCode {
                     "started_at_unix_ms": s.started_at_unix_ms, "peer_roles": roles, "peer_uid": s.peer_uid,
                     "peer_gid": s.peer_gid, "peer_pid": s.peer_pid, "principal": s.principal,
                     "request_id": s.request_id, "insecure_shared_uid": s.insecure_shared_uid,
+                    "hardening": s.hardening,
                 })
             );
             ExitCode::SUCCESS
