@@ -135,22 +135,7 @@ fn filters() -> Result<Vec<BpfProgram>, String> {
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
     // A thread is fine; a new user namespace (a full capability set inside it) is not.
-    let newuser = libc::CLONE_NEWUSER as u64;
-    deny.insert(
-        libc::SYS_clone,
-        vec![
-            SeccompRule::new(vec![
-                SeccompCondition::new(
-                    0,
-                    SeccompCmpArgLen::Qword,
-                    SeccompCmpOp::MaskedEq(newuser),
-                    newuser,
-                )
-                .map_err(err)?,
-            ])
-            .map_err(err)?,
-        ],
-    );
+    deny.insert(libc::SYS_clone, vec![new_user_namespace()?]);
     let eperm = SeccompFilter::new(
         deny,
         SeccompAction::Allow,
@@ -158,22 +143,42 @@ fn filters() -> Result<Vec<BpfProgram>, String> {
         ARCH,
     )
     .map_err(err)?;
-    // clone3's flags are behind a pointer no filter can read: ENOSYS, so the C library
-    // falls back to clone, whose flags the rule above sees.
-    let enosys = SeccompFilter::new(
+    let mut out: Vec<BpfProgram> = vec![eperm.try_into().map_err(err)?, clone3_enosys()?];
+    #[cfg(target_arch = "x86_64")]
+    out.push(no_x32());
+    Ok(out)
+}
+
+/// The rule matching a `clone` or `unshare` whose flags (argument 0) ask for a new user
+/// namespace.
+pub fn new_user_namespace() -> Result<SeccompRule, String> {
+    let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
+    let newuser = libc::CLONE_NEWUSER as u64;
+    SeccompRule::new(vec![
+        SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Qword,
+            SeccompCmpOp::MaskedEq(newuser),
+            newuser,
+        )
+        .map_err(err)?,
+    ])
+    .map_err(err)
+}
+
+/// `clone3` answered ENOSYS: its flags are behind a pointer no filter can read, so the C
+/// library falls back to `clone`, whose flags a filter sees.
+pub fn clone3_enosys() -> Result<BpfProgram, String> {
+    let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
+    SeccompFilter::new(
         BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         ARCH,
     )
-    .map_err(err)?;
-    let mut out: Vec<BpfProgram> = vec![
-        eperm.try_into().map_err(err)?,
-        enosys.try_into().map_err(err)?,
-    ];
-    #[cfg(target_arch = "x86_64")]
-    out.push(no_x32());
-    Ok(out)
+    .map_err(err)?
+    .try_into()
+    .map_err(err)
 }
 
 /// Refuses every x32 syscall (number | 0x40000000, same audit arch as x86_64): a deny

@@ -154,22 +154,10 @@ pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
     for (nr, _, _) in DENIED_SYSCALLS {
         deny.insert(*nr, Vec::new());
     }
-    let newuser = libc::CLONE_NEWUSER as u64;
-    let flags_have_newuser = |arg| {
-        SeccompRule::new(vec![
-            SeccompCondition::new(
-                arg,
-                SeccompCmpArgLen::Qword,
-                SeccompCmpOp::MaskedEq(newuser),
-                newuser,
-            )
-            .map_err(err)?,
-        ])
-        .map_err(err)
-    };
     // Reason: a new user namespace hands the process a full capability set inside it.
-    deny.insert(libc::SYS_unshare, vec![flags_have_newuser(0)?]);
-    deny.insert(libc::SYS_clone, vec![flags_have_newuser(0)?]);
+    let newuser = argos_common::harden::new_user_namespace;
+    deny.insert(libc::SYS_unshare, vec![newuser()?]);
+    deny.insert(libc::SYS_clone, vec![newuser()?]);
     // Reason: TIOCSTI and TIOCLINUX push keystrokes into a terminal someone else reads.
     let ioctl = |cmd: u64| {
         SeccompRule::new(vec![
@@ -226,18 +214,8 @@ pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
         ARCH,
     )
     .map_err(err)?;
-    let mut nosys = BTreeMap::new();
-    nosys.insert(libc::SYS_clone3, Vec::new());
-    let enosys = SeccompFilter::new(
-        nosys,
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        ARCH,
-    )
-    .map_err(err)?;
     let a: BpfProgram = eperm.try_into().map_err(err)?;
-    let b: BpfProgram = enosys.try_into().map_err(err)?;
-    let mut filters = vec![a, b];
+    let mut filters = vec![a, argos_common::harden::clone3_enosys()?];
     #[cfg(target_arch = "x86_64")]
     filters.push(argos_common::harden::no_x32());
     Ok(filters)
