@@ -100,13 +100,32 @@ pub fn sanitize_env(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
-/// A free loopback port (bound, then released).
+/// A free loopback port for a server a test starts (checked free, then released).
+///
+/// Taken from 20000..32000, below the kernel's ephemeral range (32768 and up), one after
+/// another within a test process: a port released here is never handed out again by
+/// this function in the same process, nor by the kernel to a `bind(0)` or an outgoing
+/// connection, while the server that is to bind it is still starting. (Asking the kernel
+/// for port 0 and releasing it lets a parallel test's server take it in between.)
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const BAND: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    // Each process starts at its own place in the band.
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id() % BAND,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..BAND {
+        let port = (FIRST + NEXT.fetch_add(1, Ordering::Relaxed) % BAND) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {FIRST}..{}", FIRST + BAND);
 }
 
 /// The benchmarks' and the probe's command lines: `--help` (or `-h`) prints `usage` and

@@ -57,11 +57,7 @@ impl Everything {
     }
 
     fn start_as(mode: &str) -> Everything {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let child = Command::new("node")
             .arg(entry())
             .arg(mode)

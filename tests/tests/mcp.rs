@@ -669,11 +669,7 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     let dir = tempfile::tempdir().unwrap();
     let desc = dir.path().join("description");
     std::fs::write(&desc, "Adds two numbers.").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = argos_tests::free_port();
     let mut server = rug(port, &desc);
     let url = format!("http://127.0.0.1:{port}/mcp");
     rt().block_on(async {
