@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod approvals;
+mod cli;
 mod jobs;
 mod run;
 mod stack;
@@ -13,55 +14,17 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use argos_proto::common::v1::{DaemonStatus, StatusRequest};
+use clap::{CommandFactory as _, Parser as _};
 
-const USAGE: &str = "usage: argosctl <command> [options]
-
-commands:
-  up        start the four daemons (dev tree under --root), wait until all are SERVING,
-            print where to go; Ctrl-C or SIGTERM stops them all
-              --root DIR      dev tree (default ./.argos)
-              --listen ADDR   gateway HTTP address (default 127.0.0.1:7000)
-              --bin-dir DIR   where the argos-* binaries are (default: next to argosctl)
-              --id-base N     as root: socket group N, daemon uids N+1..N+3 (default 64200)
-  status    call Status on every daemon socket of the stack (or under --runtime-dir DIR),
-            each served by the uid the stack's config (its argos.toml, or --config FILE)
-            names for it, or root
-  run COMMAND [--profile agent|inspect|host|mcp-server] [--timeout-ms N]
-            run a shell command through the stack's execd (as root or the argos group:
-            an operator) and print its output, exit code and containment report
-  config-reference
-            print the configuration reference (docs/configuration.md)
-  approvals list [--state pending|approved|denied|revoked|expired|consumed|all]
-  approvals approve ID [--confirm SHORT_ID] [--note TEXT]
-  approvals deny ID [--note TEXT]
-            the commands agents and tasks wait to run, and an admin's decision on them
-            (a destructive one needs --confirm with its short id); through the stack's
-            gateway (or --url URL) with the admin API token in ARGOS_TOKEN (scope read to
-            list, approve to decide)
-  audit verify
-            walk execd's and the gateway's hash-chained audit trails; exit 1 if either
-            is broken (same gateway and ARGOS_TOKEN)
-  jobs list [--state STATE] [--active] [--task ID]
-  jobs show ID       a job's facts and, once it ended, its output (exit 0: succeeded,
-                     1: ended otherwise, 3: not ended yet)
-  jobs start COMMAND [--place auto|sandbox|inspect|host] [--name NAME] [--max-runtime-s N]
-  jobs cancel ID
-  jobs relaunch ID   launch an ended job again, as its next generation
-            background jobs (same gateway and ARGOS_TOKEN: read; exec to start, cancel,
-            relaunch)
-  tasks list
-  tasks show|run|pause|resume ID
-  tasks approve ID --version N
-            tasks (read; exec to run, pause, resume; approve, as an admin, to approve the
-            version you reviewed)
-
-Which stack: --root DIR (and --url URL) when given; else the stack `argosctl up` runs
-in ./.argos, else the one it last started (recorded under $XDG_STATE_HOME/argos, or
-~/.local/state/argos), else ./.argos and http://127.0.0.1:7000.";
+use cli::{ApprovalsCommand, AuditCommand, Cli, Command, JobsCommand, StackArgs, TasksCommand};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(args) {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version print and exit 0; bad usage prints why and exits 2.
+        Err(e) => e.exit(),
+    };
+    match run(cli.command) {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("argosctl: {e:#}");
@@ -70,153 +33,102 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(args: Vec<String>) -> anyhow::Result<i32> {
-    let Some((cmd, rest)) = args.split_first() else {
-        println!("{USAGE}");
-        return Ok(2);
-    };
-    if rest.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return Ok(0);
-    }
-    if cmd == "run" {
-        return run_command(rest);
-    }
-    // Words before the first flag: a subcommand and its operand.
-    let split = rest
-        .iter()
-        .position(|a| a.starts_with("--"))
-        .unwrap_or(rest.len());
-    let (words, rest) = rest.split_at(split);
-    let mut flags = Flags::parse(rest)?;
-    let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    if !matches!(cmd.as_str(), "approvals" | "audit" | "jobs" | "tasks") && !words.is_empty() {
-        bail!("unexpected argument {:?}", words[0]);
-    }
-    match cmd.as_str() {
-        "approvals" => {
-            let found = find(&mut flags)?;
-            let gw = approvals::Gateway::new(&found)?;
-            match words.as_slice() {
-                ["list"] | [] => {
-                    let state = flags.take("--state").unwrap_or_else(|| "pending".into());
-                    flags.finish()?;
-                    approvals::list(&gw, &state)
-                }
-                [decision @ ("approve" | "deny"), id] => {
-                    let confirm = flags.take("--confirm").unwrap_or_default();
-                    let note = flags.take("--note").unwrap_or_default();
-                    flags.finish()?;
-                    approvals::decide(&gw, id, decision, &confirm, &note)
-                }
-                other => {
-                    bail!("approvals: expected list, approve ID or deny ID, not {other:?}\n{USAGE}")
+fn run(command: Command) -> anyhow::Result<i32> {
+    match command {
+        Command::Approvals { stack, command } => {
+            let gw = approvals::Gateway::new(&find(stack)?)?;
+            match command.unwrap_or(ApprovalsCommand::List {
+                state: cli::ApprovalState::Pending,
+            }) {
+                ApprovalsCommand::List { state } => approvals::list(&gw, state.as_str()),
+                ApprovalsCommand::Approve { id, confirm, note } => approvals::decide(
+                    &gw,
+                    &id,
+                    "approve",
+                    &confirm.unwrap_or_default(),
+                    &note.unwrap_or_default(),
+                ),
+                ApprovalsCommand::Deny { id, note } => {
+                    approvals::decide(&gw, &id, "deny", "", &note.unwrap_or_default())
                 }
             }
         }
-        "jobs" => {
-            let found = find(&mut flags)?;
-            let gw = approvals::Gateway::new(&found)?;
-            match words.as_slice() {
-                ["list"] | [] => {
+        Command::Jobs { stack, command } => {
+            let gw = approvals::Gateway::new(&find(stack)?)?;
+            match command.unwrap_or(JobsCommand::List {
+                state: None,
+                active: false,
+                task: None,
+            }) {
+                JobsCommand::List {
+                    state,
+                    active,
+                    task,
+                } => {
                     let mut q = String::new();
-                    if let Some(s) = flags.take("--state") {
-                        q.push_str(&format!("&state={s}"));
+                    if let Some(s) = state {
+                        q.push_str(&format!("&state={}", query_value(&s)?));
                     }
-                    if let Some(t) = flags.take("--task") {
-                        q.push_str(&format!("&task_id={t}"));
+                    if let Some(t) = task {
+                        q.push_str(&format!("&task_id={}", query_value(&t)?));
                     }
-                    if flags.switch("--active") {
+                    if active {
                         q.push_str("&active=true");
                     }
-                    flags.finish()?;
                     jobs::list(&gw, &q)
                 }
-                ["show", id] => {
-                    flags.finish()?;
-                    jobs::show(&gw, id)
-                }
-                ["cancel", id] => {
-                    flags.finish()?;
-                    jobs::cancel(&gw, id)
-                }
-                ["relaunch", id] => {
-                    flags.finish()?;
-                    jobs::relaunch(&gw, id)
-                }
-                ["start", command] => {
-                    let place = flags.take("--place").unwrap_or_else(|| "auto".into());
-                    let name = flags.take("--name").unwrap_or_default();
-                    let max = match flags.take("--max-runtime-s") {
-                        Some(n) => Some(n.parse().map_err(|_| {
-                            anyhow::anyhow!("--max-runtime-s: not a number: {n:?}")
-                        })?),
-                        None => None,
-                    };
-                    flags.finish()?;
-                    jobs::start(&gw, command, &place, &name, max)
-                }
-                other => bail!(
-                    "jobs: expected list, show ID, start COMMAND or cancel ID, not {other:?}\n{USAGE}"
+                JobsCommand::Show { id } => jobs::show(&gw, &id),
+                JobsCommand::Cancel { id } => jobs::cancel(&gw, &id),
+                JobsCommand::Relaunch { id } => jobs::relaunch(&gw, &id),
+                JobsCommand::Start {
+                    command,
+                    place,
+                    name,
+                    max_runtime_s,
+                } => jobs::start(
+                    &gw,
+                    &command,
+                    place.as_str(),
+                    &name.unwrap_or_default(),
+                    max_runtime_s,
                 ),
             }
         }
-        "tasks" => {
-            let found = find(&mut flags)?;
-            let gw = approvals::Gateway::new(&found)?;
-            match words.as_slice() {
-                ["list"] | [] => {
-                    flags.finish()?;
-                    jobs::tasks(&gw)
+        Command::Tasks { stack, command } => {
+            let gw = approvals::Gateway::new(&find(stack)?)?;
+            match command.unwrap_or(TasksCommand::List) {
+                TasksCommand::List => jobs::tasks(&gw),
+                TasksCommand::Show { id } => jobs::task(&gw, "show", &id, None),
+                TasksCommand::Run { id } => jobs::task(&gw, "run", &id, None),
+                TasksCommand::Pause { id } => jobs::task(&gw, "pause", &id, None),
+                TasksCommand::Resume { id } => jobs::task(&gw, "resume", &id, None),
+                TasksCommand::Approve { id, version } => {
+                    jobs::task(&gw, "approve", &id, Some(version))
                 }
-                [verb, id] => {
-                    let version = match flags.take("--version") {
-                        Some(n) => Some(
-                            n.parse()
-                                .map_err(|_| anyhow::anyhow!("--version: not a number: {n:?}"))?,
-                        ),
-                        None => None,
-                    };
-                    flags.finish()?;
-                    jobs::task(&gw, verb, id, version)
-                }
-                other => bail!("tasks: expected list or VERB ID, not {other:?}\n{USAGE}"),
             }
         }
-        "audit" => {
-            let found = find(&mut flags)?;
-            let gw = approvals::Gateway::new(&found)?;
-            flags.finish()?;
-            match words.as_slice() {
-                ["verify"] => approvals::verify(&gw),
-                other => bail!("audit: expected verify, not {other:?}"),
+        Command::Audit { stack, command } => {
+            let gw = approvals::Gateway::new(&find(stack)?)?;
+            match command {
+                AuditCommand::Verify => approvals::verify(&gw),
             }
         }
-        "up" => {
-            let root = absolute(flags.take("--root").unwrap_or_else(|| ".argos".into()))?;
-            let listen = flags
-                .take("--listen")
-                .unwrap_or_else(|| "127.0.0.1:7000".into());
-            listen
-                .parse::<std::net::SocketAddr>()
-                .with_context(|| format!("--listen: not an address: {listen:?}"))?;
-            let bin_dir = match flags.take("--bin-dir") {
+        Command::Up {
+            root,
+            listen,
+            bin_dir,
+            id_base,
+        } => {
+            let bin_dir = match bin_dir {
                 Some(d) => absolute(d)?,
                 None => std::env::current_exe()?
                     .parent()
                     .context("argosctl has no parent dir")?
                     .to_path_buf(),
             };
-            let id_base = match flags.take("--id-base") {
-                Some(n) => n
-                    .parse()
-                    .with_context(|| format!("--id-base: not a number: {n:?}"))?,
-                None => 64200,
-            };
-            flags.finish()?;
             let opts = up::UpOptions {
-                root,
-                listen,
+                root: absolute(root)?,
+                listen: listen.to_string(),
                 bin_dir,
                 id_base,
                 ready_timeout: Duration::from_secs(30),
@@ -228,32 +140,47 @@ fn run(args: Vec<String>) -> anyhow::Result<i32> {
                 .build()?;
             rt.block_on(up::up(opts))
         }
-        "status" => {
-            let (runtime_dir, config, from) = match flags.take("--runtime-dir") {
+        Command::Status {
+            stack,
+            runtime_dir,
+            config,
+        } => {
+            let (runtime_dir, found_config, from) = match runtime_dir {
                 Some(d) => (absolute(d)?, None, "--runtime-dir".to_string()),
                 None => {
-                    let found = find(&mut flags)?;
-                    (found.runtime_dir(), Some(found.config()), found.from)
+                    let found = find(stack)?;
+                    (found.runtime_dir, Some(found.config), found.from)
                 }
             };
-            let config = flags.take("--config").map(absolute).transpose()?.or(config);
-            flags.finish()?;
+            let config = config.map(absolute).transpose()?.or(found_config);
             let peers = config.as_deref().and_then(peer_table);
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             rt.block_on(status(runtime_dir, peers, &from))
         }
-        "config-reference" => {
-            flags.finish()?;
+        Command::Run {
+            stack,
+            profile,
+            timeout_ms,
+            command,
+        } => {
+            let found = find(stack)?;
+            let profile = profile.map(|p| p.as_str().to_string()).unwrap_or_default();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(run::run(&found, command.join(" "), profile, timeout_ms))
+        }
+        Command::ConfigReference => {
             print!("{}", argos_common::config::render_reference());
             Ok(0)
         }
-        "help" | "--help" | "-h" => {
-            println!("{USAGE}");
+        Command::Completions { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "argosctl", &mut std::io::stdout());
             Ok(0)
         }
-        other => bail!("unknown command {other:?}\n{USAGE}"),
     }
 }
 
@@ -342,51 +269,25 @@ fn print_status(d: &str, s: &DaemonStatus) {
     );
 }
 
-/// `argosctl run [--profile P] [--timeout-ms N] [--root DIR] COMMAND…`: options anywhere,
-/// every other word is the command (joined by spaces, run by `/bin/sh -c`).
-fn run_command(args: &[String]) -> anyhow::Result<i32> {
-    let mut pairs = Vec::new();
-    let mut words = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if matches!(
-            a.as_str(),
-            "--profile" | "--timeout-ms" | "--root" | "--url"
-        ) {
-            let v = it.next().with_context(|| format!("{a} needs a value"))?;
-            pairs.push(a.clone());
-            pairs.push(v.clone());
-        } else {
-            words.push(a.as_str());
-        }
-    }
-    let mut flags = Flags::parse(&pairs)?;
-    let found = find(&mut flags)?;
-    let profile = flags.take("--profile").unwrap_or_default();
-    let timeout_ms = flags
-        .take("--timeout-ms")
-        .map(|t| {
-            t.parse::<u64>()
-                .with_context(|| format!("--timeout-ms: not a number: {t:?}"))
-        })
-        .transpose()?;
-    if words.is_empty() {
-        bail!("run: give the command, e.g. argosctl run 'id; ps ax'");
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(run::run(&found, words.join(" "), profile, timeout_ms))
-}
-
 /// The stack `--root` and `--url` name, or the one running (`stack.rs`).
-fn find(flags: &mut Flags) -> anyhow::Result<stack::Found> {
-    let root = flags.take("--root").map(absolute).transpose()?;
-    Ok(stack::find(root, flags.take("--url")))
+fn find(args: StackArgs) -> anyhow::Result<stack::Found> {
+    let root = args.root.map(absolute).transpose()?;
+    Ok(stack::find(root, args.url))
 }
 
-fn absolute(p: String) -> anyhow::Result<PathBuf> {
-    let p = PathBuf::from(p);
+/// A value for the gateway's query string: the words a filter takes, nothing to escape.
+fn query_value(v: &str) -> anyhow::Result<&str> {
+    if v.is_empty()
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        bail!("{v:?}: expected a state or an id (letters, digits, - and _)");
+    }
+    Ok(v)
+}
+
+fn absolute(p: PathBuf) -> anyhow::Result<PathBuf> {
     Ok(if p.is_absolute() {
         p
     } else {
@@ -394,41 +295,57 @@ fn absolute(p: String) -> anyhow::Result<PathBuf> {
     })
 }
 
-/// `--flag value` pairs; every flag takes a value.
-/// Options given alone, without a value.
-const SWITCHES: &[&str] = &["--active"];
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-struct Flags(Vec<(String, String)>);
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("argosctl").chain(args.iter().copied()))
+    }
 
-impl Flags {
-    fn parse(args: &[String]) -> anyhow::Result<Flags> {
-        let mut out = Vec::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            if !a.starts_with("--") {
-                bail!("unexpected argument {a:?}");
-            }
-            // Switches take no value.
-            if SWITCHES.contains(&a.as_str()) {
-                out.push((a.clone(), String::new()));
-                continue;
-            }
-            let v = it.next().with_context(|| format!("{a} needs a value"))?;
-            out.push((a.clone(), v.clone()));
-        }
-        Ok(Flags(out))
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
     }
-    fn switch(&mut self, name: &str) -> bool {
-        self.take(name).is_some()
+
+    #[test]
+    fn options_go_anywhere_after_their_command_and_run_takes_the_rest_as_its_command() {
+        let c = parse(&["jobs", "show", "J1", "--url", "http://h:1"]).unwrap();
+        let Command::Jobs { stack, command } = c.command else {
+            panic!()
+        };
+        assert_eq!(stack.url.as_deref(), Some("http://h:1"));
+        assert!(matches!(command, Some(JobsCommand::Show { id }) if id == "J1"));
+        // `jobs` alone lists.
+        let c = parse(&["jobs"]).unwrap();
+        assert!(matches!(c.command, Command::Jobs { command: None, .. }));
+        let c = parse(&["run", "--profile", "inspect", "ls", "-l", "/"]).unwrap();
+        let Command::Run {
+            profile, command, ..
+        } = c.command
+        else {
+            panic!()
+        };
+        assert_eq!(profile.unwrap().as_str(), "inspect");
+        assert_eq!(command, ["ls", "-l", "/"]);
     }
-    fn take(&mut self, name: &str) -> Option<String> {
-        let i = self.0.iter().position(|(k, _)| k == name)?;
-        Some(self.0.remove(i).1)
-    }
-    fn finish(self) -> anyhow::Result<()> {
-        match self.0.first() {
-            None => Ok(()),
-            Some((k, _)) => bail!("unknown option {k}"),
-        }
+
+    #[test]
+    fn bad_usage_names_what_is_wrong() {
+        let e = parse(&["run"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("<COMMAND>"), "{e}");
+        let e = parse(&["run", "--profile", "root", "id"]).unwrap_err();
+        assert!(e.to_string().contains("possible values"), "{e}");
+        let e = parse(&["tasks", "approve", "T1"]).unwrap_err();
+        assert!(e.to_string().contains("--version"), "{e}");
+        let e = parse(&["up", "--listen", "nowhere"]).unwrap_err();
+        assert!(e.to_string().contains("--listen"), "{e}");
+        let e = parse(&["jobs", "start", "x", "--max-runtime-s", "soon"]).unwrap_err();
+        assert!(e.to_string().contains("--max-runtime-s"), "{e}");
+        let e = parse(&["frobnicate"]).unwrap_err();
+        assert!(e.to_string().contains("frobnicate"), "{e}");
+        assert!(query_value("failed&x=1").is_err());
+        assert_eq!(query_value("failed").unwrap(), "failed");
     }
 }

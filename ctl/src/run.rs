@@ -12,7 +12,7 @@ pub async fn run(
     profile: String,
     timeout_ms: Option<u64>,
 ) -> anyhow::Result<i32> {
-    let socket = argos_common::connect::socket_path(&found.runtime_dir(), "execd");
+    let socket = argos_common::connect::socket_path(&found.runtime_dir, "execd");
     let client = argos_exec_client::ExecClient::connect_socket(
         &socket,
         argos_common::connect::ServerUids::root_or_self(),

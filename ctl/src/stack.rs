@@ -26,22 +26,46 @@ pub struct Record {
     pub pid: u32,
 }
 
+/// The config the Debian package installs, read by the system's daemons.
+pub const SYSTEM_CONFIG: &str = "/etc/argos/argos.toml";
+
 /// The stack a command is about, and where that came from (for messages).
 #[derive(Debug, Clone)]
 pub struct Found {
-    pub root: PathBuf,
+    /// Where its daemons' sockets are.
+    pub runtime_dir: PathBuf,
+    /// Its config (which uid serves each socket).
+    pub config: PathBuf,
     pub url: String,
     pub from: String,
 }
 
-impl Found {
-    pub fn runtime_dir(&self) -> PathBuf {
-        self.root.join("run")
-    }
+/// A dev tree: `<root>/run`, `<root>/argos.toml`.
+fn tree(
+    root: &Path,
+    url: Option<String>,
+    from: String,
+) -> (PathBuf, PathBuf, Option<String>, String) {
+    (root.join("run"), root.join("argos.toml"), url, from)
+}
 
-    pub fn config(&self) -> PathBuf {
-        self.root.join("argos.toml")
+/// The stack the package installed, if its config is there, root's alone, and reads.
+fn system(config: &Path) -> Option<(PathBuf, PathBuf, Option<String>, String)> {
+    if !trusted(config) {
+        return None;
     }
+    let text = std::fs::read_to_string(config).ok()?;
+    let source = argos_common::config::Source {
+        file: Some((config.display().to_string(), text)),
+        env: Default::default(),
+    };
+    let c = argos_common::config::Config::parse(&source).ok()?;
+    Some((
+        c.runtime_dir,
+        config.to_path_buf(),
+        Some(format!("http://{}", c.gateway.listen)),
+        format!("the system's stack ({})", config.display()),
+    ))
 }
 
 fn record_file(root: &Path) -> PathBuf {
@@ -130,11 +154,15 @@ fn running(root: &Path) -> Option<Record> {
 
 /// The stack meant by `--root` and `--url` (either may be absent).
 pub fn find(root: Option<PathBuf>, url: Option<String>) -> Found {
-    let (found_root, found_url, from) = match root {
+    find_with(root, url, Path::new(SYSTEM_CONFIG))
+}
+
+fn find_with(root: Option<PathBuf>, url: Option<String>, system_config: &Path) -> Found {
+    let (runtime_dir, config, found_url, from) = match root {
         Some(r) => {
             let rec = running(&r);
             let from = format!("--root {}", r.display());
-            (r, rec.map(|x| x.url), from)
+            tree(&r, rec.map(|x| x.url), from)
         }
         None => {
             let local = std::env::current_dir()
@@ -145,17 +173,19 @@ pub fn find(root: Option<PathBuf>, url: Option<String>) -> Found {
                     "the running stack recorded in {}",
                     record_file(&local).display()
                 );
-                (r.root, Some(r.url), from)
+                tree(&r.root, Some(r.url), from)
             } else if let Some(p) = pointer()
                 && trusted(&p)
                 && let Ok(t) = std::fs::read_to_string(&p)
                 && let Some(r) = running(Path::new(t.trim()))
             {
                 let from = format!("the running stack {} points to", p.display());
-                (r.root, Some(r.url), from)
+                tree(&r.root, Some(r.url), from)
+            } else if let Some(found) = system(system_config) {
+                found
             } else {
-                (
-                    local,
+                tree(
+                    &local,
                     None,
                     "the default tree (no running stack recorded by argosctl up)".into(),
                 )
@@ -167,7 +197,8 @@ pub fn find(root: Option<PathBuf>, url: Option<String>) -> Found {
         None => (found_url.unwrap_or_else(|| DEFAULT_URL.into()), from),
     };
     Found {
-        root: found_root,
+        runtime_dir,
+        config,
         url,
         from,
     }
@@ -195,7 +226,33 @@ mod tests {
         assert!(f.from.contains("--root"), "{}", f.from);
         let f = find(Some(root.clone()), Some("http://x:1".into()));
         assert_eq!(f.url, "http://x:1");
-        assert_eq!(f.runtime_dir(), root.join("run"));
+        assert_eq!(f.runtime_dir, root.join("run"));
+    }
+
+    #[test]
+    fn the_installed_stack_is_found_by_its_config_when_no_dev_stack_runs() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("argos.toml");
+        std::fs::write(
+            &config,
+            "runtime_dir = \"/run/elsewhere\"\n[gateway]\nlisten = \"127.0.0.1:7123\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        // The working directory has no running dev stack (the test's own has no .argos up).
+        let f = find_with(None, None, &config);
+        assert_eq!(f.runtime_dir, PathBuf::from("/run/elsewhere"));
+        assert_eq!(f.config, config);
+        assert_eq!(f.url, "http://127.0.0.1:7123");
+        assert!(f.from.contains("system"), "{}", f.from);
+        // --root still wins; and a config others may write is not believed.
+        let f = find_with(Some(dir.path().join("tree")), None, &config);
+        assert_eq!(f.runtime_dir, dir.path().join("tree/run"));
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let f = find_with(None, None, &config);
+        assert_eq!(f.url, DEFAULT_URL);
+        assert!(f.from.contains("default"), "{}", f.from);
     }
 
     #[test]

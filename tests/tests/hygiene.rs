@@ -297,7 +297,10 @@ fn every_binary_answers_help() {
         "run",
         "approvals",
         "audit",
+        "jobs",
+        "tasks",
         "config-reference",
+        "completions",
     ] {
         runs.push(("argosctl".into(), vec![sub, "--help"]));
     }
@@ -314,8 +317,9 @@ fn every_binary_answers_help() {
             "{bin} {args:?}: {:?}\n{stdout}{stderr}",
             out.status
         );
+        // clap (argosctl) says "Usage:", the others "usage:".
         assert!(
-            stdout.starts_with("usage:") && !stderr.contains("panicked"),
+            stdout.to_lowercase().contains("usage:") && !stderr.contains("panicked"),
             "{bin} {args:?}:\n{stdout}{stderr}"
         );
     }

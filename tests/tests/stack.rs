@@ -764,3 +764,89 @@ fn the_daemons_own_hardening_refuses_what_a_compromised_one_would_try() {
         assert_eq!(v[what], want, "{what}: {v}");
     }
 }
+
+/// `argosctl run` through execd, its options before the command's words; help for each
+/// command from clap; completions and the man pages written at build time.
+#[test]
+fn argosctl_runs_a_command_through_execd_and_documents_each_command() {
+    let stack = StackBuilder::new().start();
+    let out = argos_tests::command("argosctl")
+        .args(["run", "--root"])
+        .arg(stack.root())
+        .args([
+            "--profile",
+            "inspect",
+            "echo",
+            "from-argosctl;",
+            "exit",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert_eq!(stdout.trim(), "from-argosctl", "{stderr}");
+    assert!(
+        stderr.contains("exit 3") && stderr.contains("profile inspect"),
+        "{stderr}"
+    );
+    // Bad usage: exit 2 and what was wrong, nothing run.
+    let out = argos_tests::command("argosctl")
+        .args(["run", "--profile", "root", "id"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("possible values"));
+    stack.stop();
+
+    // Help per command, exit 0.
+    for (args, says) in [
+        (&["jobs", "start", "--help"][..], "--max-runtime-s"),
+        (&["approvals", "approve", "--help"], "--confirm"),
+        (&["help", "tasks", "approve"], "--version"),
+        (&["--help"], "ARGOS_TOKEN"),
+    ] {
+        let out = argos_tests::command("argosctl")
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains(says),
+            "{args:?}: {text}"
+        );
+    }
+    // Completions, and the same from the build.
+    let out = argos_tests::command("argosctl")
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    let bash = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && bash.contains("relaunch"), "{bash}");
+    let built = argos_tests::bin_dir();
+    let from_build = std::fs::read_to_string(built.join("completions/argosctl.bash")).unwrap();
+    assert_eq!(from_build, bash);
+    for page in ["argosctl.1", "argosctl-jobs-start.1", "argosctl-run.1"] {
+        let text = std::fs::read_to_string(built.join("man").join(page)).unwrap();
+        assert!(
+            text.starts_with(".ie") || text.contains(".TH"),
+            "{page}: {text}"
+        );
+    }
+    // man(1) renders it (man-db is on every Debian system).
+    let out = std::process::Command::new("man")
+        .arg("-l")
+        .arg(built.join("man/argosctl-jobs-start.1"))
+        .env("MANWIDTH", "100")
+        .env("MANPAGER", "cat")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Start a command as a background job"),
+        "{text}"
+    );
+}
