@@ -1,4 +1,4 @@
-//! Writes argosctl's man pages (one per command) and its bash, zsh and fish completions
+//! Writes argosctl's man pages (one per command, plain and gzipped) and its bash, zsh and fish completions
 //! from the same definition the binary parses with (src/cli.rs), into OUT_DIR and, for
 //! the Debian package, into the profile's directory: `target/<profile>/man/*.1` and
 //! `target/<profile>/completions/`.
@@ -43,7 +43,14 @@ fn man_pages(cmd: &clap::Command, dir: &Path) -> std::io::Result<()> {
     let name = cmd.get_display_name().unwrap_or_else(|| cmd.get_name());
     let mut page = Vec::new();
     clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
-    std::fs::write(dir.join(format!("{name}.1")), page)?;
+    std::fs::write(dir.join(format!("{name}.1")), &page)?;
+    // And gzipped for the package: no file name, no time, so every build is the same.
+    let gz = std::fs::File::create(dir.join(format!("{name}.1.gz")))?;
+    let mut z = flate2::GzBuilder::new()
+        .mtime(0)
+        .write(gz, flate2::Compression::best());
+    std::io::Write::write_all(&mut z, &page)?;
+    z.finish()?;
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
         man_pages(sub, dir)?;
     }

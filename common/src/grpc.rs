@@ -242,12 +242,23 @@ pub fn bind_unix(
     }
     let listener = tokio::net::UnixListener::bind(path).map_err(|e| io("binding", e))?;
     if let Some(gid) = group {
-        nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))
-            .map_err(|e| io("setting group of", std::io::Error::from(e)))?;
+        set_group(path, gid).map_err(|e| io("setting group of", e))?;
     }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| io("setting mode of", e))?;
     Ok(listener)
+}
+
+/// Gives `path` the group `gid` unless it has it already. An unprivileged daemon whose
+/// primary group is the socket group never needs to: it makes no chown call at all,
+/// which its unit's system call filter (no `@chown`) would answer with SIGSYS.
+fn set_group(path: &Path, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if std::fs::symlink_metadata(path)?.gid() == gid {
+        return Ok(());
+    }
+    nix::unistd::chown(path, None, Some(nix::unistd::Gid::from_raw(gid)))?;
+    Ok(())
 }
 
 /// Makes or checks a daemon's socket directory: ours, open to nobody else for writing,
@@ -269,8 +280,7 @@ fn own_socket_dir(dir: &Path, group: Option<u32>) -> Result<(), SocketError> {
     match std::fs::DirBuilder::new().mode(mode).create(dir) {
         Ok(()) => {
             if let Some(gid) = group {
-                nix::unistd::chown(dir, None, Some(nix::unistd::Gid::from_raw(gid)))
-                    .map_err(|e| io(std::io::Error::from(e)))?;
+                set_group(dir, gid).map_err(io)?;
             }
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).map_err(io)?;
             return Ok(());

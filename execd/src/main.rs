@@ -18,6 +18,25 @@ use argos_execd::service::{self, ExecService};
 use argos_execd::spec::Dimension;
 use argos_store::audit::Audit;
 
+/// SIGUSR2 is a stop of the service, not a restart: the unit's `KillSignal=SIGUSR2`
+/// (`RestartKillSignal=SIGTERM`). Every running launch is ended first, with its end
+/// recorded, then execd stops as on SIGTERM. A SIGTERM alone (a restart, or any other
+/// supervisor's stop) leaves the launches running for the next execd to re-adopt.
+fn stop_ends_launches(manager: &Arc<Manager>) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut usr2 = signal(SignalKind::user_defined2()).context("handling SIGUSR2")?;
+    let manager = manager.clone();
+    tokio::spawn(async move {
+        if usr2.recv().await.is_some() {
+            tracing::info!("SIGUSR2: the service stops; ending every running launch first");
+            let n = manager.end_all().await;
+            tracing::info!(launches = n, "every launch ended; stopping");
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
+        }
+    });
+    Ok(())
+}
+
 /// execd's own checks of the config, all reported together before anything is bound.
 fn validate(c: &Config) -> Vec<String> {
     let e = &c.exec;
@@ -131,6 +150,7 @@ fn main() -> ExitCode {
             .await
             .context("resuming approvals after start")?;
         manager.pool.fill();
+        stop_ends_launches(&manager)?;
         let svc = ExecService {
             manager: manager.clone(),
             mcp_starts: Default::default(),

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use argos_store::audit::{Audit, Entry};
 
 use crate::approval::{self, Approval};
-use crate::launch::{self, Finished, InvalidRequest, LaunchRequest, Launcher};
+use crate::launch::{self, Finished, InvalidRequest, KillOutcome, LaunchRequest, Launcher};
 use crate::ledger::{Ledger, NewExecution, Record};
 use crate::pool::Pool;
 use crate::spec::{Identity, LaunchResult, LaunchSpec, LaunchStatus, files, now_ms};
@@ -480,6 +480,39 @@ impl Manager {
             }
         }
         Ok(())
+    }
+
+    /// The service is stopped, not restarted (systemd's stop sends SIGUSR2, a restart
+    /// SIGTERM): every running launch gets the same verified kill an operator's `Kill`
+    /// gives, all at once, and its end is recorded. Answers how many were running.
+    pub async fn end_all(self: &Arc<Self>) -> usize {
+        let running = match self.ledger.running().await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(error = %e, "listing running launches to end them");
+                return 0;
+            }
+        };
+        let grace = Duration::from_millis(self.launcher.grace_ms);
+        futures_util::future::join_all(running.iter().map(|rec| async move {
+            let outcome = launch::kill_launch(&self.dir(&rec.id), grace).await;
+            tracing::info!(id = %rec.id, ?outcome, "ended with the service");
+            match outcome {
+                KillOutcome::Killed | KillOutcome::AlreadyGone => {
+                    self.wait(&rec.id).await;
+                }
+                KillOutcome::Unconfirmed => {
+                    self.teardown_failed(
+                        &rec.id,
+                        "KILL sent through the pidfd at execd's stop; the end was not observed",
+                    )
+                    .await;
+                }
+                KillOutcome::NotOwned(_) => {}
+            }
+        }))
+        .await;
+        running.len()
     }
 
     /// Removes the files (launch dir, workspace) of launches that ended more than

@@ -12,6 +12,7 @@
 pub mod mcp_client;
 pub mod mcp_peer;
 pub mod measure;
+pub mod readme;
 pub mod runs;
 pub mod web;
 

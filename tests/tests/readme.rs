@@ -13,49 +13,7 @@ use std::process::Command;
 
 use argos_tests::{StackBuilder, require_root};
 
-const README: &str = include_str!("../../README.md");
-
-/// The README's `sh` blocks, as (first line number, logical lines: continuations joined).
-fn blocks() -> Vec<(usize, Vec<String>)> {
-    let mut out = Vec::new();
-    let mut current: Option<(usize, Vec<String>)> = None;
-    let mut pending = String::new();
-    for (n, line) in README.lines().enumerate() {
-        match (&mut current, line.trim_end()) {
-            (None, "```sh") => current = Some((n + 2, Vec::new())),
-            (Some(_), "```") => {
-                out.push(current.take().unwrap());
-                pending.clear();
-            }
-            (Some((_, lines)), l) => {
-                if let Some(cont) = l.strip_suffix('\\') {
-                    pending.push_str(cont);
-                    pending.push(' ');
-                } else {
-                    pending.push_str(l);
-                    lines.push(std::mem::take(&mut pending));
-                }
-            }
-            (None, _) => {}
-        }
-    }
-    out
-}
-
-/// A line's code, without its trailing comment.
-fn code(line: &str) -> &str {
-    let b = line.as_bytes();
-    let mut quote: Option<u8> = None;
-    for (i, &c) in b.iter().enumerate() {
-        match (quote, c) {
-            (None, b'\'' | b'"') => quote = Some(c),
-            (Some(q), c) if c == q => quote = None,
-            (None, b'#') if i == 0 || b[i - 1].is_ascii_whitespace() => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
+use argos_tests::readme::{INSTALL_SECTION, code, sh_blocks};
 
 #[test]
 fn the_readme_examples_work_as_printed() {
@@ -83,7 +41,14 @@ fn the_readme_examples_work_as_printed() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let mut ran = Vec::new();
     let mut left_out = Vec::new();
-    for (first, lines) in blocks().into_iter().skip(1) {
+    let mut on_a_host = 0;
+    for block in sh_blocks().into_iter().skip(1) {
+        // Installing the package on a host: package.rs runs that section in a container.
+        if block.section == INSTALL_SECTION {
+            on_a_host += block.lines.len();
+            continue;
+        }
+        let (first, lines) = (block.first, block.lines);
         let mut script = String::from(
             "set -euo pipefail\ntrap 'echo \"README line failed: $BASH_COMMAND\" >&2' ERR\n",
         );
@@ -134,7 +99,8 @@ fn the_readme_examples_work_as_printed() {
         );
     }
     eprintln!(
-        "README: {} lines ran; left out (an approval that runs a change as root here): {left_out:#?}",
+        "README: {} lines ran; left out (an approval that runs a change as root here): {left_out:#?}; \
+         {on_a_host} lines on installing the package run in package.rs",
         ran.len()
     );
     assert!(ran.len() >= 20, "only {} README lines ran", ran.len());

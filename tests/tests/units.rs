@@ -15,17 +15,17 @@ fn systemd_analyze_verifies_every_unit_without_a_word() {
         analyze.exists(),
         "systemd-analyze is missing (Debian's systemd package)"
     );
-    // The units name /usr/bin: here they name the built binaries instead.
+    // The units name /usr/libexec/argos: here they name the built binaries instead.
     let dir = tempfile::tempdir().unwrap();
     let mut units = Vec::new();
     for d in DAEMONS {
         let name = format!("argos-{d}.service");
         let text = std::fs::read_to_string(workspace_root().join("systemd").join(&name)).unwrap();
         let here = text.replace(
-            "/usr/bin/argos-",
+            "/usr/libexec/argos/argos-",
             &format!("{}/argos-", bin_dir().display()),
         );
-        assert_ne!(here, text, "{name} starts /usr/bin/argos-{d}");
+        assert_ne!(here, text, "{name} starts /usr/libexec/argos/argos-{d}");
         let path = dir.path().join(&name);
         std::fs::write(&path, here).unwrap();
         units.push(path);
@@ -57,7 +57,7 @@ fn the_unprivileged_units_expose_little_by_systemds_own_measure() {
         std::fs::write(
             &path,
             text.replace(
-                "/usr/bin/argos-",
+                "/usr/libexec/argos/argos-",
                 &format!("{}/argos-", bin_dir().display()),
             ),
         )
@@ -118,8 +118,14 @@ fn every_unit_is_notify_and_starts_after_the_sockets_it_needs() {
     }
     let execd =
         std::fs::read_to_string(workspace_root().join("systemd/argos-execd.service")).unwrap();
-    assert!(
-        execd.lines().any(|l| l == "KillMode=process"),
-        "execd's launches outlive its restart"
-    );
+    for want in [
+        "KillMode=process",
+        "KillSignal=SIGUSR2",
+        "RestartKillSignal=SIGTERM",
+    ] {
+        assert!(
+            execd.lines().any(|l| l == want),
+            "execd's launches outlive its restart and end with its stop: {want}"
+        );
+    }
 }
