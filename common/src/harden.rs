@@ -3,17 +3,20 @@
 //! another init), not only under its systemd unit:
 //!
 //! - `no_new_privs`: nothing it runs can gain privilege (and seccomp needs it);
-//! - a seccomp filter, on every thread, refusing (EPERM) what such a daemon never does:
-//!   running a program, tracing or reading another process, mounts, namespaces (and a
-//!   `clone` into a new user namespace), kernel modules, kexec, keyrings, BPF, perf,
-//!   the clock, swap, reboot — and every x32 syscall, which would walk around the list;
+//! - seccomp, on every thread: an allow list (`syscalls.rs`: systemd's `@system-service`
+//!   set, the one their units allow too, without `@privileged`, `@resources` and io_uring;
+//!   any other call is ENOSYS, as one the kernel does not know, so a C library falls back
+//!   where it can); then, refused by name with EPERM, what a compromised daemon would
+//!   need to escape: running a program, tracing or reading another process, mounts,
+//!   namespaces (and a `clone` into a new user namespace), kernel modules, kexec,
+//!   keyrings, BPF, perf, the clock, swap, reboot; and every x32 syscall, which would walk
+//!   around both lists;
 //! - landlock: the filesystem readable, writable only under the daemon's own state and
 //!   runtime dirs, executable nowhere.
 //!
-//! The seccomp filter is a deny list, not an allow list: what tokio, hyper, SQLite,
-//! rustls and the resolver call differs by version and path, and a missed call would fail
-//! a request at run time; what is refused is what a compromised daemon would need to
-//! escape. Each daemon reports what was applied in `Status`.
+//! Each daemon reports what was applied in `Status`. The whole test suite runs the
+//! daemons confined so (as root, `argosctl up` separates them), so a call the allow list
+//! misses fails a test, not a request in production first.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -92,7 +95,8 @@ pub fn apply(writable: &[PathBuf]) -> Result<Vec<String>, String> {
             .map_err(|e| format!("loading the seccomp filter: {e}"))?;
     }
     applied.push(format!(
-        "seccomp: {} syscalls refused (running a program, ptrace, mounts, namespaces, modules, keyrings, bpf, perf, clock, reboot; x32)",
+        "seccomp: an allow list of {} syscalls (any other is ENOSYS); {} refused by name with EPERM (running a program, ptrace, mounts, namespaces, modules, keyrings, bpf, perf, clock, reboot); x32 refused",
+        allowed().len(),
         DENIED.len()
     ));
     Ok(applied)
@@ -130,8 +134,25 @@ fn landlock(writable: &[PathBuf]) -> Result<String, String> {
     })
 }
 
+/// Every syscall of the allow list, for this architecture.
+fn allowed() -> Vec<i64> {
+    let mut all = crate::syscalls::ALLOWED.to_vec();
+    #[cfg(target_arch = "x86_64")]
+    all.extend_from_slice(crate::syscalls::ALLOWED_X86_64);
+    all
+}
+
 fn filters() -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
+    // First the allow list (the others are loaded through `seccomp`, which it allows):
+    // anything not on it is ENOSYS.
+    let allow = SeccompFilter::new(
+        allowed().into_iter().map(|nr| (nr, Vec::new())).collect(),
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        SeccompAction::Allow,
+        ARCH,
+    )
+    .map_err(err)?;
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> =
         DENIED.iter().map(|nr| (*nr, Vec::new())).collect();
     // A thread is fine; a new user namespace (a full capability set inside it) is not.
@@ -143,7 +164,13 @@ fn filters() -> Result<Vec<BpfProgram>, String> {
         ARCH,
     )
     .map_err(err)?;
-    let mut out: Vec<BpfProgram> = vec![eperm.try_into().map_err(err)?, clone3_enosys()?];
+    // Loaded in this order; where two answer an errno, the later one's is the answer, so
+    // a call refused by name is EPERM.
+    let mut out: Vec<BpfProgram> = vec![
+        allow.try_into().map_err(err)?,
+        eperm.try_into().map_err(err)?,
+        clone3_enosys()?,
+    ];
     #[cfg(target_arch = "x86_64")]
     out.push(no_x32());
     Ok(out)

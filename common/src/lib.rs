@@ -11,6 +11,7 @@ pub mod names;
 pub mod paths;
 pub mod peer;
 pub mod principal;
+mod syscalls;
 pub mod telemetry;
 
 /// The Argos version every daemon reports.

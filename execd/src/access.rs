@@ -52,6 +52,7 @@ pub fn policy() -> MethodPolicy {
         .method(m("ListApprovals"), launchers)
         .method(m("VerifyAudit"), RoleSet::of(&admin))
         .method(m("ListAudit"), RoleSet::of(&admin))
+        .method(m("Stats"), RoleSet::of(&admin))
         .method(m("AnchorAudit"), RoleSet::of(&[PeerRole::Gateway]))
         // Terminals are for admins (checked in the handler); mcp attaches to its own
         // launches with open stdin: the stdio of the servers it started.

@@ -200,6 +200,22 @@ impl Ledger {
         Ok(rows.iter().map(record).collect())
     }
 
+    /// How many executions the ledger holds per (status, profile), and how many on a
+    /// terminal still run (for monitoring: one index scan each).
+    pub async fn counts(&self) -> sqlx::Result<(Vec<(String, String, i64)>, i64)> {
+        let by = sqlx::query_as::<_, (String, String, i64)>(
+            "SELECT status, profile, COUNT(*) FROM executions GROUP BY status, profile",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let terminals = sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM executions WHERE tty = 1 AND status = 'running'",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((by, terminals))
+    }
+
     pub async fn list(&self, f: &ListFilter) -> sqlx::Result<Vec<Record>> {
         let rows = sqlx::query(
             "SELECT * FROM executions

@@ -450,6 +450,38 @@ impl Exec for ExecService {
         }))
     }
 
+    async fn stats(
+        &self,
+        _req: Request<pb::StatsRequest>,
+    ) -> Result<Response<pb::StatsResponse>, Status> {
+        let m = &self.manager;
+        let ((by, terminals), approvals) =
+            tokio::try_join!(m.ledger.counts(), m.approvals.counts()).map_err(edge::store)?;
+        let count = |n: i64| u64::try_from(n).unwrap_or(0);
+        Ok(Response::new(pb::StatsResponse {
+            executions: by
+                .into_iter()
+                .filter_map(|(status, profile, n)| {
+                    Some(pb::ExecutionCount {
+                        status: wire::status(crate::spec::LaunchStatus::parse(&status)?) as i32,
+                        profile,
+                        count: count(n),
+                    })
+                })
+                .collect(),
+            approvals: approvals
+                .into_iter()
+                .filter_map(|(state, n)| {
+                    Some(pb::ApprovalCount {
+                        state: wire::approval_state(crate::approval::State::parse(&state)?) as i32,
+                        count: count(n),
+                    })
+                })
+                .collect(),
+            terminals_running: count(terminals),
+        }))
+    }
+
     async fn list_audit(
         &self,
         req: Request<pb::ListAuditRequest>,

@@ -172,8 +172,16 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
         ))
         .layer(axum::extract::DefaultBodyLimit::max(api::BODY_LIMIT))
         .with_state(api.clone());
+    // Each daemon's status, and Prometheus metrics for an admin (a token with `read`).
     let status_routes = axum::Router::new()
         .route("/api/status", get(status))
+        .route(
+            "/metrics",
+            get({
+                let (api, state) = (api.clone(), state.clone());
+                move || crate::metrics::scrape(api.clone(), state.clone())
+            }),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             api.clone(),
             api::authorize,
@@ -232,6 +240,10 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
                 ),
             )
         })
+        .layer(axum::middleware::from_fn_with_state(
+            api.clone(),
+            crate::metrics::record,
+        ))
         .layer(axum::middleware::from_fn_with_state(api, api::known_host))
         .with_state(state)
 }
@@ -292,6 +304,13 @@ pub struct StackView {
     daemons: Vec<DaemonView>,
 }
 
+impl StackView {
+    /// Each daemon, and whether it answered.
+    pub(crate) fn health(self) -> impl Iterator<Item = (String, bool)> {
+        self.daemons.into_iter().map(|d| (d.daemon, d.healthy))
+    }
+}
+
 async fn call_status(daemon: Daemon, ch: Channel) -> DaemonView {
     let req = tonic::Request::new(StatusRequest {});
     match tokio::time::timeout(
@@ -315,7 +334,7 @@ async fn call_status(daemon: Daemon, ch: Channel) -> DaemonView {
     }
 }
 
-async fn stack(state: &State) -> StackView {
+pub(crate) async fn stack(state: &State) -> StackView {
     let (exec, mcp, job) = tokio::join!(
         call_status(Daemon::Execd, state.exec.clone()),
         call_status(Daemon::Mcpd, state.mcp.clone()),

@@ -11,6 +11,7 @@ mod agent_mcp;
 mod anchor;
 mod api;
 mod http;
+mod metrics;
 mod sse;
 mod throttle;
 mod views;
@@ -127,6 +128,7 @@ fn main() -> ExitCode {
                 mcp_access: std::sync::RwLock::new(mcp_access),
                 mcp_activity,
                 jobs: argos_proto::job::v1::job_client::JobClient::new(state.job_channel()),
+                metrics: metrics::Metrics::default(),
             });
             tokio::spawn(api::watch_execd(api.clone()));
             tokio::spawn(api::watch_mcpd(api.clone()));

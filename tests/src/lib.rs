@@ -428,6 +428,21 @@ impl Stack {
             .collect()
     }
 
+    /// The pid of the running `argos-<daemon>`.
+    pub fn daemon_pid(&self, daemon: &str) -> i32 {
+        let running = self.daemon_pids();
+        let name = format!("argos-{daemon}");
+        running
+            .iter()
+            .find(|(_, cmd)| {
+                cmd.split(' ')
+                    .next()
+                    .is_some_and(|exe| exe.rsplit('/').next() == Some(name.as_str()))
+            })
+            .unwrap_or_else(|| panic!("no running argos-{daemon}: {running:?}"))
+            .0
+    }
+
     /// Kills one daemon with SIGKILL (`argosctl up` then stops the others and exits) and
     /// starts the stack again on the same root, as a supervisor would after a crash.
     /// What the killed daemon left (its launches, for execd) is left for the next start.
@@ -438,22 +453,7 @@ impl Stack {
     /// Kills several daemons with SIGKILL at once (none hears of the others' end), then
     /// starts the stack again on the same root.
     pub fn crash_all_and_restart(&mut self, daemons: &[&str]) {
-        let running = self.daemon_pids();
-        let pids: Vec<i32> = daemons
-            .iter()
-            .map(|daemon| {
-                let name = format!("argos-{daemon}");
-                running
-                    .iter()
-                    .find(|(_, cmd)| {
-                        cmd.split(' ')
-                            .next()
-                            .is_some_and(|exe| exe.rsplit('/').next() == Some(name.as_str()))
-                    })
-                    .unwrap_or_else(|| panic!("no running argos-{daemon}: {running:?}"))
-                    .0
-            })
-            .collect();
+        let pids: Vec<i32> = daemons.iter().map(|d| self.daemon_pid(d)).collect();
         for pid in &pids {
             kill(Pid::from_raw(*pid), Signal::SIGKILL).expect("SIGKILL");
         }

@@ -318,3 +318,30 @@ impl Web {
         }
     }
 }
+
+/// Connects a WebSocket to `path` on the gateway at `addr` (tungstenite, a client of its
+/// own): the socket, or the HTTP status of the refusal.
+pub fn ws_connect(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Result<tungstenite::WebSocket<std::net::TcpStream>, u16> {
+    use tungstenite::client::IntoClientRequest;
+    let mut req = format!("ws://{addr}{path}").into_client_request().unwrap();
+    for (k, v) in headers {
+        req.headers_mut().insert(
+            tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            tungstenite::http::HeaderValue::from_str(v).unwrap(),
+        );
+    }
+    let tcp = std::net::TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    match tungstenite::client::client(req, tcp) {
+        Ok((ws, _)) => Ok(ws),
+        Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r))) => {
+            Err(r.status().as_u16())
+        }
+        Err(e) => panic!("handshake: {e}"),
+    }
+}

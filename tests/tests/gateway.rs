@@ -74,6 +74,7 @@ fn authorization_matrix() {
                 Some(json!({"current_password": "wrong one!!", "new_password": PASSWORD})),
             ),
             "GET /api/status" => ("/api/status".into(), None),
+            "GET /metrics" => ("/metrics".into(), None),
             "GET /api/host" => ("/api/host".into(), None),
             "GET /api/users" => ("/api/users".into(), None),
             "POST /api/users" => (
@@ -538,6 +539,7 @@ fn the_openapi_document_covers_every_route() {
         "POST /api/classify",
         "GET /api/events",
         "GET /api/status",
+        "GET /metrics",
         "GET /api/host",
         "POST /api/agent/run",
         "GET /api/approvals",

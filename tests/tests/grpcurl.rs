@@ -723,6 +723,21 @@ fn grpcurl_finds_jobd_writes_are_the_gateways_alone() {
         assert!(items.is_empty(), "{list}: {out}");
     }
     stack.wait_log("peer denied method=/argos.job.v1.Job/ForgetOwner", 3);
+    // execd's monitoring counts (the gateway's /metrics): the gateway and operators read
+    // them; a compromised mcpd or jobd learns nothing of others' work from them.
+    let execd = stack.socket("execd");
+    let stats = "argos.exec.v1.Exec/Stats";
+    for uid in [MCP_UID, JOB_UID] {
+        let (ok, out) = call_as(&grpcurl, &execd, Some(uid), None, stats, "{}");
+        assert!(
+            !ok && out.contains("PermissionDenied"),
+            "Stats as {uid}: {out}"
+        );
+    }
+    for uid in [Some(GATEWAY_UID), None] {
+        let (ok, out) = call_as(&grpcurl, &execd, uid, None, stats, "{}");
+        assert!(ok, "Stats as {uid:?}: {out}");
+    }
     stack.stop();
 }
 

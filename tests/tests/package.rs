@@ -436,11 +436,12 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     // The README's section on installing on a host, as printed (the package is
     // installed above, as its `apt-get install` line would).
     let mut ran = 0;
+    let reader = admin.token(&["read"]).bearer.unwrap();
     for block in sh_blocks()
         .into_iter()
         .filter(|b| b.section == INSTALL_SECTION)
     {
-        let mut script = String::from("set -euo pipefail\n");
+        let mut script = format!("set -euo pipefail\nexport ARGOS_TOKEN={reader}\n");
         for line in &block.lines {
             let c = code(line).trim();
             if c.is_empty() || c.starts_with("scripts/package") || c.contains("apt-get install") {

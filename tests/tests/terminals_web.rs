@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use argos_tests::web::Web;
 use argos_tests::{Stack, StackBuilder};
 use serde_json::json;
-use tungstenite::client::IntoClientRequest;
 use tungstenite::{Message, WebSocket};
 
 const OP_INPUT: u8 = 0x01;
@@ -26,24 +25,7 @@ fn connect(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<WebSocket<TcpStream>, u16> {
-    let mut req = format!("ws://{}{path}", stack.listen)
-        .into_client_request()
-        .unwrap();
-    for (k, v) in headers {
-        req.headers_mut().insert(
-            tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
-            tungstenite::http::HeaderValue::from_str(v).unwrap(),
-        );
-    }
-    let tcp = TcpStream::connect(stack.listen).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    match tungstenite::client::client(req, tcp) {
-        Ok((ws, _)) => Ok(ws),
-        Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(r))) => {
-            Err(r.status().as_u16())
-        }
-        Err(e) => panic!("handshake: {e}"),
-    }
+    argos_tests::web::ws_connect(stack.listen, path, headers)
 }
 
 /// A terminal client: reads frames, collects output, acknowledges it (or not).

@@ -116,6 +116,20 @@ fn every_unit_is_notify_and_starts_after_the_sockets_it_needs() {
             );
         }
     }
+    // The unprivileged daemons run as their own users, without privileges.
+    for d in ["gatewayd", "mcpd", "jobd"] {
+        let text =
+            std::fs::read_to_string(workspace_root().join(format!("systemd/argos-{d}.service")))
+                .unwrap();
+        for must in [
+            "NoNewPrivileges=yes",
+            "CapabilityBoundingSet=\n",
+            "User=argos-",
+            "Group=argos\n",
+        ] {
+            assert!(text.contains(must), "argos-{d} lacks {must:?}");
+        }
+    }
     let execd =
         std::fs::read_to_string(workspace_root().join("systemd/argos-execd.service")).unwrap();
     for want in [

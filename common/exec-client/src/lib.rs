@@ -350,6 +350,16 @@ impl ExecClient {
         Ok(self.grpc().list_audit(self.req(r)).await?.into_inner())
     }
 
+    /// Counts for monitoring: executions by status and profile, approvals by state,
+    /// terminals running.
+    pub async fn stats(&self) -> Result<pb::StatsResponse, ExecError> {
+        Ok(self
+            .grpc()
+            .stats(self.req(pb::StatsRequest {}))
+            .await?
+            .into_inner())
+    }
+
     /// Verifies execd's audit trail, against `anchor` (the newest the caller holds of it)
     /// when given.
     pub async fn verify_audit(

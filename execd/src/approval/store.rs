@@ -155,6 +155,13 @@ impl Store {
         .collect())
     }
 
+    /// How many approvals the store holds in each state (for monitoring).
+    pub async fn counts(&self) -> sqlx::Result<Vec<(String, i64)>> {
+        sqlx::query_as::<_, (String, i64)>("SELECT state, COUNT(*) FROM approvals GROUP BY state")
+            .fetch_all(&self.pool)
+            .await
+    }
+
     /// Records a pending approval and its execution (`pending_approval`), or returns the
     /// identical request's approval still pending from the same requester (`false`).
     pub async fn create(

@@ -203,6 +203,12 @@ impl PerUser {
         }
     }
 
+    /// How many are open, all users together.
+    pub fn open(&self) -> u64 {
+        let m = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        m.values().sum()
+    }
+
     /// One more stream for `user`, or 429 when it holds the most allowed.
     pub fn take(&self, user: &str) -> Result<Held, ApiError> {
         let mut m = self.held.lock().unwrap_or_else(|e| e.into_inner());

@@ -120,6 +120,8 @@ pub struct Api {
     pub mcp_activity: crate::agent_mcp::activity::Log,
     /// jobd (background jobs).
     pub jobs: argos_proto::job::v1::job_client::JobClient<tonic::transport::Channel>,
+    /// Prometheus metrics (`/metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 pub type Shared = Arc<Api>;
@@ -219,7 +221,8 @@ pub struct ErrorDetail {
         deliveries,
         delivery,
         redeliver,
-        crate::http::status
+        crate::http::status,
+        crate::metrics::metrics_doc
     ),
     components(schemas(
         ErrorBody,

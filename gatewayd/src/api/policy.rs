@@ -88,6 +88,7 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/api/me", USER, READ, TOKENS_TOO),
     rule("POST", "/api/me/password", USER, NONE, SESSION),
     rule("GET", "/api/status", USER, READ, TOKENS_TOO),
+    rule("GET", "/metrics", ADMIN, READ, TOKENS_TOO),
     rule("GET", "/api/host", USER, READ, TOKENS_TOO),
     rule("GET", "/api/users", ADMIN, NONE, SESSION),
     rule("POST", "/api/users", ADMIN, NONE, SESSION),

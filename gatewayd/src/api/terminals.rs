@@ -251,6 +251,7 @@ fn state(v: serde_json::Value) -> Message {
 
 /// Relays one WebSocket to execd's `Attach` until either side ends.
 async fn bridge(socket: WebSocket, api: Shared, caller: Caller, id: String) {
+    let _counted = api.metrics.terminal_socket();
     let (mut out, mut inp) = socket.split();
     let (req_tx, req_rx) = tokio::sync::mpsc::channel::<pb::AttachRequest>(16);
     let open = pb::AttachRequest {

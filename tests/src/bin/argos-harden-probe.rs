@@ -53,6 +53,13 @@ fn main() -> ExitCode {
         .map(|_| ())
         .map_err(std::io::Error::from),
     );
+    // A call on no list: outside the allow list (`@resources`), so ENOSYS.
+    let mut cpus = nix::sched::CpuSet::new();
+    let _ = cpus.set(0);
+    let affinity = outcome(
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus)
+            .map_err(std::io::Error::from),
+    );
     let thread = outcome(
         std::thread::spawn(|| ())
             .join()
@@ -62,7 +69,7 @@ fn main() -> ExitCode {
         "{}",
         json!({"applied": applied, "exec": exec, "write_inside": write_inside,
                "write_outside": write_outside, "read_etc": read_etc, "userns": userns,
-               "peek": peek, "thread": thread})
+               "peek": peek, "thread": thread, "affinity": affinity})
     );
     ExitCode::SUCCESS
 }
