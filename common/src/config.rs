@@ -190,6 +190,9 @@ pub struct GatewayConfig {
     /// Hosts (`host[:port]`) an agent's `http_get` may reach though their addresses are
     /// not public (loopback, private, link-local). Metadata addresses stay refused.
     pub http_get_allow: Vec<String>,
+    /// Whether the first-admin link is logged, or only written to `setup-link` in the
+    /// gateway's state dir (the log names the file).
+    pub log_setup_link: bool,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -383,6 +386,11 @@ impl Config {
                     "gateway.audit_anchor_s",
                     30u64,
                     "Seconds between exchanges of audit heads with execd: each daemon's newest audit row is recorded in the other's trail, so a trail cut short or recomputed fails `audit verify`, naming the row. Rows written since the last exchange are not yet anchored. At least 1.",
+                ),
+                log_setup_link: r.get(
+                    "gateway.log_setup_link",
+                    true,
+                    "On a start with no account yet, the gateway writes the one-time link that creates the first admin to `setup-link` in its state dir (mode 0600) and, when this is true, logs it too. The packaged /etc/argos/argos.toml sets false: the system journal is readable by the `adm` and `systemd-journal` groups, and whoever opens the link first becomes an admin.",
                 ),
                 http_get_allow: r.get_with(
                     "gateway.http_get_allow",

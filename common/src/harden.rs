@@ -137,6 +137,7 @@ fn landlock(writable: &[PathBuf]) -> Result<String, String> {
 /// Every syscall of the allow list, for this architecture.
 fn allowed() -> Vec<i64> {
     let mut all = crate::syscalls::ALLOWED.to_vec();
+    all.extend([libc::SYS_socket, libc::SYS_socketpair]);
     #[cfg(target_arch = "x86_64")]
     all.extend_from_slice(crate::syscalls::ALLOWED_X86_64);
     all
@@ -146,8 +147,12 @@ fn filters() -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
     // First the allow list (the others are loaded through `seccomp`, which it allows):
     // anything not on it is ENOSYS.
+    let mut allow: BTreeMap<i64, Vec<SeccompRule>> =
+        allowed().into_iter().map(|nr| (nr, Vec::new())).collect();
+    allow.insert(libc::SYS_socket, families(FAMILIES)?);
+    allow.insert(libc::SYS_socketpair, families(&[libc::AF_UNIX])?);
     let allow = SeccompFilter::new(
-        allowed().into_iter().map(|nr| (nr, Vec::new())).collect(),
+        allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         SeccompAction::Allow,
         ARCH,
@@ -174,6 +179,31 @@ fn filters() -> Result<Vec<BpfProgram>, String> {
     #[cfg(target_arch = "x86_64")]
     out.push(no_x32());
     Ok(out)
+}
+
+/// The address families the daemons open sockets in: Unix (the gRPC sockets), IP (the
+/// gateway's listener, MCP servers, webhooks) and netlink (the C library's interface
+/// queries). AF_ALG, AF_VSOCK, AF_PACKET and the rest are ENOSYS.
+const FAMILIES: &[libc::c_int] = &[
+    libc::AF_UNIX,
+    libc::AF_INET,
+    libc::AF_INET6,
+    libc::AF_NETLINK,
+];
+
+/// Rules matching a `socket` or `socketpair` whose family (argument 0) is one of these.
+fn families(allowed: &[libc::c_int]) -> Result<Vec<SeccompRule>, String> {
+    let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
+    allowed
+        .iter()
+        .map(|f| {
+            SeccompRule::new(vec![
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, *f as u64)
+                    .map_err(err)?,
+            ])
+            .map_err(err)
+        })
+        .collect()
 }
 
 /// The rule matching a `clone` or `unshare` whose flags (argument 0) ask for a new user

@@ -1,9 +1,13 @@
 //! The system calls gatewayd, mcpd and jobd may make once confined (`harden`'s allow list):
 //! systemd's `@system-service` set (as systemd 252 defines it, the set their units also
-//! allow), without `@privileged` and `@resources`, without io_uring, and without what
-//! `harden::DENIED` refuses by name (those answer EPERM from the deny filter); plus
-//! `seccomp`, through which the filters after this one are loaded. Anything else answers
-//! ENOSYS, as a call the kernel does not know, so a C library falls back where it can.
+//! allow), without `@privileged` and `@resources`, without what `harden::DENIED` refuses
+//! by name (those answer EPERM from the deny filter), and without what none of these
+//! daemons calls but would widen the kernel's surface: io_uring, Linux AIO, SysV IPC and
+//! POSIX message queues, `personality` (READ_IMPLIES_EXEC), `vmsplice`, `tee`,
+//! `remap_file_pages`; plus `seccomp`, through which the filters after this one are
+//! loaded. `socket` and `socketpair` are allowed for the families the daemons use only
+//! (`harden::families`). Anything else answers ENOSYS, as a call the kernel does not
+//! know, so a C library falls back where it can.
 
 /// Allowed on every architecture.
 pub const ALLOWED: &[i64] = &[
@@ -80,11 +84,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_inotify_add_watch,
     libc::SYS_inotify_init1,
     libc::SYS_inotify_rm_watch,
-    libc::SYS_io_cancel,
-    libc::SYS_io_destroy,
-    libc::SYS_io_getevents,
-    libc::SYS_io_setup,
-    libc::SYS_io_submit,
     libc::SYS_ioctl,
     libc::SYS_ioprio_get,
     libc::SYS_kcmp,
@@ -107,17 +106,7 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_mlockall,
     libc::SYS_mmap,
     libc::SYS_mprotect,
-    libc::SYS_mq_getsetattr,
-    libc::SYS_mq_notify,
-    libc::SYS_mq_open,
-    libc::SYS_mq_timedreceive,
-    libc::SYS_mq_timedsend,
-    libc::SYS_mq_unlink,
     libc::SYS_mremap,
-    libc::SYS_msgctl,
-    libc::SYS_msgget,
-    libc::SYS_msgrcv,
-    libc::SYS_msgsnd,
     libc::SYS_msync,
     libc::SYS_munlock,
     libc::SYS_munlockall,
@@ -127,7 +116,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_newfstatat,
     libc::SYS_openat,
     libc::SYS_openat2,
-    libc::SYS_personality,
     libc::SYS_pidfd_open,
     libc::SYS_pidfd_send_signal,
     libc::SYS_pipe2,
@@ -149,7 +137,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_recvfrom,
     libc::SYS_recvmmsg,
     libc::SYS_recvmsg,
-    libc::SYS_remap_file_pages,
     libc::SYS_removexattr,
     libc::SYS_renameat2,
     libc::SYS_restart_syscall,
@@ -171,10 +158,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_sched_rr_get_interval,
     libc::SYS_sched_yield,
     libc::SYS_seccomp,
-    libc::SYS_semctl,
-    libc::SYS_semget,
-    libc::SYS_semop,
-    libc::SYS_semtimedop,
     libc::SYS_sendfile,
     libc::SYS_sendmmsg,
     libc::SYS_sendmsg,
@@ -190,15 +173,9 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_setsid,
     libc::SYS_setsockopt,
     libc::SYS_setxattr,
-    libc::SYS_shmat,
-    libc::SYS_shmctl,
-    libc::SYS_shmdt,
-    libc::SYS_shmget,
     libc::SYS_shutdown,
     libc::SYS_sigaltstack,
     libc::SYS_signalfd4,
-    libc::SYS_socket,
-    libc::SYS_socketpair,
     libc::SYS_splice,
     libc::SYS_statfs,
     libc::SYS_statx,
@@ -206,7 +183,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_sync,
     libc::SYS_syncfs,
     libc::SYS_sysinfo,
-    libc::SYS_tee,
     libc::SYS_tgkill,
     libc::SYS_timer_create,
     libc::SYS_timer_delete,
@@ -223,7 +199,6 @@ pub const ALLOWED: &[i64] = &[
     libc::SYS_uname,
     libc::SYS_unlinkat,
     libc::SYS_utimensat,
-    libc::SYS_vmsplice,
     libc::SYS_wait4,
     libc::SYS_waitid,
     libc::SYS_write,

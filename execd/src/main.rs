@@ -22,9 +22,9 @@ use argos_store::audit::Audit;
 /// (`RestartKillSignal=SIGTERM`). Every running launch is ended first, with its end
 /// recorded, then execd stops as on SIGTERM. A SIGTERM alone (a restart, or any other
 /// supervisor's stop) leaves the launches running for the next execd to re-adopt.
-fn stop_ends_launches(manager: &Arc<Manager>) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut usr2 = signal(SignalKind::user_defined2()).context("handling SIGUSR2")?;
+/// `usr2` is handled from the start of execd's setup, so a stop while it starts does not
+/// kill it by SIGUSR2's default action; the launches are ended once the manager exists.
+fn stop_ends_launches(manager: &Arc<Manager>, mut usr2: tokio::signal::unix::Signal) {
     let manager = manager.clone();
     tokio::spawn(async move {
         if usr2.recv().await.is_some() {
@@ -34,7 +34,6 @@ fn stop_ends_launches(manager: &Arc<Manager>) -> anyhow::Result<()> {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
         }
     });
-    Ok(())
 }
 
 /// execd's own checks of the config, all reported together before anything is bound.
@@ -73,6 +72,8 @@ fn main() -> ExitCode {
     argos_execd::sys::raw::keep_large_buffers();
     let spec = Spec::new("execd", Privilege::MayBeRoot).validate(validate);
     daemon::run(spec, |ctx| async move {
+        let usr2 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())
+            .context("handling SIGUSR2")?;
         let profiles = Profiles::builtin().map_err(anyhow::Error::msg)?;
         let exe = std::env::current_exe().context("locating argos-execd")?;
         let shim = exe.with_file_name("argos-shim");
@@ -150,7 +151,7 @@ fn main() -> ExitCode {
             .await
             .context("resuming approvals after start")?;
         manager.pool.fill();
-        stop_ends_launches(&manager)?;
+        stop_ends_launches(&manager, usr2);
         let svc = ExecService {
             manager: manager.clone(),
             mcp_starts: Default::default(),

@@ -41,6 +41,8 @@ pub enum StartError {
     Ledger(#[from] sqlx::Error),
     #[error(transparent)]
     Launch(#[from] launch::LaunchError),
+    #[error("execd is stopping: it ends what runs and starts nothing new")]
+    Stopping,
 }
 
 /// Whether a launch's audit intent record is still to be written.
@@ -80,6 +82,11 @@ pub struct Manager {
     uids: crate::uids::UidPool,
     /// How much one user (or peer role) may hold at once.
     quota: crate::quota::Quota,
+    /// Set when the service stops (SIGUSR2): no launch starts after it.
+    stopping: std::sync::atomic::AtomicBool,
+    /// Held (shared) by every start while it runs; `end_all` takes it alone, so the
+    /// launches it ends include every start that got past the `stopping` check.
+    starting: tokio::sync::RwLock<()>,
 }
 
 /// The name a launch uid has inside its launch: the requester's, when it is a plain user
@@ -124,6 +131,8 @@ impl Manager {
             changes: tokio::sync::broadcast::channel(1024).0,
             done: Mutex::new(HashMap::new()),
             uids,
+            stopping: Default::default(),
+            starting: Default::default(),
         })
     }
 
@@ -185,6 +194,10 @@ impl Manager {
         allowed_profiles: Option<&[String]>,
         intent: Intent,
     ) -> Result<String, StartError> {
+        let _starting = self.starting.read().await;
+        if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StartError::Stopping);
+        }
         let uid = self.claim_uid(&id).ok_or(StartError::NoUid)?;
         let spec = match self.launcher.validate(&id, req, uid) {
             Ok(s) => s,
@@ -486,6 +499,11 @@ impl Manager {
     /// SIGTERM): every running launch gets the same verified kill an operator's `Kill`
     /// gives, all at once, and its end is recorded. Answers how many were running.
     pub async fn end_all(self: &Arc<Self>) -> usize {
+        // Nothing new starts; every start already past that check has recorded its launch
+        // once this lock is ours.
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(self.starting.write().await);
         let running = match self.ledger.running().await {
             Ok(r) => r,
             Err(e) => {

@@ -74,8 +74,9 @@ pub struct McpOptions {
 
 /// What a token may be used for.
 /// `read`: look; `exec`: run commands (admins); `agent`: ask to run commands through the
-/// risk gate; `approve`: decide approvals (admins).
-pub const SCOPES: &[&str] = &["exec", "read", "agent", "approve", "mcp"];
+/// risk gate; `approve`: decide approvals (admins); `mcp`: an agent's tools at `/mcp`;
+/// `metrics`: `/metrics` and nothing else (admins), for a scraper's token.
+pub const SCOPES: &[&str] = &["exec", "read", "agent", "approve", "mcp", "metrics"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {

@@ -49,15 +49,29 @@ fn main() -> ExitCode {
                 },
             )
             .await?;
-            // First start: a one-time link creates the first admin.
+            // First start: a one-time link creates the first admin. It is written to a
+            // file only the gateway's uid (and root) reads, and logged unless the config
+            // says the log is read more widely (the packaged config does).
+            let link_file = ctx.state_dir.join("setup-link");
+            let _ = std::fs::remove_file(&link_file);
             if let Some(link) = accounts
                 .new_setup_link(std::time::Duration::from_secs(15 * 60))
                 .await?
             {
-                tracing::warn!(
-                    url = %format!("http://{bound}/setup#{link}"),
-                    "no account yet: open this link within 15 minutes to create the first admin (it works once)"
-                );
+                let url = format!("http://{bound}/setup#{link}");
+                write_private(&link_file, format!("{url}\n").as_bytes())
+                    .with_context(|| format!("writing {}", link_file.display()))?;
+                if g.log_setup_link {
+                    tracing::warn!(
+                        url = %url,
+                        "no account yet: open this link within 15 minutes to create the first admin (it works once)"
+                    );
+                } else {
+                    tracing::warn!(
+                        file = %link_file.display(),
+                        "no account yet: the link that creates the first admin (within 15 minutes, once) is in this file, readable by root"
+                    );
+                }
             }
             let state = http::State::new(&ctx)?;
             let web = api::WebConfig {
@@ -159,4 +173,16 @@ fn main() -> ExitCode {
             )
         },
     )
+}
+
+/// Writes `bytes` to a new file at `path` that only this uid may read (0600).
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)
 }

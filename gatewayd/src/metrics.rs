@@ -1,5 +1,6 @@
 //! Prometheus metrics at `GET /metrics` (OpenMetrics text, by the `prometheus-client`
-//! crate): an admin's (a token with `read`) view of the stack for a scraper.
+//! crate): an admin's view of the stack for a scraper (a token with the `metrics` scope,
+//! which opens nothing else, or `read`).
 //!
 //! - `argos_http_request_duration_seconds{method,route,code}`: every request the gateway
 //!   answered, by its route's template (never the raw path: ids stay out of labels), until
@@ -203,10 +204,10 @@ fn word<E>(name: Result<&str, E>, prefix: &str) -> String {
 /// `GET /metrics`'s description (the route itself is `scrape`, which needs both the API's
 /// and the stack's state).
 #[utoipa::path(get, path = "/metrics", tag = "status",
-    description = "Prometheus metrics (OpenMetrics text): request latency by route, executions by status and profile, approvals by state, terminals and streams open, each daemon's up state. Admins; tokens need `read`.",
+    description = "Prometheus metrics (OpenMetrics text): request latency by route, executions by status and profile, approvals by state, terminals and streams open, each daemon's up state. Admins; tokens need `metrics` (which opens nothing else) or `read`.",
     responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text", body = String),
               (status = 401, description = "not logged in", body = crate::api::ErrorBody),
-              (status = 403, description = "not an admin, or a token without `read`", body = crate::api::ErrorBody)))]
+              (status = 403, description = "not an admin, or a token without `metrics` or `read`", body = crate::api::ErrorBody)))]
 #[allow(dead_code)]
 pub async fn metrics_doc() {}
 

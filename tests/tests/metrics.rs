@@ -1,6 +1,6 @@
 //! The gateway's Prometheus metrics (`/metrics`), read by the Prometheus project's own
 //! parser (PyPI `prometheus-client`, its strict OpenMetrics parser): for admins only (a
-//! token with `read`); launches by status and profile, approvals by state, request
+//! token with `metrics`, which opens nothing else, or `read`); launches by status and profile, approvals by state, request
 //! latency by route template, streams and terminals open, each daemon's up state — and
 //! a daemon that does not answer is reported down, not left out.
 
@@ -69,7 +69,7 @@ fn metrics_are_for_admins_and_say_what_the_stack_does() {
     argos_tests::require_root("the metrics test (the stack runs privilege-separated)");
     let stack = StackBuilder::new().start();
     let (mut admin, mut bob) = stack.admin_and_user();
-    let mut scraper = admin.token(&["read"]);
+    let mut scraper = admin.token(&["metrics"]);
     let mut agent = admin.token(&["agent"]);
 
     // Who may read them.
@@ -77,6 +77,17 @@ fn metrics_are_for_admins_and_say_what_the_stack_does() {
     assert_eq!(bob.token(&["read"]).get("/metrics").status, 403);
     assert_eq!(admin.token(&["exec"]).get("/metrics").status, 403);
     assert_eq!(admin.get("/metrics").status, 200, "an admin's session too");
+    assert_eq!(admin.token(&["read"]).get("/metrics").status, 200);
+    assert_eq!(bob.token(&["metrics"]).get("/metrics").status, 403);
+    // A scraper's token opens nothing else.
+    for path in [
+        "/api/executions",
+        "/api/audit",
+        "/api/status",
+        "/api/events",
+    ] {
+        assert_eq!(scraper.get(path).status, 403, "{path}");
+    }
 
     // Some work: a command that ran in the sandbox, one waiting for an approval.
     let r = agent.post(

@@ -399,9 +399,18 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
 
     // The first admin, by the one-time link the gateway logged; an agent's token.
     let listen: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    // Not in the journal, which others may read: in a file only root and the gateway read.
     let journal = c.ok("journalctl --no-pager -u argos-gatewayd");
-    let at = journal.find("/setup#").expect("the setup link is logged") + "/setup#".len();
-    let secret: String = journal[at..]
+    assert!(!journal.contains("/setup#"), "{journal}");
+    assert!(
+        journal.contains("/var/lib/argos/gatewayd/setup-link"),
+        "{journal}"
+    );
+    let mode = c.ok("stat -c '%a %U' /var/lib/argos/gatewayd/setup-link");
+    assert_eq!(mode.trim(), "600 argos-gw");
+    let link = c.ok("cat /var/lib/argos/gatewayd/setup-link");
+    let at = link.find("/setup#").expect("the setup link") + "/setup#".len();
+    let secret: String = link[at..]
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
         .collect();
@@ -436,7 +445,7 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     // The README's section on installing on a host, as printed (the package is
     // installed above, as its `apt-get install` line would).
     let mut ran = 0;
-    let reader = admin.token(&["read"]).bearer.unwrap();
+    let reader = admin.token(&["metrics"]).bearer.unwrap();
     for block in sh_blocks()
         .into_iter()
         .filter(|b| b.section == INSTALL_SECTION)
@@ -545,10 +554,10 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     // Remove keeps the state; purge removes it and the config.
     c.ok("dpkg --remove argos 2>&1");
     assert!(c.argos_processes().is_empty(), "{:?}", c.argos_processes());
-    c.ok("test -f /var/lib/argos/execd/execd.db && test -f /etc/argos/argos.toml");
+    c.ok("test -f /var/lib/argos/execd/execd.db && test -d /var/lib/argos-work && test -f /etc/argos/argos.toml");
     c.ok("! test -e /usr/libexec/argos/argos-execd && ! test -e /usr/lib/systemd/system/argos-execd.service");
     c.ok("dpkg --purge argos 2>&1");
-    c.ok("! test -e /var/lib/argos && ! test -e /etc/argos && ! test -e /run/argos");
+    c.ok("! test -e /var/lib/argos && ! test -e /var/lib/argos-work && ! test -e /etc/argos && ! test -e /run/argos");
     c.ok("! test -e /etc/systemd/system/multi-user.target.wants/argos-execd.service");
     let listed = c.sh("dpkg -s argos");
     assert!(!listed.status.success(), "argos is still known to dpkg");

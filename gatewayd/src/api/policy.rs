@@ -88,7 +88,8 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/api/me", USER, READ, TOKENS_TOO),
     rule("POST", "/api/me/password", USER, NONE, SESSION),
     rule("GET", "/api/status", USER, READ, TOKENS_TOO),
-    rule("GET", "/metrics", ADMIN, READ, TOKENS_TOO),
+    // A scraper's token needs no more than `metrics`, which opens nothing else.
+    rule("GET", "/metrics", ADMIN, &["metrics", "read"], TOKENS_TOO),
     rule("GET", "/api/host", USER, READ, TOKENS_TOO),
     rule("GET", "/api/users", ADMIN, NONE, SESSION),
     rule("POST", "/api/users", ADMIN, NONE, SESSION),

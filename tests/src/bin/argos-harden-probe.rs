@@ -60,6 +60,18 @@ fn main() -> ExitCode {
         nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus)
             .map_err(std::io::Error::from),
     );
+    // A socket in a family the daemons never use (the kernel's crypto API).
+    let alg = outcome(
+        nix::sys::socket::socket(
+            nix::sys::socket::AddressFamily::Alg,
+            nix::sys::socket::SockType::SeqPacket,
+            nix::sys::socket::SockFlag::empty(),
+            None,
+        )
+        .map(drop)
+        .map_err(std::io::Error::from),
+    );
+    let tcp = outcome(std::net::TcpListener::bind("127.0.0.1:0").map(drop));
     let thread = outcome(
         std::thread::spawn(|| ())
             .join()
@@ -69,7 +81,8 @@ fn main() -> ExitCode {
         "{}",
         json!({"applied": applied, "exec": exec, "write_inside": write_inside,
                "write_outside": write_outside, "read_etc": read_etc, "userns": userns,
-               "peek": peek, "thread": thread, "affinity": affinity})
+               "peek": peek, "thread": thread, "affinity": affinity,
+               "alg_socket": alg, "tcp": tcp})
     );
     ExitCode::SUCCESS
 }

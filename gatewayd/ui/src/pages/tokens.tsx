@@ -15,6 +15,7 @@ const SCOPES: [string, string][] = [
   ["agent", "ask to run commands through the risk gate"],
   ["approve", "decide approvals (admins)"],
   ["mcp", "an agent's tools at /mcp"],
+  ["metrics", "Prometheus metrics at /metrics, nothing else (admins)"],
 ];
 
 /** A token's limits at /mcp, as small badges. */
