@@ -132,7 +132,19 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
           }
         };
         const enc = new TextEncoder();
-        term.onData((d) => send(OP_INPUT, enc.encode(d)));
+        // What xterm.js sends is the human's typing and its own answers to the screen's
+        // queries (device attributes, cursor position, colours, modes). Answers to queries
+        // in the replayed output are stale: they would reach the live program as typed
+        // input (`1;2c` at a prompt, or a command in a root shell). So from the replay's
+        // start until xterm has parsed its last byte, nothing it sends is input.
+        let replaying = false;
+        term.onData((d) => {
+          if (!replaying) send(OP_INPUT, enc.encode(d));
+        });
+        // Some mouse reports come as a binary string: one byte per character.
+        term.onBinary((d) => {
+          if (!replaying) send(OP_INPUT, Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff));
+        });
         // The terminal follows the window.
         const resize = () => {
           fit.fit();
@@ -174,10 +186,15 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
                 send(OP_ACK, a);
               });
             } else if (b[0] === OP_REPLAY_BEGIN) {
+              replaying = true;
               term.reset();
               say("replaying…");
             } else if (b[0] === OP_REPLAY_END) {
-              say("attached");
+              // xterm parses in order: this callback runs once the replay is parsed.
+              term.write("", () => {
+                replaying = false;
+                say("attached");
+              });
             } else if (b[0] === OP_STATE) {
               const st = JSON.parse(new TextDecoder().decode(data));
               if (st.state === "exited") {
