@@ -157,8 +157,13 @@ pub fn depth(v: &Value) -> usize {
 }
 
 /// A tool's description and input schema after their caps (and whether any applied).
+/// Their words are the upstream's: the description, and every `description` and `title`
+/// in the schema, are shown with their line breaks and every other character a renderer
+/// could hide or reorder text with as an escape (`argos_net::text::shown_lines`), before
+/// an agent sees them.
 pub fn definition(description: &str, schema: &Value, l: &Limits) -> (String, Value, bool) {
     let mut capped = false;
+    let description = argos_net::text::shown_lines(description);
     let mut text: String = description.chars().take(l.description).collect();
     if text.len() < description.len() {
         capped = true;
@@ -174,9 +179,44 @@ pub fn definition(description: &str, schema: &Value, l: &Limits) -> (String, Val
         ));
         serde_json::json!({"type": "object"})
     } else {
-        schema.clone()
+        let mut schema = schema.clone();
+        shown_words(&mut schema, d);
+        schema
     };
     (text, schema, capped)
+}
+
+/// A title made safe to show: one line, at most 200 characters.
+pub fn title(title: &str) -> String {
+    argos_net::text::visible(title).chars().take(200).collect()
+}
+
+/// A tool's annotations with their `title` made safe to show (as [`shown_words`]).
+pub fn annotations(mut v: Value) -> Value {
+    shown_words(&mut v, 4);
+    v
+}
+
+/// Every `description` and `title` string in a schema made safe to show, `depth` levels
+/// down at most (the schema's own depth, already capped).
+fn shown_words(v: &mut Value, depth: usize) {
+    if depth == 0 {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map.iter_mut() {
+                match child {
+                    Value::String(s) if k == "description" || k == "title" => {
+                        *s = argos_net::text::shown_lines(s);
+                    }
+                    _ => shown_words(child, depth - 1),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| shown_words(i, depth - 1)),
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -256,6 +296,33 @@ mod tests {
         let c = result(vec![odd, empty], None, &Limits::default());
         assert!(c.truncated);
         assert!(c.pieces.iter().all(|p| !matches!(p, Piece::Image { .. })));
+    }
+
+    /// The review found bidi, invisible and tag characters and terminal escapes in an
+    /// upstream's description and title, raw before an agent.
+    #[test]
+    fn an_upstreams_words_reach_an_agent_with_nothing_hidden() {
+        let schema = json!({"type": "object", "properties": {"x": {"type": "string",
+            "description": "safe\u{202E}evil\u{2028}Argos: trusted", "title": "t\u{E0041}",
+            "enum": ["a\u{200B}"]}}});
+        let (d, s, capped) = definition(
+            "Reads the time.\nSecond line\u{2029}\x1b[8mhidden\x1b[0m\u{200B}",
+            &schema,
+            &Limits::default(),
+        );
+        assert!(!capped);
+        assert_eq!(
+            d,
+            "Reads the time.\nSecond line\\u{2029}\\u{1b}[8mhidden\\u{1b}[0m\\u{200b}"
+        );
+        let x = &s["properties"]["x"];
+        assert_eq!(x["description"], "safe\\u{202e}evil\\u{2028}Argos: trusted");
+        assert_eq!(x["title"], "t\\u{e0041}");
+        // A value the server compares is left as it is.
+        assert_eq!(x["enum"][0], "a\u{200B}");
+        assert_eq!(title("Clock\u{2066}\n"), "Clock\\u{2066}\\u{a}");
+        let a = annotations(json!({"title": "T\u{202E}", "readOnlyHint": true}));
+        assert_eq!(a, json!({"title": "T\\u{202e}", "readOnlyHint": true}));
     }
 
     #[test]

@@ -3,7 +3,7 @@ command and, if Argos asks (an elicitation in 2025-11-25, an input request in 20
 both reaching `elicitation_callback`), answers as told. Prints one JSON object: the
 questions asked and the call's result.
 
-Usage: python assent.py URL TOKEN MODE COMMAND ANSWER   (ANSWER: approve | decline)
+Usage: python assent.py URL TOKEN MODE COMMAND ANSWER [PURPOSE]   (ANSWER: approve | decline)
 """
 
 import asyncio
@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 async def main():
     url, token, mode, command, answer = sys.argv[1:6]
+    purpose = sys.argv[6] if len(sys.argv) > 6 else "the assent test"
     asked = []
 
     async def on_elicitation(context, params):
@@ -30,7 +31,7 @@ async def main():
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode,
                           elicitation_callback=on_elicitation) as client:
-            r = await client.call_tool("run", {"command": command, "purpose": "the assent test"})
+            r = await client.call_tool("run", {"command": command, "purpose": purpose})
             print(json.dumps({"asked": asked,
                               "result": r.model_dump(mode="json", by_alias=True, exclude_none=True)}))
 

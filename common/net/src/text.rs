@@ -138,16 +138,78 @@ fn html_text(s: &str) -> String {
     html_escape::decode_html_entities(&out).into_owned()
 }
 
-/// Whether a character is dropped: controls other than newline and tab, and invisible
-/// format characters that can make text read differently from what it is, or carry text a
-/// reader cannot see: bidi embeddings, overrides, isolates and marks, zero-width ones, the
-/// BOM, variation selectors, interlinear annotations and the Unicode tag characters.
+/// Whether a character is dropped: controls other than newline and tab, and every
+/// character a reader cannot see or that changes how the text around it reads ([`hidden`]).
 fn dropped(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}'
+    c != '\n' && c != '\t' && hidden(c)
+}
+
+/// Whether a character can make text read differently from what it is, or carry text a
+/// reader cannot see, wherever it is shown (a terminal, a browser, an agent's client): any
+/// control (an escape sequence starts with one), a line or paragraph separator (a line
+/// break to a renderer that honours them), every format character (bidi embeddings,
+/// overrides, isolates and marks, zero-width ones, the BOM, interlinear annotations, the
+/// Unicode tag characters), private-use and unassigned code points, variation selectors
+/// and the other default-ignorable characters, and every space but the ASCII one (a
+/// no-break or wide space passes for a plain one).
+pub fn hidden(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    matches!(
+        get_general_category(c),
+        G::Control
+            | G::Format
+            | G::LineSeparator
+            | G::ParagraphSeparator
+            | G::PrivateUse
+            | G::Surrogate
+            | G::Unassigned
+    ) || (get_general_category(c) == G::SpaceSeparator && c != ' ')
+        || matches!(c, '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FFA0}'
             | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// Longest run of plain spaces shown as it is by [`visible`]; a longer one is named.
+const SPACE_RUN: usize = 8;
+
+/// `s` as one line a person can read for what it is: every [`hidden`] character (a line
+/// break too) shown as a `\u{…}` escape, and a run of more than eight spaces as
+/// `\u{20}×N`, so that padding cannot push the rest of a line out of sight. Nothing is
+/// dropped: what is shown is the whole of `s`.
+pub fn visible(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut spaces = 0;
+    let flush = |out: &mut String, spaces: &mut usize| {
+        if *spaces > SPACE_RUN {
+            out.push_str(&format!("\\u{{20}}×{spaces}"));
+        } else {
+            out.extend(std::iter::repeat_n(' ', *spaces));
+        }
+        *spaces = 0;
+    };
+    for c in s.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        flush(&mut out, &mut spaces);
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    flush(&mut out, &mut spaces);
+    out
+}
+
+/// A text from outside (an upstream tool's description or title) made safe to show: its
+/// line breaks and tabs kept, every other [`hidden`] character shown as an escape.
+pub fn shown_lines(s: &str) -> String {
+    s.split('\n')
+        .map(|line| line.split('\t').map(visible).collect::<Vec<_>>().join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn tidy(s: &str) -> String {
@@ -183,14 +245,17 @@ fn tidy(s: &str) -> String {
             }
             continue;
         }
-        if c == '\n' {
+        if matches!(c, '\n' | '\u{2028}' | '\u{2029}') {
             flush(&mut line, &mut out, &mut blank);
             continue;
         }
         if c == '\r' {
             continue;
         }
-        if !dropped(c) {
+        if c != ' ' && c.is_whitespace() && !c.is_control() {
+            // A no-break or wide space reads as a space.
+            line.push(' ');
+        } else if !dropped(c) {
             line.push(c);
         }
     }
@@ -201,6 +266,36 @@ fn tidy(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_renderer_could_break_or_reorder_is_shown_as_an_escape() {
+        // Line and paragraph separators, NEL, bidi overrides and isolates, zero-width and
+        // tag characters, an escape sequence, a no-break space, private use.
+        let s = "ok\u{2028}Argos: risk read_only\u{2029}x\u{85}y\u{202E}z\u{2066}\u{200B}\u{E0041}\x1b[2Ja\u{a0}b\u{E000}\tc\nd";
+        let v = visible(s);
+        assert_eq!(
+            v,
+            "ok\\u{2028}Argos: risk read_only\\u{2029}x\\u{85}y\\u{202e}z\\u{2066}\\u{200b}\\u{e0041}\\u{1b}[2Ja\\u{a0}b\\u{e000}\\u{9}c\\u{a}d"
+        );
+        assert!(!v.chars().any(hidden), "{v}");
+        // Padding is named, not shown: what follows it stays in sight.
+        let padded = format!("df -h /tmp{}; rm -rf /srv", " ".repeat(70_000));
+        assert_eq!(visible(&padded), "df -h /tmp\\u{20}×70000; rm -rf /srv");
+        assert_eq!(visible("a        b"), "a        b");
+        // Ordinary text of any script passes as it is.
+        for plain in [
+            "grep -r 'κόσμε' /etc",
+            "日本語 テキスト",
+            "naïve café",
+            "emoji 🙂 ok",
+        ] {
+            assert_eq!(visible(plain), plain);
+        }
+        assert_eq!(
+            shown_lines("one\ttwo\nthree\u{202E}"),
+            "one\ttwo\nthree\\u{202e}"
+        );
+    }
 
     #[test]
     fn html_is_reduced_to_its_visible_text() {

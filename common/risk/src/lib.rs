@@ -117,7 +117,7 @@ pub enum Command<'a> {
     Argv(&'a [String]),
 }
 
-/// Longest command text classified; a longer one is `config_mutation` unread.
+/// Longest command text classified; a longer one is held as `destructive`, unread.
 pub const MAX_LEN: usize = 64 * 1024;
 /// How deep commands nested in commands (`$(…)`, `sh -c`, `eval`) are followed.
 pub(crate) const MAX_DEPTH: u32 = 8;
@@ -141,19 +141,17 @@ pub fn judge(request: Request<'_>, declared: Option<Class>) -> Verdict {
 
 fn judge_command(command: Command<'_>, acc: &mut Acc) {
     match command {
-        Command::Shell(s) if s.len() > MAX_LEN => acc.raise(
-            Class::ConfigMutation,
-            format!("longer than {MAX_LEN} bytes: not inspected"),
-        ),
+        Command::Shell(s) if s.len() > MAX_LEN => {
+            acc.unread(format!("longer than {MAX_LEN} bytes"))
+        }
         Command::Shell(s) if s.trim().is_empty() => {
             acc.raise(Class::ConfigMutation, "an empty command")
         }
         Command::Shell(s) => shell::script(s, acc),
         Command::Argv([]) => acc.raise(Class::ConfigMutation, "an empty command"),
-        Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => acc.raise(
-            Class::ConfigMutation,
-            format!("longer than {MAX_LEN} bytes: not inspected"),
-        ),
+        Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => {
+            acc.unread(format!("longer than {MAX_LEN} bytes"))
+        }
         Command::Argv(argv) => {
             let words: Vec<shell::Word> = argv.iter().map(|a| shell::Word::literal(a)).collect();
             rules::simple(&words, &shell::Place::default(), &[], acc);
@@ -220,6 +218,16 @@ impl Acc {
         {
             self.reasons.push(Reason { class, why });
         }
+    }
+
+    /// Text the classifier could not read whole (too long, nested too deep, not complete):
+    /// whatever the unread part does is unknown, so it is held as destructive — approved
+    /// only on the Approvals page with its short id typed, never in an agent's client.
+    pub(crate) fn unread(&mut self, why: impl std::fmt::Display) {
+        self.raise(
+            Class::Destructive,
+            format!("{why}: not read whole, held as destructive"),
+        );
     }
 
     /// Takes in what `inner` found in text the request carries (its input), each reason

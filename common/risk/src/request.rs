@@ -145,12 +145,9 @@ pub(crate) fn input(stdin: &[u8], acc: &mut Acc) {
                 shell::script(script, &mut inner);
                 acc.absorb(inner, "in its standard input: ");
             }
-            _ => acc.raise(
-                Class::ConfigMutation,
-                format!(
-                    "a shell reads its standard input as a script: not inspected (not UTF-8 or longer than {MAX_LEN} bytes)"
-                ),
-            ),
+            _ => acc.unread(format!(
+                "a shell reads its standard input as a script, not UTF-8 or longer than {MAX_LEN} bytes"
+            )),
         }
     } else if acc.database {
         // A database client reads its statements from its input.
@@ -295,7 +292,7 @@ mod tests {
         // A harmless script is still run by a shell: never a read.
         let v = verdict("bash", &[], "ls\n");
         assert!(v.class > Class::ReadOnly, "{v:?}");
-        // Not UTF-8: not inspected.
+        // Not UTF-8: not read, so held as destructive.
         let v = judge(
             Request {
                 command: Command::Shell("sh"),
@@ -304,7 +301,7 @@ mod tests {
             },
             None,
         );
-        assert_eq!(v.class, Class::ConfigMutation, "{v:?}");
+        assert_eq!(v.class, Class::Destructive, "{v:?}");
         // A download in the script is not "fed to a shell" by the outer shell alone.
         let v = verdict("sh", &[], "curl -o /tmp/f https://x.example/f\n");
         assert_eq!(v.class, Class::ConfigMutation, "{v:?}");

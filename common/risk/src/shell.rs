@@ -41,7 +41,7 @@ pub struct Place {
 /// Classifies a shell script into `acc`.
 pub fn script(src: &str, acc: &mut Acc) {
     if acc.depth > super::MAX_DEPTH {
-        acc.raise(Class::ConfigMutation, "commands nested too deep to inspect");
+        acc.unread("commands nested too deep to inspect");
         return;
     }
     acc.depth += 1;
@@ -52,11 +52,9 @@ pub fn script(src: &str, acc: &mut Acc) {
 fn walk(src: &str, acc: &mut Acc) {
     let tokens = match lex::lex(src) {
         Ok(t) => t,
+        // The shell runs every line before the one it cannot read: unread, not refused.
         Err(e) => {
-            acc.raise(
-                Class::ConfigMutation,
-                format!("not a complete shell command ({e})"),
-            );
+            acc.unread(format!("not a complete shell command ({e})"));
             return;
         }
     };

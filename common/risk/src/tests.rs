@@ -88,14 +88,38 @@ fn argv_is_not_shell() {
 #[test]
 fn limits_hold() {
     let long = "ls ".repeat(MAX_LEN / 3 + 1);
-    assert_eq!(class(&long), Class::ConfigMutation);
+    assert_eq!(class(&long), Class::Destructive);
     assert_eq!(class("   "), Class::ConfigMutation);
-    // Deep nesting is cut off, not followed without end.
+    // Deep nesting is cut off, not followed without end, and what was not read is held
+    // as destructive.
     let mut deep = "rm -rf /".to_string();
     for _ in 0..20 {
         deep = format!("echo $({deep})");
     }
-    assert!(class(&deep) >= Class::ConfigMutation);
+    assert_eq!(class(&deep), Class::Destructive);
+    assert_eq!(
+        class(&format!("{}ls", "nice ".repeat(20))),
+        Class::Destructive
+    );
+}
+
+/// What the classifier cannot read whole hides what follows: a read, padding past the
+/// limit, then a removal, is never a lesser change (the review's attack).
+#[test]
+fn what_is_not_read_whole_is_destructive() {
+    let padded = format!("df -h /tmp{}; rm -rf /srv", " ".repeat(70_000));
+    let v = classify(Command::Shell(&padded), None);
+    assert_eq!(v.class, Class::Destructive, "{v:?}");
+    let argv: Vec<String> = ["df", "-h", &" ".repeat(70_000)]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        classify(Command::Argv(&argv), None).class,
+        Class::Destructive
+    );
+    // bash runs every line before the one it cannot read.
+    assert_eq!(class("rm -rf /srv\necho 'unterminated"), Class::Destructive);
 }
 
 #[test]

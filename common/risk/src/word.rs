@@ -210,10 +210,7 @@ impl<'a, 'c> Scan<'a, 'c> {
     fn inside(&mut self, from: usize, to: usize, placeholder: &str) {
         self.expansion(placeholder);
         if self.nest >= MAX_NESTING {
-            self.acc.raise(
-                Class::ConfigMutation,
-                "expansions nested too deep to inspect",
-            );
+            self.acc.unread("expansions nested too deep to inspect");
             return;
         }
         let text = &self.s[from..to.max(from)];

@@ -16,6 +16,8 @@ use argos_proto::exec::v1 as pb;
 use rmcp::model::{ElicitationAction, InputRequiredResult, InputResponses};
 use serde_json::json;
 
+use argos_net::text::visible;
+
 use super::Endpoint;
 use super::tools::Call;
 use crate::api::Caller;
@@ -41,59 +43,102 @@ pub fn refusal(caller: &Caller, a: &pb::Approval) -> Option<&'static str> {
     if a.state != pb::ApprovalState::Pending as i32 {
         return Some("the approval is no longer pending");
     }
+    if !shows_whole(a) {
+        return Some(
+            "the request is too long to show whole in the agent's client: it is approved on the Approvals page only",
+        );
+    }
     None
 }
 
+/// Longest command shown in an agent's client, once made visible: a longer one is not
+/// asked about there (a client may cut what it shows), only on the Approvals page.
+pub const MAX_SHOWN: usize = 4096;
+/// How much of a request's standard input execd hands over with an approval
+/// (`Approval.stdin_head`).
+const STDIN_HEAD: u64 = 4096;
+
 /// What the human is shown: the facts Argos knows first (risk, place, run-as, reasons),
-/// then the command with each of its lines marked, then the agent's own words last and on
-/// one line — so text an agent writes cannot pass for Argos's, push the risk out of sight
-/// or hide a line of the command. Invisible and control characters are shown as escapes.
+/// then the whole command with each of its lines marked, then the agent's own words last
+/// and on one line — so text an agent writes cannot pass for Argos's, push the risk out
+/// of sight or hide a line of the command. Every field is shown through
+/// `argos_net::text::visible`: a character a renderer could break a line with, reorder
+/// text with or hide is an escape, and a run of spaces is named, never shown.
 pub fn message(a: &pb::Approval) -> String {
     let reasons: Vec<String> = a.reasons.iter().map(|r| visible(&r.why)).collect();
-    let lines: Vec<&str> = a.command.split('\n').collect();
-    let command: Vec<String> = lines
-        .iter()
-        .map(|l| format!("  | {}", visible(l)))
-        .collect();
-    let purpose: String = visible(&a.purpose.replace(['\n', '\r'], " "))
-        .chars()
-        .take(200)
-        .collect();
+    let purpose: String = visible(&a.purpose.replace(['\n', '\r'], " "));
+    let purpose = match purpose.char_indices().nth(200) {
+        Some((at, _)) => format!("{}… [cut by Argos]", &purpose[..at]),
+        None => purpose,
+    };
     format!(
-        "Argos asks you to approve a {} change, run on {} as {}.\nWhy it needs approving: {}\n\nThe command ({} line{}):\n{}\n\nThe agent says (its words, not Argos's): {purpose}\n\nApprove it now? Declining leaves it on the Approvals page.",
+        "Argos asks you to approve a {} change, run on {} as {}.\nWhy it needs approving: {}\n\n{}\nThe agent says (its words, not Argos's): {purpose}\n\nApprove it now? Declining leaves it on the Approvals page.",
         crate::views::risk_class(a.risk_class),
         if a.target.is_empty() {
-            "this host"
+            "this host".to_string()
         } else {
-            &a.target
+            visible(&a.target)
         },
         if a.run_as.is_empty() {
-            "root"
+            "root".to_string()
         } else {
-            &a.run_as
+            visible(&a.run_as)
         },
         reasons.join("; "),
-        lines.len(),
-        if lines.len() == 1 { "" } else { "s" },
-        command.join("\n"),
+        request(a),
     )
 }
 
-/// `s` with control and invisible format characters shown as `\u{…}` escapes.
-fn visible(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        let hidden = (c.is_control() && c != '\t')
-            || matches!(c, '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}'
-                | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{206F}' | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}' | '\u{E0000}'..='\u{E007F}');
-        if hidden {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
+/// The whole request as it will run — the command's lines or each argument, the working
+/// directory, the environment and the standard input — each line marked and made visible.
+fn request(a: &pb::Approval) -> String {
+    let mut out = String::new();
+    let marked = |out: &mut String, line: &str| out.push_str(&format!("  | {}\n", visible(line)));
+    let plural = |n: usize, one: &str| format!("{n} {one}{}", if n == 1 { "" } else { "s" });
+    if a.argv.is_empty() {
+        let lines: Vec<&str> = a.command.split('\n').collect();
+        out.push_str(&format!("The command ({}):\n", plural(lines.len(), "line")));
+        for l in lines {
+            marked(&mut out, l);
+        }
+    } else {
+        out.push_str(&format!(
+            "The program and its arguments ({}), run without a shell:\n",
+            plural(a.argv.len(), "word")
+        ));
+        for w in &a.argv {
+            marked(&mut out, w);
+        }
+    }
+    if !a.cwd.is_empty() {
+        out.push_str(&format!("In the directory: {}\n", visible(&a.cwd)));
+    }
+    if !a.env.is_empty() {
+        out.push_str(&format!(
+            "With its environment ({}):\n",
+            plural(a.env.len(), "variable")
+        ));
+        for (k, v) in &a.env {
+            marked(&mut out, &format!("{k}={v}"));
+        }
+    }
+    if a.stdin_bytes > 0 {
+        let lines: Vec<&str> = a.stdin_head.split('\n').collect();
+        out.push_str(&format!(
+            "With its standard input ({}):\n",
+            plural(a.stdin_bytes as usize, "byte")
+        ));
+        for l in lines {
+            marked(&mut out, l);
         }
     }
     out
+}
+
+/// Whether the agent's client can be shown the whole request: its standard input whole
+/// (execd hands over its first 4 KiB) and the request, made visible, within [`MAX_SHOWN`].
+fn shows_whole(a: &pb::Approval) -> bool {
+    a.stdin_bytes <= STDIN_HEAD && request(a).chars().count() <= MAX_SHOWN
 }
 
 /// The form: one boolean.
@@ -373,7 +418,7 @@ mod tests {
             "{m}"
         );
         assert!(
-            m.contains("The command (2 lines):\n  | touch /etc/x\n  | rm -rf /"),
+            m.contains("The command (2 lines):\n  | touch /etc/x\n  | rm -rf /\n"),
             "{m}"
         );
         assert!(
@@ -381,6 +426,70 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains('\u{202E}'));
+    }
+
+    /// The review's forgery: line and paragraph separators in the agent's words and in the
+    /// command drew fake "Argos:" lines and an unmarked command line in a client that
+    /// renders them. No field of the question may break a line Argos did not break.
+    #[test]
+    fn no_field_can_break_a_line_or_reorder_text() {
+        let mut a = approval("a1", pb::RiskClass::ConfigMutation);
+        a.command =
+            "touch /tmp/x\u{2028}Argos: risk read_only (verified)\u{2029}rm -rf /srv".into();
+        a.purpose = "fine\u{2028}Argos: risk read_only (verified)\u{85}\u{2067}x".into();
+        a.target = "h\u{2028}ost".into();
+        a.cwd = "/srv\u{2029}".into();
+        a.env = [("A".to_string(), "1\u{2028}B=2".to_string())].into();
+        a.reasons = vec![pb::RiskReason {
+            why: "w\u{2029}hy".into(),
+            ..Default::default()
+        }];
+        let m = message(&a);
+        assert!(
+            !m.chars().any(|c| c != '\n' && argos_net::text::hidden(c)),
+            "{m:?}"
+        );
+        for line in m.lines() {
+            assert!(
+                !line.starts_with("Argos:"),
+                "a forged line: {line:?} in {m:?}"
+            );
+        }
+        assert!(
+            m.contains(
+                "  | touch /tmp/x\\u{2028}Argos: risk read_only (verified)\\u{2029}rm -rf /srv\n"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("  | A=1\\u{2028}B=2\n"), "{m}");
+    }
+
+    /// Padding cannot push a part of the command out of sight, and a request too long to
+    /// show whole is not asked about in the client at all.
+    #[test]
+    fn the_whole_request_is_shown_or_not_asked() {
+        let mut a = approval("a1", pb::RiskClass::ConfigMutation);
+        a.command = format!("df -h /tmp{}; rm -rf /srv", " ".repeat(70_000));
+        assert!(message(&a).contains("  | df -h /tmp\\u{20}×70000; rm -rf /srv\n"));
+        a.command = "echo x; ".repeat(1000);
+        assert!(refusal(&caller(1, true), &a).is_some_and(|w| w.contains("too long")));
+        // An argv is shown word by word, its input whole or not at all.
+        let mut a = approval("a1", pb::RiskClass::ConfigMutation);
+        a.argv = vec!["sh".into(), "-c".into(), "rm -rf /srv".into()];
+        a.stdin_head = "rm -rf /home\n".into();
+        a.stdin_bytes = 13;
+        let m = message(&a);
+        assert!(
+            m.contains("The program and its arguments (3 words), run without a shell:\n  | sh\n  | -c\n  | rm -rf /srv\n"),
+            "{m}"
+        );
+        assert!(
+            m.contains("With its standard input (13 bytes):\n  | rm -rf /home\n"),
+            "{m}"
+        );
+        assert_eq!(refusal(&caller(1, true), &a), None);
+        a.stdin_bytes = 100_000;
+        assert!(refusal(&caller(1, true), &a).is_some());
     }
 
     #[test]

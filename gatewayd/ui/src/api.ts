@@ -308,6 +308,7 @@ export interface Approval {
   argv: string[];
   cwd: string;
   profile: string;
+  env: Record<string, string>;
   stdin: { head: string; bytes: number };
   requester_role: string;
   requester_principal: string;

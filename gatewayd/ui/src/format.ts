@@ -70,6 +70,29 @@ export function commandOf(a: { command?: string; argv: string[] }): string {
   return a.command || a.argv.join(" ");
 }
 
+// What a renderer could break a line with, reorder or hide text with: controls, line and
+// paragraph separators, format characters (bidi, zero-width, tags), private use,
+// unassigned and default-ignorable code points, and every space but the ASCII one. The
+// same set as the gateway's `argos_net::text::hidden`.
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\p{Default_Ignorable_Code_Point}]|(?! )\p{Zs}/u;
+const HIDDEN_G = new RegExp(HIDDEN.source, "gu");
+
+/** `s` as a person can read it for what it is: each hidden character (line breaks too,
+ *  unless `lines`) as a `\u{…}` escape, and a run of more than eight spaces named, so
+ *  padding cannot push the rest out of sight. Nothing is dropped. */
+export function shown(s: string, lines = false): string {
+  return s
+    .replace(HIDDEN_G, (c) => (lines && c === "\n" ? c : `\\u{${c.codePointAt(0)!.toString(16)}}`))
+    .replace(/ {9,}/g, (run) => `\\u{20}×${run.length}`);
+}
+
+/** A command as an approver must read it: a shell command's lines as they are (each
+ *  made visible), or each word of an argv quoted where it is not plain. */
+export function commandShown(a: { command?: string; argv: string[] }): string {
+  if (a.command) return shown(a.command, true);
+  return a.argv.map((w) => (/^[A-Za-z0-9_./=:,@%+-]+$/.test(w) ? w : JSON.stringify(shown(w)))).join(" ");
+}
+
 /** What a job or task does, in a line: its command, or the MCP tool it calls. */
 export function actionOf(a: { command?: string; argv: string[]; tool?: { name: string } | null }): string {
   return a.tool ? a.tool.name : commandOf(a);

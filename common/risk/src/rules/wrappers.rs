@@ -203,7 +203,7 @@ pub(super) fn inner_command(words: &[Word], acc: &mut Acc) {
         return;
     }
     if acc.depth > crate::MAX_DEPTH {
-        acc.raise(Config, "commands nested too deep to inspect");
+        acc.unread("commands nested too deep to inspect");
         return;
     }
     acc.depth += 1;

@@ -4,7 +4,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, type Approval, type ExecutionDetail } from "../api";
 import { useChanges } from "../events";
-import { commandOf, countdown, profileWords, when, words } from "../format";
+import { commandOf, commandShown, countdown, profileWords, shown, when, words } from "../format";
 import { ErrorLine, Failed, Loading, Page, Status, Table, useLoad, useNow } from "../ui";
 
 function Where(props: { a: Approval }) {
@@ -41,24 +41,30 @@ function Card(props: { a: Approval; now: number; onDecided: (a: Approval, execut
   };
   return (
     <div class="approval" data-id={a.id} data-class={a.risk_class}>
-      <p>
-        <code class="cmd">{commandOf(a)}</code>
-      </p>
+      <pre class="cmd">{commandShown(a)}</pre>
+      {a.env && Object.keys(a.env).length > 0 && (
+        <pre class="env">
+          {Object.entries(a.env)
+            .map(([k, v]) => shown(`${k}=${v}`))
+            .join("\n")}
+        </pre>
+      )}
       {a.stdin && a.stdin.bytes > 0 && (
         <details class="stdin" open>
           <summary>
-            with {a.stdin.bytes} bytes of standard input{a.stdin.bytes > 4096 ? " (the first 4 KiB shown)" : ""}
+            with {a.stdin.bytes} bytes of standard input{a.stdin.bytes > 4096 ? " (only the first 4 KiB can be shown)" : ""}
           </summary>
-          <pre>{a.stdin.head}</pre>
+          <pre>{shown(a.stdin.head, true)}</pre>
         </details>
       )}
       <p>
-        <strong class={"class-" + a.risk_class}>{words(a.risk_class)}</strong> — {a.purpose || "(no purpose given)"}
+        <strong class={"class-" + a.risk_class}>{words(a.risk_class)}</strong> —{" "}
+        {a.purpose ? shown(a.purpose) : "(no purpose given)"}
       </p>
       <ul class="reasons">
         {a.reasons.map((r) => (
           <li>
-            {words(r.risk_class)}: {r.why}
+            {words(r.risk_class)}: {shown(r.why)}
           </li>
         ))}
       </ul>
@@ -174,7 +180,7 @@ export function Approvals() {
         empty="No decisions yet."
         row={(a) => [
           when(a.created_at_ms),
-          <code>{commandOf(a)}</code>,
+          <code>{commandShown(a)}</code>,
           <span class={"class-" + a.risk_class}>{words(a.risk_class)}</span>,
           a.state,
           a.decided_by,
