@@ -424,6 +424,7 @@ impl Engine {
             tonic::Request::new(mpb::CallToolRequest {
                 qualified_name: tool.name.clone(),
                 arguments_json: tool.arguments.clone(),
+                pinned_sha256: String::new(),
             }),
             Some(&j.owner),
             Some(&j.id),

@@ -83,6 +83,22 @@ pub fn tool_state(config: &ServerConfig, t: &ToolEntry) -> ToolState {
     }
 }
 
+/// The one tool of a server's listing named `qualified`. A name no tool has is no tool;
+/// one that more than one tool has (a listing never holds one: `names::unique`) is
+/// refused, never resolved to a guess.
+fn resolve<'a>(tools: &'a [ToolEntry], qualified: &str) -> Result<&'a ToolEntry, BrokerError> {
+    let mut named = tools.iter().filter(|t| t.qualified == qualified);
+    let one = named
+        .next()
+        .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+    if named.next().is_some() {
+        return Err(BrokerError::Refused(format!(
+            "{qualified} names more than one tool: none of them is called"
+        )));
+    }
+    Ok(one)
+}
+
 /// A server as the broker sees it now.
 #[derive(Debug, Clone)]
 pub struct ServerView {
@@ -641,13 +657,10 @@ impl Broker {
 
     /// Accepts a changed tool's definition: pinned anew, callable again.
     pub async fn accept(&self, qualified: &str) -> Result<ToolEntry, BrokerError> {
-        let (server, name, offered, definition) = self
-            .find(qualified)
-            .map(|(_, t)| {
-                let d = t.definition();
-                (t.server, t.name, t.offered, d)
-            })
-            .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
+        let (server, name, offered, definition) = self.find(qualified).map(|(_, t, _)| {
+            let d = t.definition();
+            (t.server, t.name, t.offered, d)
+        })?;
         self.store
             .pin(&server, &name, &offered, &definition)
             .await?;
@@ -664,19 +677,28 @@ impl Broker {
         entry.ok_or_else(|| BrokerError::NoTool(qualified.to_string()))
     }
 
-    fn find(&self, qualified: &str) -> Option<(ServerConfig, ToolEntry)> {
-        let server = names::server_of(qualified)?;
+    /// The one tool a qualified name names, with its server's configuration and
+    /// connection: the only way from a name to a tool, for calling and accepting alike.
+    fn find(
+        &self,
+        qualified: &str,
+    ) -> Result<(ServerConfig, ToolEntry, Option<Peer<RoleClient>>), BrokerError> {
+        let no_tool = || BrokerError::NoTool(qualified.to_string());
+        let server = names::server_of(qualified).ok_or_else(no_tool)?;
         let slots = self.slots();
-        let s = slots.get(server)?;
-        let t = s.tools.iter().find(|t| t.qualified == qualified)?;
-        Some((s.config.clone(), t.clone()))
+        let s = slots.get(server).ok_or_else(no_tool)?;
+        let t = resolve(&s.tools, qualified)?;
+        Ok((s.config.clone(), t.clone(), s.peer.clone()))
     }
 
     /// Calls a tool by its qualified name: refused unless `tool_state` says it may be
-    /// called and its server is connected; never retried (a second try could act twice).
+    /// called and its server is connected, and, when the caller names the pin of the
+    /// definition it decided on (`pinned`, from a listing), unless that is the pin in
+    /// force; never retried (a second try could act twice).
     pub async fn call(
         &self,
         qualified: &str,
+        pinned: &str,
         arguments_json: &str,
     ) -> Result<(String, Capped, bool), BrokerError> {
         let arguments = match arguments_json.trim() {
@@ -699,20 +721,7 @@ impl Broker {
                 }
             },
         };
-        let (config, tool, peer) = {
-            let server = names::server_of(qualified)
-                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
-            let slots = self.slots();
-            let s = slots
-                .get(server)
-                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
-            let t = s
-                .tools
-                .iter()
-                .find(|t| t.qualified == qualified)
-                .ok_or_else(|| BrokerError::NoTool(qualified.to_string()))?;
-            (s.config.clone(), t.clone(), s.peer.clone())
-        };
+        let (config, tool, peer) = self.find(qualified)?;
         match tool_state(&config, &tool) {
             ToolState::Enabled => {}
             ToolState::Disabled => {
@@ -725,6 +734,11 @@ impl Broker {
                     "tool {qualified} changed its definition since it was pinned: an admin must accept it first"
                 )));
             }
+        }
+        if !pinned.is_empty() && pinned != tool.pinned {
+            return Err(BrokerError::Refused(format!(
+                "tool {qualified} is not the definition listed to the caller (its pin changed since): list the tools again"
+            )));
         }
         let peer = peer.ok_or_else(|| {
             BrokerError::Unavailable(format!("server {} is not connected", config.id))
@@ -830,6 +844,38 @@ mod tests {
         assert_eq!(tool_state(&c, &tool("echo", "a", "b")), ToolState::Changed);
         // Disabled wins over changed: an admin's refusal is the first thing said.
         assert_eq!(tool_state(&c, &tool("rm", "a", "b")), ToolState::Disabled);
+    }
+
+    /// The review's case: `get.time` (only reads) and `get_time_<its old hash>` (writes)
+    /// on one server. Each name resolves to its own tool, disabling one by its upstream
+    /// name leaves the other callable, and a name two entries share resolves to neither.
+    #[test]
+    fn each_qualified_name_resolves_to_its_own_tool_and_no_other() {
+        let read = "get.time";
+        let q = names::qualified("s", read);
+        let write = q.strip_prefix("mcp__s__").unwrap().to_string();
+        let tools = vec![tool(read, "a", "a"), tool(&write, "b", "b")];
+        assert_ne!(tools[0].qualified, tools[1].qualified);
+        for t in &tools {
+            assert_eq!(resolve(&tools, &t.qualified).unwrap().name, t.name);
+        }
+        assert!(matches!(
+            resolve(&tools, "mcp__s__nope"),
+            Err(BrokerError::NoTool(_))
+        ));
+        let mut c = config();
+        c.disabled_tools = vec![read.into()];
+        let state = |c: &ServerConfig, n: &str| tool_state(c, resolve(&tools, n).unwrap());
+        assert_eq!(state(&c, &tools[0].qualified), ToolState::Disabled);
+        assert_eq!(state(&c, &tools[1].qualified), ToolState::Enabled);
+        c.disabled_tools = vec![write.clone()];
+        assert_eq!(state(&c, &tools[0].qualified), ToolState::Enabled);
+        assert_eq!(state(&c, &tools[1].qualified), ToolState::Disabled);
+        // A listing that held one name twice (as before this rule) is refused, not guessed at.
+        let mut shared = tool(&write, "b", "b");
+        shared.qualified = q.clone();
+        let both = vec![tool(read, "a", "a"), shared];
+        assert!(matches!(resolve(&both, &q), Err(BrokerError::Refused(_))));
     }
 
     #[test]

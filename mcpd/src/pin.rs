@@ -2,7 +2,8 @@
 //! schema and annotations in a canonical JSON form (keys sorted at every level), so that a
 //! server that changes a tool under an agent (a "rug pull") is noticed, whatever order it
 //! writes its keys in. `listing` turns a server's tools into what mcpd keeps of them:
-//! capped, named, and each with its pin and the definition the pin was taken of.
+//! capped, named (each qualified name one tool's: [`names::unique`]), and each with its pin
+//! and the definition the pin was taken of.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -62,12 +63,30 @@ pub async fn listing(
         }
         ok
     });
+    // Each qualified name names one tool: tools sharing one (a name listed twice, or
+    // two names whose short hashes meet) are not offered, so a call never reaches a
+    // tool other than the one whose definition was listed.
+    let qualified = {
+        let upstream: Vec<&str> = raw.iter().map(|t| t.name.as_str()).collect();
+        names::unique(&config.id, &upstream)
+    };
+    let raw: Vec<(String, RawTool)> = raw
+        .into_iter()
+        .zip(qualified)
+        .filter_map(|(t, q)| {
+            if q.is_none() {
+                tracing::warn!(server = %config.id, tool = %t.name,
+                    "a tool sharing its qualified name with another of the server's tools is not offered");
+            }
+            Some((q?, t))
+        })
+        .collect();
     // Tools pinned before this listing: a tool first seen after the server's first
     // listing is held like a changed one (a server must not add an unreviewed tool by
     // reconnecting).
     let seen_before = store.has_pins(&config.id).await?;
     let mut out = Vec::with_capacity(raw.len());
-    for t in raw {
+    for (qualified, t) in raw {
         let offered = digest(
             &t.name,
             &t.title,
@@ -84,7 +103,7 @@ pub async fn listing(
             caps::definition(&t.description, &t.input_schema, limits);
         let mut entry = ToolEntry {
             server: config.id.clone(),
-            qualified: names::qualified(&config.id, &t.name),
+            qualified,
             name: t.name,
             title: caps::title(&t.title),
             description,
@@ -112,6 +131,79 @@ pub async fn listing(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn raw(name: &str, read_only: bool) -> RawTool {
+        RawTool {
+            name: name.into(),
+            title: String::new(),
+            description: format!("{name} here"),
+            input_schema: json!({"type": "object"}),
+            annotations: json!({"readOnlyHint": read_only}),
+        }
+    }
+
+    /// The review's case through the listing mcpd keeps: `get.time` and the name its
+    /// changed form once had each get a qualified name of their own, with their own
+    /// definitions and pins; a name offered twice is not offered (nor pinned) at all.
+    #[tokio::test]
+    async fn a_listing_names_each_tool_once_and_withholds_shared_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = std::sync::Arc::new(argos_store::key::Key::from_bytes([5; 32]));
+        let store = Store::open(&dir.path().join("mcpd.db"), key).await.unwrap();
+        let config = ServerConfig {
+            id: "s".into(),
+            name: "s".into(),
+            transport: crate::server::Transport::StreamableHttp {
+                url: "https://x/mcp".into(),
+                headers: Default::default(),
+            },
+            enabled: true,
+            disabled_tools: vec![],
+            connect_timeout_ms: 0,
+            call_timeout_ms: 0,
+            local: false,
+        };
+        store.add(&config).await.unwrap();
+        let changed = names::qualified("s", "get.time");
+        let imitation = changed.strip_prefix("mcp__s__").unwrap().to_string();
+        let tools = listing(
+            &store,
+            &Limits::default(),
+            &config,
+            vec![
+                raw("get.time", true),
+                raw(&imitation, false),
+                raw("echo", true),
+                raw("echo", false),
+            ],
+        )
+        .await
+        .unwrap();
+        let got: Vec<(&str, &str, bool)> = tools
+            .iter()
+            .map(|t| {
+                let ro = t.annotations["readOnlyHint"].as_bool().unwrap();
+                (t.qualified.as_str(), t.name.as_str(), ro)
+            })
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], (changed.as_str(), "get.time", true));
+        assert_eq!(got[1].1, imitation);
+        assert!(!got[1].2);
+        assert_ne!(got[1].0, changed);
+        for t in &tools {
+            assert_eq!(t.pinned, t.offered, "{}", t.name);
+        }
+        let mut pinned: Vec<String> = store
+            .pins("s")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        pinned.sort();
+        assert_eq!(pinned, ["get.time".to_string(), imitation]);
+    }
 
     #[test]
     fn key_order_does_not_matter_and_every_part_does() {

@@ -425,7 +425,10 @@ impl Mcp for McpService {
             .unwrap_or_default();
         let r = r.into_inner();
         tracing::info!(tool = %r.qualified_name, %role, %principal, %request_id, "tool call");
-        let called = self.broker.call(&r.qualified_name, &r.arguments_json).await;
+        let called = self
+            .broker
+            .call(&r.qualified_name, &r.pinned_sha256, &r.arguments_json)
+            .await;
         match &called {
             Ok((server, _, is_error)) => {
                 tracing::info!(tool = %r.qualified_name, %server, %role, %principal, is_error, "tool called");

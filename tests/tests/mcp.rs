@@ -174,6 +174,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__everything__echo".into(),
                 arguments_json: r#"{"message": "hello argos"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap()
@@ -187,6 +188,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
                 .call_tool(pb::CallToolRequest {
                     qualified_name: img.qualified_name.clone(),
                     arguments_json: String::new(),
+                    pinned_sha256: String::new(),
                 })
                 .await
                 .unwrap()
@@ -203,6 +205,7 @@ fn servers_connect_on_their_own_and_tools_are_listed_called_refused_and_capped()
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__everything__echo".into(),
                 arguments_json: serde_json::json!({ "message": big }).to_string(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap()
@@ -219,6 +222,7 @@ assert!(
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__everything__echo".into(),
                 arguments_json: "[1]".into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap_err();
@@ -227,6 +231,7 @@ assert!(
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__everything__nope".into(),
                 arguments_json: String::new(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap_err();
@@ -262,6 +267,7 @@ assert!(
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__everything__echo".into(),
                 arguments_json: r#"{"message": "x"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap_err();
@@ -339,6 +345,7 @@ assert!(
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__legacy__echo".into(),
                 arguments_json: r#"{"message": "over the old SSE transport"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap()
@@ -419,6 +426,7 @@ fn a_stdio_server_runs_contained_and_only_as_an_admin_registered_it() {
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__local__echo".into(),
                 arguments_json: r#"{"message": "over execd's attach"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap()
@@ -688,6 +696,7 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
         let add = || pb::CallToolRequest {
             qualified_name: "mcp__rug__add".into(),
             arguments_json: r#"{"a": 2, "b": 3}"#.into(),
+            pinned_sha256: String::new(),
         };
         let r = c.call_tool(add()).await.unwrap().into_inner();
         assert!(
@@ -786,6 +795,7 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__rug__peek".into(),
                 arguments_json: r#"{"path": "/etc/hostname"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap_err();

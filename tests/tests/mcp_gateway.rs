@@ -1,13 +1,16 @@
 //! MCP servers as an admin manages them through the gateway: stdio servers added over the
 //! API (the launch registered with execd in the admin's name), called through the gateway
 //! and mcpd's gRPC, back after kill -9 of mcpd and of execd; and a server that asks for
-//! OAuth 2.1, authorized by an admin and its tokens refreshed. The real peers are the npm
-//! reference server, PyPI `mcp-server-time` and the Python SDK's servers (tests/mcp/).
+//! OAuth 2.1, authorized by an admin and its tokens refreshed; and two tools whose
+//! qualified names once met, each listed and called under its own through `/mcp`. The
+//! real peers are the npm reference server, PyPI `mcp-server-time` and the Python SDK's
+//! servers (tests/mcp/).
 
 use std::time::{Duration, Instant};
 
 use argos_proto::mcp::v1 as pb;
 use argos_proto::mcp::v1::mcp_client::McpClient;
+use argos_tests::mcp_client::{client, names, text, token};
 use argos_tests::mcp_peer::{everything_copy, files, readable_copy, texts};
 use argos_tests::web::Web;
 use argos_tests::{StackBuilder, require_root};
@@ -176,6 +179,7 @@ fn stdio_servers_are_added_through_the_gateway_and_come_back_after_a_crash() {
             .call_tool(pb::CallToolRequest {
                 qualified_name: "mcp__time__convert_time".into(),
                 arguments_json: r#"{"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}"#.into(),
+                pinned_sha256: String::new(),
             })
             .await
             .unwrap()
@@ -487,6 +491,138 @@ fn a_server_that_asks_for_oauth_is_authorized_by_an_admin_and_its_tokens_refresh
     );
     let _ = other.kill();
     let _ = other.wait();
+    let _ = server.kill();
+    let _ = server.wait();
+    stack.stop();
+}
+
+/// Two tools of one server whose qualified names once met (`tests/mcp/collide.py`):
+/// `get.time`, which only reads, and a tool named exactly as `get.time`'s changed name
+/// (`get_time_` and its hash), which writes. Each has a qualified name of its own; a plain
+/// user's agent is offered only the one that reads and each call reaches the tool listed
+/// under its name; disabling either by its upstream name leaves the other callable; and a
+/// call naming a pin that is not the one in force is refused by mcpd.
+#[test]
+fn two_tools_of_one_server_never_share_a_qualified_name() {
+    require_root("mcpd's broker (the stack runs privilege-separated)");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let port = argos_tests::free_port();
+    let mut server = argos_tests::mcp_peer::python("collide.py", port, &[]);
+    let r = admin.post(
+        "/api/mcp/servers",
+        json!({"id": "collide", "name": "Collide", "local": true,
+               "streamable_http": {"url": format!("http://127.0.0.1:{port}/mcp")}}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    wait_web_state(
+        &stack,
+        &mut admin,
+        "collide",
+        "connected",
+        Duration::from_secs(30),
+    );
+    let listed = admin.get("/api/mcp/tools?server=collide").json();
+    let tools = listed["tools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 2, "{listed}");
+    let by_name = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap().clone();
+    let imitation: String = {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(b"get.time");
+        let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
+        format!("get_time_{}", &hex[..10])
+    };
+    let (reader, writer) = (by_name("get.time"), by_name(&imitation));
+    let reader_q = reader["qualified_name"].as_str().unwrap().to_string();
+    let writer_q = writer["qualified_name"].as_str().unwrap().to_string();
+    // The attack's ground: `get.time`'s name is what the other tool is called.
+    assert_eq!(reader_q, format!("mcp__collide__{imitation}"));
+    assert_ne!(writer_q, reader_q);
+    assert!(
+        writer_q.starts_with(&format!("mcp__collide__{imitation}_")),
+        "{writer_q}"
+    );
+    assert!(writer_q.len() <= 64, "{writer_q}");
+
+    let url = format!("http://{}/mcp", stack.listen);
+    let answered = |tool: &str| format!("{tool} answered");
+    // A plain user's agent: only the tool that reads, and it reaches that tool.
+    let bobs = token(&mut bob, "bob-agent", &["mcp"]);
+    let v = client(
+        &url,
+        &bobs,
+        "legacy",
+        &[
+            (reader_q.as_str(), json!({})),
+            (writer_q.as_str(), json!({})),
+        ],
+    );
+    let listed = names(&v);
+    assert!(listed.contains(&reader_q), "{listed:?}");
+    assert!(!listed.contains(&writer_q), "{listed:?}");
+    assert_eq!(text(&v["calls"][0]), answered("get.time"), "{v}");
+    assert_eq!(v["calls"][1]["isError"], true, "{v}");
+    assert!(text(&v["calls"][1]).contains("no such tool for you"), "{v}");
+    // An admin's agent: both, each call to its own tool.
+    let admins = token(&mut admin, "agent", &["mcp"]);
+    let both = [
+        (reader_q.as_str(), json!({})),
+        (writer_q.as_str(), json!({})),
+    ];
+    let v = client(&url, &admins, "2026-07-28", &both);
+    assert_eq!(text(&v["calls"][0]), answered("get.time"), "{v}");
+    assert_eq!(text(&v["calls"][1]), answered(&imitation), "{v}");
+
+    // Disabling one by its upstream name refuses that one and leaves the other callable
+    // (the calls: 0 the reader, 1 the writer).
+    for (disabled, shut, open, open_tool) in [
+        ("get.time", 0usize, &writer_q, imitation.as_str()),
+        (imitation.as_str(), 1, &reader_q, "get.time"),
+    ] {
+        let r = admin.call(
+            "PUT",
+            "/api/mcp/servers/collide/disabled_tools",
+            Some(&json!({"tools": [disabled]})),
+            &[],
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        let v = client(&url, &admins, "legacy", &both);
+        let (refused, called) = (&v["calls"][shut], &v["calls"][1 - shut]);
+        assert_eq!(refused["isError"], true, "{disabled}: {v}");
+        assert!(text(refused).contains("disabled"), "{disabled}: {v}");
+        assert_eq!(text(called), answered(open_tool), "{disabled}: {v}");
+        let listed = names(&v);
+        let of_collide: Vec<&String> = listed
+            .iter()
+            .filter(|n| n.starts_with("mcp__collide__"))
+            .collect();
+        assert_eq!(of_collide, [open], "{disabled}");
+    }
+
+    // A call bound to a pin: the one in force calls, any other is refused.
+    let r = admin.call(
+        "PUT",
+        "/api/mcp/servers/collide/disabled_tools",
+        Some(&json!({"tools": []})),
+        &[],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    rt().block_on(async {
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        let call = |pin: &str| pb::CallToolRequest {
+            qualified_name: reader_q.clone(),
+            arguments_json: String::new(),
+            pinned_sha256: pin.into(),
+        };
+        let pin = reader["pinned_sha256"].as_str().unwrap();
+        let r = c.call_tool(call(pin)).await.unwrap().into_inner();
+        assert_eq!(texts(&r), answered("get.time"), "{r:?}");
+        let other = writer["pinned_sha256"].as_str().unwrap();
+        assert_ne!(other, pin);
+        let e = c.call_tool(call(other)).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
+        assert!(e.message().contains("pin"), "{e:?}");
+    });
     let _ = server.kill();
     let _ = server.wait();
     stack.stop();

@@ -309,6 +309,8 @@ impl Endpoint {
         }
     }
 
+    /// mcpd's tools that may be called, each under a name no other has (see
+    /// [`named_once`]).
     pub(super) async fn brokered(&self) -> Result<Vec<mpb::Tool>, ErrorData> {
         self.api
             .mcp
@@ -318,7 +320,7 @@ impl Endpoint {
                 all: false,
             })
             .await
-            .map(|r| r.into_inner().tools)
+            .map(|r| named_once(r.into_inner().tools))
             .map_err(|e| ErrorData::internal_error(format!("mcpd: {}", e.message()), None))
     }
 
@@ -365,18 +367,22 @@ impl Endpoint {
         if grant.brokered == access::Brokered::None {
             return ("refused", not_yours(name));
         }
-        // Whether a tool only reads is in its listing: asked of mcpd only when it decides.
-        // Otherwise mcpd's own check at the call (offered, not disabled, not held) is the
-        // one that applies, and a call costs no listing.
-        if (read_only || grant.brokered == access::Brokered::ReadOnly)
-            && !match self.brokered().await {
-                Ok(tools) => tools
-                    .iter()
-                    .any(|t| t.qualified_name == name && brokered_allowed(t, grant, read_only)),
+        // Whether a tool only reads is in its listing: asked of mcpd only when it decides,
+        // and then the call names the pin of the definition decided on, so mcpd calls
+        // that definition or nothing. Otherwise mcpd's own check at the call (offered, not
+        // disabled, not held) is the one that applies, and a call costs no listing.
+        let mut pinned = String::new();
+        if read_only || grant.brokered == access::Brokered::ReadOnly {
+            let tools = match self.brokered().await {
+                Ok(tools) => tools,
                 Err(e) => return ("error", text_result(e.message.to_string(), true)),
+            };
+            match tools.iter().find(|t| t.qualified_name == name) {
+                Some(t) if brokered_allowed(t, grant, read_only) => {
+                    pinned.clone_from(&t.pinned_sha256);
+                }
+                _ => return ("refused", not_yours(name)),
             }
-        {
-            return ("refused", not_yours(name));
         }
         let r = match self
             .api
@@ -385,6 +391,7 @@ impl Endpoint {
             .call_tool(mpb::CallToolRequest {
                 qualified_name: name.to_string(),
                 arguments_json: serde_json::Value::Object(args.clone()).to_string(),
+                pinned_sha256: pinned,
             })
             .await
         {
@@ -457,6 +464,20 @@ fn not_yours(name: &str) -> CallToolResponse {
 
 fn is_error(r: &CallToolResponse) -> bool {
     matches!(r, CallToolResponse::Complete(c) if c.is_error == Some(true))
+}
+
+/// Brokered tools without any whose qualified name more than one has: mcpd lists none
+/// such, and if it ever did, which definition a call reached could not be known — the
+/// read-only one listed, a writing one called — so none of them is listed or called.
+pub(super) fn named_once(tools: Vec<mpb::Tool>) -> Vec<mpb::Tool> {
+    let mut count = std::collections::HashMap::<String, usize>::new();
+    for t in &tools {
+        *count.entry(t.qualified_name.clone()).or_default() += 1;
+    }
+    tools
+        .into_iter()
+        .filter(|t| count.get(&t.qualified_name) == Some(&1))
+        .collect()
 }
 
 /// A brokered tool this grant and token allow.
@@ -553,5 +574,36 @@ impl Endpoint {
             access::Tool::Brokered(_) => unreachable!("dispatched above"),
         };
         (if is_error(&r) { "error" } else { "ok" }, Ok(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(qualified: &str, name: &str, read_only: bool) -> mpb::Tool {
+        mpb::Tool {
+            qualified_name: qualified.into(),
+            server: "s".into(),
+            name: name.into(),
+            annotations: Some(mpb::Annotations {
+                read_only: Some(read_only),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    /// Two tools under one qualified name, one that only reads and one that writes: a
+    /// read-only token must not find the first in the listing and have the second called.
+    #[test]
+    fn a_qualified_name_two_tools_share_is_neither_listed_nor_called() {
+        let got = named_once(vec![
+            tool("mcp__s__get_time_x", "get.time", true),
+            tool("mcp__s__echo", "echo", true),
+            tool("mcp__s__get_time_x", "get_time_x", false),
+        ]);
+        let names: Vec<&str> = got.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["echo"]);
     }
 }

@@ -600,6 +600,7 @@ pub async fn call_mcp_tool(
                 .call_tool(mpb::CallToolRequest {
                     qualified_name: tool.clone(),
                     arguments_json: text.clone(),
+                    pinned_sha256: String::new(),
                 })
                 .await
                 .map_err(from_mcp)

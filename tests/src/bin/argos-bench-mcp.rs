@@ -155,6 +155,7 @@ fn main() {
                 .call_tool(pb::CallToolRequest {
                     qualified_name: "mcp__everything__echo".into(),
                     arguments_json: r#"{"message": "benchmark"}"#.into(),
+                    pinned_sha256: String::new(),
                 })
                 .await
                 .unwrap()
