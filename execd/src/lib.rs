@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod access;
+pub mod anchoring;
 pub mod approval;
 pub mod cgroup;
 pub mod contain;

@@ -31,6 +31,10 @@ fn stop_ends_launches(manager: &Arc<Manager>, mut usr2: tokio::signal::unix::Sig
             tracing::info!("SIGUSR2: the service stops; ending every running launch first");
             let n = manager.end_all().await;
             tracing::info!(launches = n, "every launch ended; stopping");
+            // Their ends, and everything before, held by the gateway before execd goes.
+            manager
+                .anchor_trail("the service stops", std::time::Duration::from_secs(1))
+                .await;
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);
         }
     });

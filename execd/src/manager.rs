@@ -67,6 +67,8 @@ pub struct Manager {
     pub ledger: Ledger,
     /// execd's audit trail: an intent record before each launch, an outcome after.
     pub audit: Arc<Audit>,
+    /// Asking the gateway to anchor the trail's newest rows (before a root launch, at stop).
+    pub anchoring: Arc<crate::anchoring::Anchoring>,
     pub approvals: approval::Store,
     /// Every change of an approval (created, decided, consumed, expired), for `Watch`.
     pub approval_changes: tokio::sync::broadcast::Sender<Approval>,
@@ -125,6 +127,7 @@ impl Manager {
             chosen_ids: Default::default(),
             approval_ttl_s,
             audit,
+            anchoring: crate::anchoring::Anchoring::new(),
             launcher,
             ledger,
             pool,
@@ -303,6 +306,15 @@ impl Manager {
             self.notify(&id, None);
             return Err(e);
         }
+        if prepared
+            .as_ref()
+            .is_ok_and(|p| p.spec.plan.run_as.is_none())
+        {
+            // Nothing runs as root before the gateway holds its intent (and the approval
+            // it consumed): rows deleted later fail `audit verify`.
+            self.anchor_trail("a launch as root", crate::anchoring::ROOT_LAUNCH_WAIT)
+                .await;
+        }
         let started = match prepared {
             Ok(p) => shim.assign(&id).await.map(|running| (running, p)),
             Err(e) => Err(e),
@@ -332,6 +344,30 @@ impl Manager {
             me.finalize(&task_id).await;
         });
         Ok(id)
+    }
+
+    /// Asks the gateway to anchor every row of the trail so far, waiting up to `within`;
+    /// says so in the log when it could not.
+    pub async fn anchor_trail(&self, before: &str, within: Duration) {
+        use crate::anchoring::Anchored;
+        let seq = match self.audit.content_head().await {
+            Ok((seq, _)) => seq,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the audit head to anchor it");
+                return;
+            }
+        };
+        match self.anchoring.anchor(seq, within).await {
+            Anchored::Yes => {}
+            Anchored::NoGateway => {
+                tracing::debug!(seq, before, "no gateway watches: audit rows not anchored")
+            }
+            Anchored::TimedOut => tracing::warn!(
+                seq,
+                before,
+                "the gateway did not anchor execd's newest audit rows in time"
+            ),
+        }
     }
 
     /// Picks a uid no running launch has (starting from a hash of the id).

@@ -438,6 +438,7 @@ impl Exec for ExecService {
         }
         let (seq, hash) = audit.content_head().await.map_err(edge::store)?;
         let held = audit.anchor_of(PEER).await.map_err(edge::store)?;
+        self.manager.anchoring.handed_out(seq);
         Ok(Response::new(pb::AnchorAuditResponse {
             head: Some(pb::AuditAnchor {
                 seq,
@@ -706,10 +707,26 @@ impl Exec for ExecService {
         let a = self.access(&req);
         let mut changes = self.manager.changes.subscribe();
         let mut approvals = self.manager.approval_changes.subscribe();
+        // Only the gateway anchors execd's trail: only it hears the asks.
+        let mut anchor = a
+            .roles
+            .contains(PeerRole::Gateway)
+            .then(|| self.manager.anchoring.watcher());
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         tokio::spawn(async move {
             loop {
+                let asked = async {
+                    match anchor.as_mut() {
+                        Some(w) => w.asks.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 let event = tokio::select! {
+                    ask = asked => match ask {
+                        Ok(seq) => pb::watch_event::Event::AnchorWanted(seq),
+                        Err(RecvError::Lagged(_)) => continue,
+                        Err(RecvError::Closed) => return,
+                    },
                     change = changes.recv() => match change {
                         Ok(rec) if a.may_see(&rec) => pb::watch_event::Event::Execution(wire::execution(&rec)),
                         Ok(_) => continue,

@@ -111,14 +111,24 @@ pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
     Ok(done)
 }
 
-/// Exchanges heads every `every`, from the start; an error is logged once until it
-/// changes (execd being away is not one).
+/// The least time between two exchanges another event asked for: a burst of records (a
+/// login attempt each) is anchored together, not one exchange each.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// Exchanges heads every `every` from the start, soon after each record the gateway
+/// writes (`Api::anchor_now`) and at once each time execd asks (`Api::anchor_asked`), so the rows not yet anchored are
+/// only those of the last moment; an error is logged once until it changes (execd being
+/// away is not one).
 pub async fn run(api: Shared, every: Duration) {
     let mut last_error = String::new();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        tick.tick().await;
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = api.anchor_asked.notified() => {}
+            _ = api.anchor_now.notified() => tokio::time::sleep(SETTLE).await,
+        }
         match exchange(&api).await {
             Ok(done) => {
                 if done != Exchanged::default() {
@@ -134,5 +144,22 @@ pub async fn run(api: Shared, every: Duration) {
                 }
             }
         }
+    }
+}
+
+/// The last exchange, as the gateway stops: what it recorded up to its end is anchored in
+/// execd's trail, and execd's in its own. Bounded, so a stop is never held up by execd.
+pub async fn at_stop(api: Shared) {
+    match tokio::time::timeout(Duration::from_secs(1), exchange(&api)).await {
+        Ok(Ok(_)) => tracing::debug!("audit heads exchanged with execd at stop"),
+        Ok(Err(AnchorError::Away)) => {
+            tracing::warn!("execd is away: the newest audit rows are not anchored at this stop")
+        }
+        Ok(Err(AnchorError::Broken(e))) => {
+            tracing::error!(error = %e, "audit anchoring at stop: a trail does not hold what the other recorded of it")
+        }
+        Err(_) => tracing::warn!(
+            "execd did not answer in time: the newest audit rows are not anchored at this stop"
+        ),
     }
 }

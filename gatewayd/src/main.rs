@@ -143,6 +143,8 @@ fn main() -> ExitCode {
                 mcp_activity,
                 jobs: argos_proto::job::v1::job_client::JobClient::new(state.job_channel()),
                 metrics: metrics::Metrics::default(),
+                anchor_now: tokio::sync::Notify::new(),
+                anchor_asked: tokio::sync::Notify::new(),
             });
             tokio::spawn(api::watch_execd(api.clone()));
             tokio::spawn(api::watch_mcpd(api.clone()));
@@ -152,6 +154,10 @@ fn main() -> ExitCode {
                 api.clone(),
                 std::time::Duration::from_secs(g.audit_anchor_s.max(1)),
             ));
+            let at_stop = ctx.on_shutdown({
+                let api = api.clone();
+                move || anchor::at_stop(api)
+            });
             let app = http::router(state, api)
                 .into_make_service_with_connect_info::<std::net::SocketAddr>();
             let stop = ctx.clone();
@@ -169,7 +175,8 @@ fn main() -> ExitCode {
             };
             Ok(
                 Serve::new(GatewayServer::new(GatewayService), MethodPolicy::new())
-                    .with_task(Box::pin(server)),
+                    .with_task(Box::pin(server))
+                    .with_task(at_stop),
             )
         },
     )

@@ -190,3 +190,97 @@ fn a_trail_cut_short_or_recomputed_fails_verify_naming_the_row() {
     );
     stack.stop();
 }
+
+/// Rows written since the last periodic exchange (every 30 s) were covered by no anchor,
+/// so deleting the newest — an admin's decision and the root launch it allowed — passed
+/// `audit verify`. Now execd has the gateway hold its trail before anything runs as root,
+/// the gateway anchors soon after each record it writes, and both exchange at stop: with
+/// the periodic exchange left at its default, the newest rows of either trail deleted
+/// while the stack is down fail verify, naming the first missing row. (Each trail holds
+/// its anchors of the other: cutting both at once cuts those too, which is why each
+/// daemon's trail is protected by the other's, and each is cut here on its own.)
+#[test]
+fn the_newest_rows_are_anchored_before_a_root_launch_and_at_stop() {
+    for cut in ["execd", "gateway"] {
+        newest_rows_cut(cut);
+    }
+}
+
+fn newest_rows_cut(cut: &str) {
+    let mut stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let mut agent = bob.token(&["agent"]);
+    let mark = format!("/var/tmp/argos-anchor-root-{}", std::process::id());
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": format!("touch {mark}")}),
+    );
+    let approval = r.json()["approval"].clone();
+    assert_eq!(approval["state"], "pending", "{r:?}");
+    let id = approval["id"].as_str().unwrap();
+    let execution = approval["execution_id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        &format!("/api/approvals/{id}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while admin.get(&format!("/api/executions/{execution}")).json()["execution"]["status"]
+        == "running"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the launch never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(&mark);
+    let seq_of = |admin: &mut Web, source: &str, kind: &str| -> i64 {
+        admin
+            .get(&format!("/api/audit?kind={kind}&limit=200"))
+            .json()["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["source"] == source)
+            .map(|r| r["seq"].as_i64().unwrap())
+            .max()
+            .unwrap_or_else(|| panic!("no {kind} in {source}'s trail"))
+    };
+    // Before the root launch started, the gateway held execd's trail up to its intent,
+    // well before a periodic exchange.
+    let intent = seq_of(&mut admin, "execd", "launch.intent");
+    let v = admin.get("/api/audit/verify").json();
+    assert!(
+        v["execd"]["anchor"]["seq"].as_i64().unwrap_or(0) >= intent,
+        "the root launch started before its intent was anchored: intent {intent}, {v}"
+    );
+    // Down, someone with the disk deletes the newest rows of one trail: from the
+    // decision on, anchors included.
+    let from = seq_of(&mut admin, cut, "approval.decide");
+    let db = match cut {
+        "execd" => "state/execd/execd.db",
+        _ => "state/gatewayd/gateway.db",
+    };
+    stack.restart_with(|root| {
+        edit_db(&root.join(db), async |c| {
+            sqlx::query("DELETE FROM audit WHERE seq >= ?")
+                .bind(from)
+                .execute(&mut *c)
+                .await
+                .unwrap();
+        });
+    });
+    let v = admin.get("/api/audit/verify").json();
+    let t = &v[cut];
+    assert_eq!(
+        (t["ok"].as_bool(), t["broken_seq"].as_i64()),
+        (Some(false), Some(from)),
+        "{cut}: the deleted rows went unnoticed: {v}"
+    );
+    assert!(
+        t["broken_reason"].as_str().unwrap().contains("cut off"),
+        "{v}"
+    );
+    stack.stop();
+}

@@ -351,6 +351,7 @@ pub(crate) async fn audited<T>(
     {
         tracing::error!(error = %e, kind, "recording an outcome in the audit trail");
     }
+    api.anchor_now.notify_one();
     r
 }
 
@@ -362,9 +363,12 @@ pub(crate) async fn record(
     subject: &str,
     detail: serde_json::Value,
 ) -> Result<(), ApiError> {
-    api.audit
+    let r = api
+        .audit
         .append(&Entry::new(kind, actor, subject, detail))
         .await
         .map(|_| ())
-        .map_err(ApiError::internal)
+        .map_err(ApiError::internal);
+    api.anchor_now.notify_one();
+    r
 }

@@ -32,6 +32,12 @@ pub async fn watch_execd(api: Shared) {
                         }
                         Some(pb::watch_event::Event::Approval(a)) => Change::Approval(Arc::new(a)),
                         Some(pb::watch_event::Event::Missed(n)) => Change::Missed(n),
+                        // execd is about to start a root launch, or to stop: its trail's
+                        // newest rows are to be anchored now.
+                        Some(pb::watch_event::Event::AnchorWanted(_)) => {
+                            api.anchor_asked.notify_one();
+                            continue;
+                        }
                         None => continue,
                     };
                     let _ = api.changes.send(change);

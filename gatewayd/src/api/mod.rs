@@ -91,6 +91,10 @@ pub struct Api {
     pub resume_grace: Duration,
     /// The gateway's audit trail (logins, accounts, tokens, decisions), in its database.
     pub audit: Arc<argos_store::audit::Audit>,
+    /// Wakes the audit anchoring (`anchor::run`) soon after each record the gateway writes…
+    pub anchor_now: tokio::sync::Notify,
+    /// …and at once when execd asks (a launch as root waits for it).
+    pub anchor_asked: tokio::sync::Notify,
     /// Web terminals' WebSocket tickets, and how long one is valid.
     pub tickets: Tickets,
     pub ticket_ttl: Duration,
