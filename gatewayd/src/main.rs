@@ -111,6 +111,7 @@ fn main() -> ExitCode {
                 .await
                 .context("reading the MCP access setting")?;
             let mcp_activity = agent_mcp::activity::Log::start(accounts.pool().clone());
+            let streams_db = accounts.pool().clone();
             let api = std::sync::Arc::new(api::Api {
                 event_streams: api::PerUser::new(
                     ctx.config.quota.event_streams,
@@ -132,7 +133,7 @@ fn main() -> ExitCode {
                 throttle: throttle::Throttle::default(),
                 exec: argos_exec_client::ExecClient::from_channel(state.exec_channel()),
                 web,
-                streams: api::Streams::default(),
+                streams: api::Streams::new(streams_db),
                 changes: tokio::sync::broadcast::channel(256).0,
                 resume_grace: std::time::Duration::from_secs(g.stream_resume_s),
                 host_history: api::HostHistory::default(),
@@ -147,6 +148,7 @@ fn main() -> ExitCode {
                 anchor_asked: tokio::sync::Notify::new(),
             });
             tokio::spawn(api::watch_execd(api.clone()));
+            tokio::spawn(api::kill_orphans(api.clone()));
             tokio::spawn(api::watch_mcpd(api.clone()));
             tokio::spawn(api::watch_jobd(api.clone()));
             tokio::spawn(api::sample_host(api.clone()));

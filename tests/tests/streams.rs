@@ -141,6 +141,56 @@ fn a_stream_client_that_leaves_gets_its_workload_killed_unless_it_resumes() {
     stack.stop();
 }
 
+/// The promise to end a stream's command when its client leaves lived in the gateway's
+/// memory only: the gateway gone (its clients' connections with it) before the grace
+/// ran out, a host command ran to its end. Each stream is now kept in the gateway's
+/// database, and a restarted gateway gives every one it finds the grace, then kills it;
+/// a client that resumes in time keeps its command.
+#[test]
+fn a_stream_whose_client_left_is_killed_across_a_gateway_restart() {
+    let mut stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__STREAM_RESUME_S", "2")
+        .start();
+    let (mut admin, _) = stack.admin_and_user();
+    let start = |admin: &mut Web, cmd: &str| -> String {
+        let mut sse = admin.sse(
+            "/api/shell/stream",
+            &json!({"command": cmd, "timeout_ms": 300000}),
+            &[],
+        );
+        assert_eq!(sse.status, 200, "{}", sse.error_text);
+        let started = sse.next_event().unwrap();
+        started.json()["execution"]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let left = start(&mut admin, "sleep 120");
+    let resumed = start(&mut admin, "sleep 6; echo done");
+    stack.crash_and_restart("gatewayd");
+    let mut again = admin.sse("/api/shell/stream", &json!({"resume": resumed}), &[]);
+    assert_eq!(again.status, 200, "{}", again.error_text);
+    let rest = collect(&mut again, |_| false);
+    assert_eq!(
+        rest.last().unwrap().json()["execution"]["status"],
+        "succeeded",
+        "the resumed command was not left to finish: {rest:?}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let e = loop {
+        let e = admin.get(&format!("/api/executions/{left}")).json()["execution"].clone();
+        if e["status"] != "running" || std::time::Instant::now() > deadline {
+            break e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(
+        e["status"], "killed",
+        "the left command outlived the restart: {e}"
+    );
+    stack.stop();
+}
+
 /// `/api/events`: execution changes as they happen; admins see every execution, a user
 /// only their own; cross-site and anonymous subscribers are refused.
 #[test]

@@ -251,13 +251,45 @@ pub(crate) async fn kill_for(
 
 /// Live streams of executions started by `POST /api/shell/stream`: when a stream's client
 /// goes away, its workload is killed unless a client resumes within the grace period.
-#[derive(Default)]
+/// Each is also a row of `shell_streams` until it ends, so a restarted gateway keeps the
+/// promise ([`kill_orphans`]).
 pub struct Streams {
     /// Per execution: how many times a client attached (a resume bumps it).
     attached: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    db: sqlx::SqlitePool,
 }
 
 impl Streams {
+    pub fn new(db: sqlx::SqlitePool) -> Streams {
+        Streams {
+            attached: Default::default(),
+            db,
+        }
+    }
+
+    /// Kept in the database: a stream's command, until it ends or is killed.
+    async fn keep(&self, id: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT OR IGNORE INTO shell_streams (execution_id, started_at_ms) VALUES (?, ?)",
+        )
+        .bind(id)
+        .bind(crate::accounts::now_ms())
+        .execute(&self.db)
+        .await
+        .map(|_| ())
+    }
+
+    /// The command ended, or was killed: nothing more to keep.
+    async fn done(&self, id: &str) {
+        if let Err(e) = sqlx::query("DELETE FROM shell_streams WHERE execution_id = ?")
+            .bind(id)
+            .execute(&self.db)
+            .await
+        {
+            tracing::warn!(id, error = %e, "forgetting a stream's command");
+        }
+    }
+
     pub(crate) fn attach(&self, id: &str) -> u64 {
         let mut m = self.attached.lock().unwrap_or_else(|e| e.into_inner());
         let n = m.entry(id.to_string()).or_insert(0);
@@ -323,6 +355,11 @@ pub async fn shell_stream(
         }
     };
     let generation = api.streams.attach(&id);
+    if let Err(e) = api.streams.keep(&id).await {
+        // Not kept, it could outlive a gateway restart with nobody reading: end it now.
+        let _ = api.exec.kill(&id).await;
+        return Err(ApiError::internal(e));
+    }
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let follow = execd.follow(&id, from);
     tokio::spawn(relay(api.clone(), Some(generation), started, follow, tx));
@@ -459,19 +496,57 @@ pub(crate) async fn relay(
     if !gone || ended {
         if api.streams.still(&id, generation) {
             api.streams.forget(&id);
+            api.streams.done(&id).await;
         }
         return;
     }
     // The client left mid-run: give it a moment to come back, then end the workload.
+    kill_unless_resumed(&api, &id, generation).await;
+}
+
+/// After the grace period, kills the stream's command unless a client resumed it.
+async fn kill_unless_resumed(api: &Shared, id: &str, generation: u64) {
     tokio::time::sleep(api.resume_grace).await;
-    if !api.streams.still(&id, generation) {
+    if !api.streams.still(id, generation) {
         return; // resumed (or another stream took over)
     }
-    api.streams.forget(&id);
-    match api.exec.kill(&id).await {
+    api.streams.forget(id);
+    match api.exec.kill(id).await {
         Ok(r) => {
-            tracing::info!(id, outcome = %crate::views::kill_outcome(r.outcome), "stream client gone: workload killed")
+            tracing::info!(id, outcome = %crate::views::kill_outcome(r.outcome), "stream client gone: workload killed");
+            api.streams.done(id).await;
         }
+        // Ended before (or unknown): nothing left to kill.
+        Err(e)
+            if matches!(
+                e.kind,
+                argos_exec_client::ErrorKind::NotFound | argos_exec_client::ErrorKind::Conflict
+            ) =>
+        {
+            api.streams.done(id).await
+        }
+        // execd away: the row stays, for the next start to try again.
         Err(e) => tracing::warn!(id, error = %e, "stream client gone: kill failed"),
+    }
+}
+
+/// At start: every stream the last gateway had open lost its client with it. Each is
+/// given the grace period to be resumed, then its command is killed, as if its client
+/// had just left.
+pub async fn kill_orphans(api: Shared) {
+    let ids: Vec<String> = match sqlx::query_scalar("SELECT execution_id FROM shell_streams")
+        .fetch_all(&api.streams.db)
+        .await
+    {
+        Ok(ids) => ids,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the streams a previous gateway left");
+            return;
+        }
+    };
+    for id in ids {
+        let generation = api.streams.attach(&id);
+        let api = api.clone();
+        tokio::spawn(async move { kill_unless_resumed(&api, &id, generation).await });
     }
 }
