@@ -12,6 +12,7 @@ pub mod access;
 pub mod approval;
 pub mod cgroup;
 pub mod contain;
+pub mod credentials;
 pub mod edge;
 pub mod gate;
 pub mod launch;

@@ -26,8 +26,13 @@ pub struct FsRule {
     pub need: Need,
     pub reason: String,
     /// Paths hidden from the launch; `*` in a name matches within one directory level
-    /// (`/home/*/.ssh`), expanded where the shim sets up.
+    /// (`/etc/ssh/ssh_host_*_key`), expanded when the launch is taken.
     pub denied: Vec<String>,
+    /// Hide every credential store `credentials::STORES` lists in every home (root's,
+    /// each under `/home`, those `/etc/passwd` gives people's accounts, and
+    /// `exec.extra_homes`), as the homes hold them when the launch is taken.
+    #[serde(default)]
+    pub mask_credentials: bool,
     /// Remount every host mount read-only in the launch's mount namespace.
     #[serde(default)]
     pub read_only_mounts: bool,
@@ -291,15 +296,19 @@ impl Profiles {
     }
 }
 
-/// Where Argos keeps things a workload must not touch.
+/// Where Argos keeps things a workload must not touch, and where this host's people keep
+/// theirs.
 #[derive(Debug, Clone)]
 pub struct HostPaths {
     pub state_dir: PathBuf,
     pub runtime_dir: PathBuf,
+    /// Home directories beyond `credentials::HOMES` and `/etc/passwd`'s (`exec.extra_homes`).
+    pub extra_homes: Vec<PathBuf>,
 }
 
 /// Resolves a profile for one launch: the workspace becomes writable, `$STATE_DIR` and
-/// `$RUNTIME_DIR` are substituted, limits turn into numbers.
+/// `$RUNTIME_DIR` are substituted, the homes to mask credentials in are named, limits
+/// turn into numbers.
 pub fn plan(
     name: &str,
     p: &Profile,
@@ -333,6 +342,15 @@ pub fn plan(
         filesystem: p.filesystem.need,
         writable: vec![workspace.to_path_buf()],
         denied,
+        credential_homes: if p.filesystem.mask_credentials {
+            crate::credentials::HOMES
+                .iter()
+                .map(PathBuf::from)
+                .chain(host.extra_homes.iter().cloned())
+                .collect()
+        } else {
+            Vec::new()
+        },
         process_tree: p.process_tree.need,
         wall_clock: p.wall_clock.need,
         network: p.network.need,
@@ -398,6 +416,12 @@ mod tests {
             "agent requires everything"
         );
         assert_eq!(agent.run_as(), Ok(RunAs::PerLaunch));
+        // Every contained profile hides the credential stores of every home.
+        for (name, profile) in &p.0 {
+            if profile.filesystem.need == Need::Required {
+                assert!(profile.filesystem.mask_credentials, "{name}");
+            }
+        }
     }
 
     /// Who may launch where is data: no unprivileged daemon reaches a root profile, and
@@ -459,6 +483,7 @@ mod tests {
         let host = HostPaths {
             state_dir: "/srv/argos/state".into(),
             runtime_dir: "/srv/argos/run".into(),
+            extra_homes: vec!["/export/home/*".into()],
         };
         let plan = plan(
             "agent",
@@ -474,6 +499,16 @@ mod tests {
         assert_eq!(plan.writable, vec![PathBuf::from("/w/1")]);
         assert_eq!(plan.rlimits.address_space_bytes, 4096 * 1024 * 1024);
         assert!(!plan.wants(Dimension::Network));
+        // Credential stores are looked for in root's home, every one under /home and the
+        // configured ones (when the launch is taken: the plan names where, not what).
+        assert_eq!(
+            plan.credential_homes,
+            [
+                PathBuf::from("/root"),
+                PathBuf::from("/home/*"),
+                PathBuf::from("/export/home/*")
+            ]
+        );
         let op = super::plan(
             "host",
             p.get("host").unwrap(),
@@ -483,6 +518,10 @@ mod tests {
             5,
         );
         assert_eq!(op.run_as, None, "the host profile runs as root");
+        assert!(
+            op.credential_homes.is_empty(),
+            "the host profile hides nothing"
+        );
         assert_eq!(op.rlimits.nofile, u64::MAX);
         assert_eq!(op.need(Dimension::Network), Need::Off);
     }
@@ -495,6 +534,7 @@ mod tests {
         let host = HostPaths {
             state_dir: "/s".into(),
             runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
         };
         let mk = |name: &str, ws: &str, uid: u32, disabled: &[Dimension]| {
             plan(

@@ -120,8 +120,15 @@ pub struct Plan {
     pub filesystem: Need,
     /// Paths (and everything beneath) the workload may write.
     pub writable: Vec<PathBuf>,
-    /// Paths (and everything beneath) the workload may neither read nor write.
+    /// Paths (and everything beneath) the workload may neither read nor write; `*` in a
+    /// component matches one level. Found when the launch is taken.
     pub denied: Vec<PathBuf>,
+    /// Where the profile masks credential stores: the homes to look in (`*` in a component
+    /// matches one level), besides those `/etc/passwd` gives people's accounts; each store
+    /// `credentials::STORES` lists that a home holds when the launch is taken is denied
+    /// too. Empty: none.
+    #[serde(default)]
+    pub credential_homes: Vec<PathBuf>,
     pub process_tree: Need,
     pub wall_clock: Need,
     pub network: Need,
