@@ -8,17 +8,10 @@ use serde::Deserialize;
 
 use argos_common::peer::{PeerRole, RoleSet};
 
-use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, WorkspaceLimit};
+use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit};
 
 /// The profiles file, compiled into execd.
 pub const PROFILES_TOML: &str = include_str!("../profiles.toml");
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub need: Need,
-    pub reason: String,
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -40,6 +33,18 @@ pub struct FsRule {
     /// the launch's `executables`, with their interpreters), not for every readable file.
     #[serde(default)]
     pub execute_listed_only: bool,
+}
+
+/// The seccomp filters, and what they leave of the socket families.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallRule {
+    pub need: Need,
+    pub reason: String,
+    /// `"pairs_only"`: no `socket(AF_UNIX)`, only `socketpair` (a pathname UNIX socket is
+    /// in no network namespace: file modes alone would guard the host's). Default `"any"`.
+    #[serde(default)]
+    pub unix_sockets: UnixSockets,
 }
 
 /// The process tree: its own PID namespace, or the host's view.
@@ -130,7 +135,7 @@ pub struct Profile {
     pub process_tree: TreeRule,
     pub wall_clock: ClockRule,
     pub network: NetRule,
-    pub syscalls: Rule,
+    pub syscalls: SyscallRule,
     pub privileges: PrivRule,
     pub resources: ResRule,
 }
@@ -240,6 +245,11 @@ impl Profiles {
                         "profile {name}: alias {alias:?} names another profile too"
                     ));
                 }
+            }
+            if p.syscalls.unix_sockets != UnixSockets::Any && p.syscalls.need == Need::Off {
+                return Err(format!(
+                    "profile {name}: syscalls: unix_sockets is held by the seccomp filters, which are off"
+                ));
             }
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
@@ -356,6 +366,7 @@ pub fn plan(
         network: p.network.need,
         network_mode: p.network.mode,
         syscalls: p.syscalls.need,
+        unix_sockets: p.syscalls.unix_sockets,
         privileges: p.privileges.need,
         run_as: match (p.privileges.need, p.run_as()) {
             (Need::Off, _) | (_, Ok(RunAs::Root)) | (_, Err(_)) => None,
@@ -558,6 +569,53 @@ mod tests {
         assert!(
             !setup.fits(&mk("agent", "/w/7", 100_007, &[Dimension::Network])),
             "a shim with a network namespace must not run a launch planned without one"
+        );
+    }
+
+    /// The sandbox and the MCP server profiles reach no UNIX socket of the host's: they
+    /// make pairs only, and say so as data; a profile without seccomp cannot claim it.
+    #[test]
+    fn unix_sockets_are_pairs_only_where_a_host_socket_would_be_a_way_out() {
+        let p = Profiles::builtin().unwrap();
+        for name in ["agent", "mcp-server", "mcp-server-offline"] {
+            assert_eq!(
+                p.get(name).unwrap().syscalls.unix_sockets,
+                UnixSockets::PairsOnly,
+                "{name}"
+            );
+        }
+        // inspect's status queries (D-Bus, systemd) need them; the host's are its own.
+        for name in ["inspect", "host"] {
+            assert_eq!(
+                p.get(name).unwrap().syscalls.unix_sockets,
+                UnixSockets::Any,
+                "{name}"
+            );
+        }
+        let host = HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
+        };
+        let agent = plan(
+            "agent",
+            p.get("agent").unwrap(),
+            Path::new("/w/1"),
+            &host,
+            &[],
+            7,
+        );
+        assert_eq!(agent.unix_sockets, UnixSockets::PairsOnly);
+        let unfiltered = PROFILES_TOML.replacen(
+            "[host.syscalls]\nneed = \"off\"\n",
+            "[host.syscalls]\nneed = \"off\"\nunix_sockets = \"pairs_only\"\n",
+            1,
+        );
+        assert_ne!(unfiltered, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&unfiltered)
+                .unwrap_err()
+                .contains("seccomp filters, which are off")
         );
     }
 

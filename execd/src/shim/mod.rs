@@ -351,8 +351,11 @@ impl Tree {
         let plan = &setup.plan;
         let filters = if plan.wants(Dimension::Syscalls) {
             Some(
-                contain::seccomp_filters(plan.network_mode == NetworkMode::HostLocal)
-                    .map_err(|e| format!("seccomp: {e}"))?,
+                contain::seccomp_filters(
+                    plan.network_mode == NetworkMode::HostLocal,
+                    plan.unix_sockets,
+                )
+                .map_err(|e| format!("seccomp: {e}"))?,
             )
         } else {
             None
