@@ -103,6 +103,10 @@ pub struct ExecConfig {
     pub output_log_cap_mb: u64,
     /// Where launch workspaces live: outside every profile's denied paths.
     pub work_dir: PathBuf,
+    /// Home directories (`*` in a component matches one level) in which the contained
+    /// profiles hide credential stores, beyond root's, those under `/home` and those
+    /// `/etc/passwd` gives people's accounts.
+    pub extra_homes: Vec<PathBuf>,
     /// First uid of the range reserved for per-launch users.
     pub launch_uid_base: u64,
     /// How many uids the range holds (at most that many launches run at once).
@@ -415,6 +419,12 @@ impl Config {
                     "exec.work_dir",
                     PathBuf::from("/var/lib/argos-work"),
                     "Parent of each launch's writable workspace. Must lie outside the paths profiles deny (state and runtime dirs, /root, /home).",
+                ),
+                extra_homes: r.get_with(
+                    "exec.extra_homes",
+                    Vec::new(),
+                    "Home directories to hide credential stores in (SSH and GnuPG keys, cloud, registry and database logins, browser profiles: the list is execd's `credentials.rs`) for the contained profiles, beyond root's, each under /home and those /etc/passwd gives people's accounts (uid 1000 and up): homes elsewhere, such as a directory service's users' (`/export/home/*`: `*` matches one level) or a service account's (`/var/lib/postgresql`). Looked for when each launch is taken.",
+                    PathPatterns,
                 ),
                 launch_uid_base: r.get(
                     "exec.launch_uid_base",
@@ -766,6 +776,35 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("mcp.result_text_bytes"), "{e}");
+    }
+
+    #[test]
+    fn extra_homes_are_absolute_paths_from_the_file_or_the_environment() {
+        let c = Config::parse(&src(
+            "[exec]\nextra_homes = [\"/export/home/*\", \"/var/lib/postgresql\"]\n",
+            &[],
+        ))
+        .unwrap();
+        assert_eq!(
+            c.exec.extra_homes,
+            [
+                PathBuf::from("/export/home/*"),
+                PathBuf::from("/var/lib/postgresql")
+            ]
+        );
+        let c = Config::parse(&src("", &[("ARGOS_EXEC__EXTRA_HOMES", "/u/*, /srv/h")])).unwrap();
+        assert_eq!(
+            c.exec.extra_homes,
+            [PathBuf::from("/u/*"), PathBuf::from("/srv/h")]
+        );
+        assert!(Config::defaults().exec.extra_homes.is_empty());
+        let e = Config::parse(&src(
+            "[exec]\nextra_homes = [\"home/*\", \"/a/../b\"]\n",
+            &[],
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("exec.extra_homes"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use seccompiler::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{Dimension, NetworkMode, Plan, Rlimits, WorkspaceLimit};
+use crate::spec::{Dimension, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit};
 use crate::sys::proc::{SelfStatus, namespace, self_status};
 
 /// The landlock ABI Argos asks for (filesystem rights up to truncate and device ioctls).
@@ -145,10 +145,17 @@ pub const DENIED_SYSCALLS: &[(i64, &str, &str)] = &[
     ),
 ];
 
+/// What `socket(AF_UNIX)` answers where only pairs are allowed: the family is not there
+/// (as on a kernel without it), which name lookups (nscd, nss-systemd, nss-resolve) and
+/// loggers take for "not available" and go on without.
+pub const NO_UNIX_SOCKET: i32 = libc::EAFNOSUPPORT;
+
 /// Compiles the syscall filters: the deny list (EPERM), argument rules (new user
 /// namespaces, TIOCSTI/TIOCLINUX, a persona other than the default, vsock sockets), and clone3 → ENOSYS so libc falls back to clone, whose
-/// flags a filter can see. Built before fork; loaded last, just before exec.
-pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
+/// flags a filter can see; with `no_inet` no IP or packet sockets, and with `unix` pairs
+/// only no `socket(AF_UNIX)` ([`NO_UNIX_SOCKET`]). Built before fork; loaded last, just
+/// before exec.
+pub fn seccomp_filters(no_inet: bool, unix: UnixSockets) -> Result<Vec<BpfProgram>, String> {
     let err = |e: seccompiler::BackendError| e.to_string();
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (nr, _, _) in DENIED_SYSCALLS {
@@ -218,6 +225,28 @@ pub fn seccomp_filters(no_inet: bool) -> Result<Vec<BpfProgram>, String> {
     let mut filters = vec![a, argos_common::harden::clone3_enosys()?];
     #[cfg(target_arch = "x86_64")]
     filters.push(argos_common::harden::no_x32());
+    // Reason: a pathname UNIX socket is in no network namespace, a read-only mount does
+    // not stop connect(), and file modes let anyone reach a socket made 0777 (landlock,
+    // up to its ABI 7, has no right for connecting to one): no UNIX socket is made at all,
+    // so nothing can connect or send to one of the host's, pathname or abstract. A
+    // socketpair stays: it reaches nothing outside the launch, and child processes'
+    // stdio (libuv), event loops (asyncio) and the like are built on it.
+    if unix == UnixSockets::PairsOnly {
+        let no_unix = SeccompFilter::new(
+            BTreeMap::from([(
+                libc::SYS_socket,
+                vec![
+                    SeccompRule::new(vec![arg0_dword(SeccompCmpOp::Eq, libc::AF_UNIX as u64)?])
+                        .map_err(err)?,
+                ],
+            )]),
+            SeccompAction::Allow,
+            SeccompAction::Errno(NO_UNIX_SOCKET as u32),
+            ARCH,
+        )
+        .map_err(err)?;
+        filters.push(no_unix.try_into().map_err(err)?);
+    }
     Ok(filters)
 }
 
@@ -506,6 +535,12 @@ pub struct Readback {
     /// Whether opening an IP or packet socket fails with EPERM (tried after seccomp).
     #[serde(default)]
     pub no_inet: bool,
+    /// Whether `socket(AF_UNIX)` fails with [`NO_UNIX_SOCKET`] (tried after seccomp).
+    #[serde(default)]
+    pub no_unix: bool,
+    /// Whether `socketpair(AF_UNIX)` works (tried after seccomp).
+    #[serde(default)]
+    pub socketpair: bool,
 }
 
 impl Readback {
@@ -527,6 +562,8 @@ impl Readback {
             no_inet: [libc::AF_INET, libc::AF_INET6, libc::AF_PACKET]
                 .into_iter()
                 .all(socket_refused),
+            no_unix: unix_socket_refused(),
+            socketpair: socketpair_works(),
             workspace: workspace.map(|w| {
                 nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
                     (v.blocks().saturating_mul(v.fragment_size()), v.files())
@@ -587,7 +624,25 @@ impl Readback {
                 };
                 (own, format!("own network namespace, {mode}"))
             }
-            Dimension::Syscalls => (s.seccomp == 2, format!("seccomp filter mode {}", s.seccomp)),
+            Dimension::Syscalls => {
+                let filtered = s.seccomp == 2;
+                match plan.unix_sockets {
+                    UnixSockets::Any => (filtered, format!("seccomp filter mode {}", s.seccomp)),
+                    UnixSockets::PairsOnly => (
+                        filtered && self.no_unix,
+                        format!(
+                            "seccomp filter mode {}; UNIX sockets: pairs only (socket(AF_UNIX) {}, socketpair {})",
+                            s.seccomp,
+                            if self.no_unix {
+                                "refused"
+                            } else {
+                                "NOT refused"
+                            },
+                            if self.socketpair { "works" } else { "fails" }
+                        ),
+                    ),
+                }
+            }
             Dimension::Privileges => {
                 let caps_zero = s.cap_eff == 0
                     && s.cap_prm == 0
@@ -650,6 +705,33 @@ fn socket_refused(family: i32) -> bool {
     )
 }
 
+/// Whether `socket(AF_UNIX, SOCK_STREAM)` is refused with [`NO_UNIX_SOCKET`] (the
+/// seccomp rule of a pairs-only profile).
+fn unix_socket_refused() -> bool {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    matches!(
+        socket(
+            AddressFamily::Unix,
+            SockType::Stream,
+            SockFlag::SOCK_CLOEXEC,
+            None
+        ),
+        Err(e) if e as i32 == NO_UNIX_SOCKET
+    )
+}
+
+/// Whether a UNIX socket pair can be made (it is closed again at once).
+fn socketpair_works() -> bool {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+    socketpair(
+        AddressFamily::Unix,
+        SockType::Stream,
+        None,
+        SockFlag::SOCK_CLOEXEC,
+    )
+    .is_ok()
+}
+
 fn rlimits_hold(l: &Rlimits) -> bool {
     use nix::sys::resource::{Resource, getrlimit};
     [
@@ -693,9 +775,75 @@ mod tests {
 
     #[test]
     fn filters_compile() {
+        let base = if cfg!(target_arch = "x86_64") { 3 } else { 2 };
         assert_eq!(
-            seccomp_filters(false).unwrap().len(),
-            if cfg!(target_arch = "x86_64") { 3 } else { 2 }
+            seccomp_filters(false, UnixSockets::Any).unwrap().len(),
+            base
+        );
+        assert_eq!(
+            seccomp_filters(true, UnixSockets::PairsOnly).unwrap().len(),
+            base + 1
+        );
+    }
+
+    /// The filters of a pairs-only profile, loaded on a thread of its own (seccomp and
+    /// no_new_privs hold per thread): `socket(AF_UNIX)` is refused as a missing family,
+    /// a socket pair and an IP socket (the agent's network namespace has nothing to reach)
+    /// still work, and the read-back says so. Without the rule, the same thread makes the
+    /// socket.
+    #[test]
+    fn pairs_only_refuses_unix_sockets_but_not_socket_pairs() {
+        let probe = |unix: UnixSockets| {
+            let filters = seccomp_filters(false, unix).unwrap();
+            std::thread::spawn(move || {
+                set_no_new_privs().unwrap();
+                load_seccomp(&filters).unwrap();
+                let inet = nix::sys::socket::socket(
+                    nix::sys::socket::AddressFamily::Inet,
+                    nix::sys::socket::SockType::Datagram,
+                    nix::sys::socket::SockFlag::SOCK_CLOEXEC,
+                    None,
+                )
+                .is_ok();
+                (unix_socket_refused(), socketpair_works(), inet)
+            })
+            .join()
+            .unwrap()
+        };
+        assert_eq!(probe(UnixSockets::PairsOnly), (true, true, true));
+        assert_eq!(probe(UnixSockets::Any), (false, true, true));
+        // The read-back holds the dimension to it.
+        let profiles = crate::profile::Profiles::builtin().unwrap();
+        let host = crate::profile::HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
+        };
+        let plan = crate::profile::plan(
+            "agent",
+            profiles.get("agent").unwrap(),
+            Path::new("/w/1"),
+            &host,
+            &[],
+            7,
+        );
+        let mut rb = Readback {
+            status: SelfStatus {
+                seccomp: 2,
+                ..SelfStatus::default()
+            },
+            socketpair: true,
+            ..Readback::default()
+        };
+        let (holds, detail) = rb.holds(Dimension::Syscalls, &plan, &Namespaces::default());
+        assert!(!holds, "{detail}");
+        assert!(detail.contains("socket(AF_UNIX) NOT refused"), "{detail}");
+        rb.no_unix = true;
+        let (holds, detail) = rb.holds(Dimension::Syscalls, &plan, &Namespaces::default());
+        assert!(holds, "{detail}");
+        assert!(
+            detail.contains("UNIX sockets: pairs only (socket(AF_UNIX) refused, socketpair works)"),
+            "{detail}"
         );
     }
 

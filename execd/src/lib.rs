@@ -13,6 +13,7 @@ pub mod anchoring;
 pub mod approval;
 pub mod cgroup;
 pub mod contain;
+pub mod credentials;
 pub mod edge;
 pub mod gate;
 pub mod launch;

@@ -94,6 +94,7 @@ fn main() -> ExitCode {
             host: HostPaths {
                 state_dir: ctx.config.state_dir.clone(),
                 runtime_dir: ctx.config.runtime_dir.clone(),
+                extra_homes: ctx.config.exec.extra_homes.clone(),
             },
             disabled: ctx
                 .config

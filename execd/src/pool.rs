@@ -1,8 +1,10 @@
 //! Warm shims: per profile, a few shims whose tree already stands (PID namespace and
-//! init, mount/net/IPC/UTS namespaces, private /proc and /tmp, masks, compiled seccomp
-//! filters), each waiting for one launch. A launch takes one, and a new one is set up in
-//! the background; with none ready, the launch sets one up itself. A shim runs exactly one
-//! launch and never sees another: nothing carries over between launches.
+//! init, mount/net/IPC/UTS namespaces, private /proc and /tmp, compiled seccomp filters),
+//! each waiting for one launch. A launch takes one, and a new one is set up in the
+//! background; with none ready, the launch sets one up itself. A shim runs exactly one
+//! launch and never sees another: nothing carries over between launches. What a tree
+//! hides (denied paths, credential stores) is found and masked when its launch is taken,
+//! not ahead: a secret made or replaced while the shim waited is hidden too.
 //!
 //! A waiting shim holds nothing of a user's and reads its launch id on a pipe from execd:
 //! when execd goes away the pipe closes and the shim ends its tree and exits.

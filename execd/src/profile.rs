@@ -8,17 +8,10 @@ use serde::Deserialize;
 
 use argos_common::peer::{PeerRole, RoleSet};
 
-use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, WorkspaceLimit};
+use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit};
 
 /// The profiles file, compiled into execd.
 pub const PROFILES_TOML: &str = include_str!("../profiles.toml");
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub need: Need,
-    pub reason: String,
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,8 +19,13 @@ pub struct FsRule {
     pub need: Need,
     pub reason: String,
     /// Paths hidden from the launch; `*` in a name matches within one directory level
-    /// (`/home/*/.ssh`), expanded where the shim sets up.
+    /// (`/etc/ssh/ssh_host_*_key`), expanded when the launch is taken.
     pub denied: Vec<String>,
+    /// Hide every credential store `credentials::STORES` lists in every home (root's,
+    /// each under `/home`, those `/etc/passwd` gives people's accounts, and
+    /// `exec.extra_homes`), as the homes hold them when the launch is taken.
+    #[serde(default)]
+    pub mask_credentials: bool,
     /// Remount every host mount read-only in the launch's mount namespace.
     #[serde(default)]
     pub read_only_mounts: bool,
@@ -35,6 +33,18 @@ pub struct FsRule {
     /// the launch's `executables`, with their interpreters), not for every readable file.
     #[serde(default)]
     pub execute_listed_only: bool,
+}
+
+/// The seccomp filters, and what they leave of the socket families.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyscallRule {
+    pub need: Need,
+    pub reason: String,
+    /// `"pairs_only"`: no `socket(AF_UNIX)`, only `socketpair` (a pathname UNIX socket is
+    /// in no network namespace: file modes alone would guard the host's). Default `"any"`.
+    #[serde(default)]
+    pub unix_sockets: UnixSockets,
 }
 
 /// The process tree: its own PID namespace, or the host's view.
@@ -125,7 +135,7 @@ pub struct Profile {
     pub process_tree: TreeRule,
     pub wall_clock: ClockRule,
     pub network: NetRule,
-    pub syscalls: Rule,
+    pub syscalls: SyscallRule,
     pub privileges: PrivRule,
     pub resources: ResRule,
 }
@@ -236,6 +246,11 @@ impl Profiles {
                     ));
                 }
             }
+            if p.syscalls.unix_sockets != UnixSockets::Any && p.syscalls.need == Need::Off {
+                return Err(format!(
+                    "profile {name}: syscalls: unix_sockets is held by the seccomp filters, which are off"
+                ));
+            }
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
             }
@@ -291,15 +306,19 @@ impl Profiles {
     }
 }
 
-/// Where Argos keeps things a workload must not touch.
+/// Where Argos keeps things a workload must not touch, and where this host's people keep
+/// theirs.
 #[derive(Debug, Clone)]
 pub struct HostPaths {
     pub state_dir: PathBuf,
     pub runtime_dir: PathBuf,
+    /// Home directories beyond `credentials::HOMES` and `/etc/passwd`'s (`exec.extra_homes`).
+    pub extra_homes: Vec<PathBuf>,
 }
 
 /// Resolves a profile for one launch: the workspace becomes writable, `$STATE_DIR` and
-/// `$RUNTIME_DIR` are substituted, limits turn into numbers.
+/// `$RUNTIME_DIR` are substituted, the homes to mask credentials in are named, limits
+/// turn into numbers.
 pub fn plan(
     name: &str,
     p: &Profile,
@@ -333,11 +352,21 @@ pub fn plan(
         filesystem: p.filesystem.need,
         writable: vec![workspace.to_path_buf()],
         denied,
+        credential_homes: if p.filesystem.mask_credentials {
+            crate::credentials::HOMES
+                .iter()
+                .map(PathBuf::from)
+                .chain(host.extra_homes.iter().cloned())
+                .collect()
+        } else {
+            Vec::new()
+        },
         process_tree: p.process_tree.need,
         wall_clock: p.wall_clock.need,
         network: p.network.need,
         network_mode: p.network.mode,
         syscalls: p.syscalls.need,
+        unix_sockets: p.syscalls.unix_sockets,
         privileges: p.privileges.need,
         run_as: match (p.privileges.need, p.run_as()) {
             (Need::Off, _) | (_, Ok(RunAs::Root)) | (_, Err(_)) => None,
@@ -398,6 +427,12 @@ mod tests {
             "agent requires everything"
         );
         assert_eq!(agent.run_as(), Ok(RunAs::PerLaunch));
+        // Every contained profile hides the credential stores of every home.
+        for (name, profile) in &p.0 {
+            if profile.filesystem.need == Need::Required {
+                assert!(profile.filesystem.mask_credentials, "{name}");
+            }
+        }
     }
 
     /// Who may launch where is data: no unprivileged daemon reaches a root profile, and
@@ -459,6 +494,7 @@ mod tests {
         let host = HostPaths {
             state_dir: "/srv/argos/state".into(),
             runtime_dir: "/srv/argos/run".into(),
+            extra_homes: vec!["/export/home/*".into()],
         };
         let plan = plan(
             "agent",
@@ -474,6 +510,16 @@ mod tests {
         assert_eq!(plan.writable, vec![PathBuf::from("/w/1")]);
         assert_eq!(plan.rlimits.address_space_bytes, 4096 * 1024 * 1024);
         assert!(!plan.wants(Dimension::Network));
+        // Credential stores are looked for in root's home, every one under /home and the
+        // configured ones (when the launch is taken: the plan names where, not what).
+        assert_eq!(
+            plan.credential_homes,
+            [
+                PathBuf::from("/root"),
+                PathBuf::from("/home/*"),
+                PathBuf::from("/export/home/*")
+            ]
+        );
         let op = super::plan(
             "host",
             p.get("host").unwrap(),
@@ -483,6 +529,10 @@ mod tests {
             5,
         );
         assert_eq!(op.run_as, None, "the host profile runs as root");
+        assert!(
+            op.credential_homes.is_empty(),
+            "the host profile hides nothing"
+        );
         assert_eq!(op.rlimits.nofile, u64::MAX);
         assert_eq!(op.need(Dimension::Network), Need::Off);
     }
@@ -495,6 +545,7 @@ mod tests {
         let host = HostPaths {
             state_dir: "/s".into(),
             runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
         };
         let mk = |name: &str, ws: &str, uid: u32, disabled: &[Dimension]| {
             plan(
@@ -518,6 +569,53 @@ mod tests {
         assert!(
             !setup.fits(&mk("agent", "/w/7", 100_007, &[Dimension::Network])),
             "a shim with a network namespace must not run a launch planned without one"
+        );
+    }
+
+    /// The sandbox and the MCP server profiles reach no UNIX socket of the host's: they
+    /// make pairs only, and say so as data; a profile without seccomp cannot claim it.
+    #[test]
+    fn unix_sockets_are_pairs_only_where_a_host_socket_would_be_a_way_out() {
+        let p = Profiles::builtin().unwrap();
+        for name in ["agent", "mcp-server", "mcp-server-offline"] {
+            assert_eq!(
+                p.get(name).unwrap().syscalls.unix_sockets,
+                UnixSockets::PairsOnly,
+                "{name}"
+            );
+        }
+        // inspect's status queries (D-Bus, systemd) need them; the host's are its own.
+        for name in ["inspect", "host"] {
+            assert_eq!(
+                p.get(name).unwrap().syscalls.unix_sockets,
+                UnixSockets::Any,
+                "{name}"
+            );
+        }
+        let host = HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
+        };
+        let agent = plan(
+            "agent",
+            p.get("agent").unwrap(),
+            Path::new("/w/1"),
+            &host,
+            &[],
+            7,
+        );
+        assert_eq!(agent.unix_sockets, UnixSockets::PairsOnly);
+        let unfiltered = PROFILES_TOML.replacen(
+            "[host.syscalls]\nneed = \"off\"\n",
+            "[host.syscalls]\nneed = \"off\"\nunix_sockets = \"pairs_only\"\n",
+            1,
+        );
+        assert_ne!(unfiltered, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&unfiltered)
+                .unwrap_err()
+                .contains("seccomp filters, which are off")
         );
     }
 

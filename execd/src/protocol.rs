@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use crate::spec::{Identity, Plan};
 
 /// What execd tells a new shim before any launch exists (control step 1): the
-/// containment its profile needs up front (namespaces, mounts, masks, seccomp), and
-/// where launches will appear.
+/// containment its profile needs up front (namespaces, mounts, seccomp; the masks are
+/// applied when the launch is taken), and where launches will appear.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShimSetup {
     /// The profile's plan; the per-launch parts (workspace, run-as uid) come with the spec.

@@ -103,6 +103,20 @@ pub enum NetworkMode {
     HostLocal,
 }
 
+/// Which UNIX domain sockets a workload may make.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixSockets {
+    /// `socket(AF_UNIX)` and `socketpair` alike: what file modes, mounts and landlock's
+    /// scope for abstract sockets let through.
+    #[default]
+    Any,
+    /// Pairs only: `socketpair` works, `socket(AF_UNIX)` is refused by seccomp
+    /// (`EAFNOSUPPORT`), so nothing in the launch can connect or send to any socket
+    /// outside it, pathname or abstract.
+    PairsOnly,
+}
+
 /// Resource limits (rlimits), each a hard and soft limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rlimits {
@@ -120,13 +134,23 @@ pub struct Plan {
     pub filesystem: Need,
     /// Paths (and everything beneath) the workload may write.
     pub writable: Vec<PathBuf>,
-    /// Paths (and everything beneath) the workload may neither read nor write.
+    /// Paths (and everything beneath) the workload may neither read nor write; `*` in a
+    /// component matches one level. Found when the launch is taken.
     pub denied: Vec<PathBuf>,
+    /// Where the profile masks credential stores: the homes to look in (`*` in a component
+    /// matches one level), besides those `/etc/passwd` gives people's accounts; each store
+    /// `credentials::STORES` lists that a home holds when the launch is taken is denied
+    /// too. Empty: none.
+    #[serde(default)]
+    pub credential_homes: Vec<PathBuf>,
     pub process_tree: Need,
     pub wall_clock: Need,
     pub network: Need,
     pub network_mode: NetworkMode,
     pub syscalls: Need,
+    /// Which UNIX sockets the seccomp filters leave the workload.
+    #[serde(default)]
+    pub unix_sockets: UnixSockets,
     pub privileges: Need,
     /// `(uid, gid)` to run as; `None` keeps root (with every capability dropped).
     pub run_as: Option<(u32, u32)>,

@@ -252,7 +252,8 @@ print(json.dumps(out))
     assert_eq!(v["personality_query"], 0, "{v}");
 
     // A host-network profile still cannot reach the host's abstract UNIX sockets (the
-    // kind D-Bus and X11 listen on): landlock scopes them to the sandbox.
+    // kind D-Bus and X11 listen on): it makes no UNIX socket at all (EAFNOSUPPORT), and
+    // landlock scopes abstract ones to the sandbox besides.
     let name = format!("argos-escape-{}", std::process::id());
     let host = std::os::unix::net::UnixListener::bind_addr(
         &<std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(name.as_bytes()).unwrap(),
@@ -265,7 +266,7 @@ print(json.dumps(out))
                 "/usr/bin/python3".into(),
                 "-c".into(),
                 format!(
-                    "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0{name}'); print('connected')\nexcept OSError as e: print('refused', e.errno)"
+                    "import socket\ntry:\n    s = socket.socket(socket.AF_UNIX); s.connect('\\0{name}'); print('connected')\nexcept OSError as e: print('refused', e.errno)"
                 ),
             ],
             profile: "mcp-server".into(),
@@ -274,7 +275,7 @@ print(json.dumps(out))
         },
     )
     .unwrap());
-    assert_eq!(r.out.trim(), "refused 1", "{} {}", r.out, r.err);
+    assert_eq!(r.out.trim(), "refused 97", "{} {}", r.out, r.err);
     host.set_nonblocking(true).unwrap();
     assert!(host.accept().is_err(), "a connection arrived");
 
@@ -287,6 +288,85 @@ print(json.dumps(out))
     );
     let r = agent(&stack, "unshare -U true && echo made-userns");
     assert!(!r.out.contains("made-userns"), "{}", r.err);
+    stack.stop();
+}
+
+/// Pathname UNIX sockets are in no network namespace, file modes let anyone connect to
+/// one made 0777, and a read-only mount does not stop connect(): a listener the host
+/// opened for all (here the test's own, as root, outside /run) would be a way out of the
+/// sandbox and of a stdio MCP server without network. In `agent`, `mcp-server-offline`
+/// and `mcp-server` no UNIX socket can be made (EAFNOSUPPORT), so nothing connects or
+/// sends, and the listener hears nothing; a socketpair still works; the containment
+/// report says which.
+#[test]
+fn no_host_unix_socket_is_reached_from_the_sandbox_or_an_mcp_server() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root("the host UNIX socket test");
+    let _s = serial();
+    let stack = StackBuilder::new().start();
+    // A listener every uid may connect to, in a directory every uid may enter, outside
+    // /tmp (private in a launch) and /run (hidden from agents).
+    let dir = tempfile::Builder::new()
+        .prefix("argos-unix-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.path().join("service.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let reach = format!(
+        r#"
+import socket
+for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+    try:
+        s = socket.socket(socket.AF_UNIX, kind)
+        try:
+            s.connect({path:?}); s.send(b"escaped")
+        except OSError:
+            s.sendto(b"escaped", {path:?})
+        print("reached")
+    except OSError as e:
+        print("refused", e.errno)
+a, b = socket.socketpair()
+a.send(b"pair")
+print("socketpair", b.recv(4).decode())
+"#,
+        path = path.display().to_string()
+    );
+    for profile in ["agent", "mcp-server-offline", "mcp-server"] {
+        let r = ran(run(
+            &stack,
+            RunRequest {
+                argv: vec!["/usr/bin/python3".into(), "-c".into(), reach.clone()],
+                profile: profile.into(),
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            },
+        )
+        .unwrap());
+        assert_eq!(
+            r.out, "refused 97\nrefused 97\nsocketpair pair\n",
+            "{profile}: {} {}",
+            r.out, r.err
+        );
+        let (state, detail) = &r.containment["syscalls"];
+        assert_eq!(*state, DimensionState::Enforced, "{profile}: {detail}");
+        assert!(
+            detail.contains("UNIX sockets: pairs only (socket(AF_UNIX) refused, socketpair works)"),
+            "{profile}: {detail}"
+        );
+    }
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Err(e) => panic!("accept: {e}"),
+        Ok((mut conn, _)) => {
+            use std::io::Read;
+            let mut got = Vec::new();
+            let _ = conn.read_to_end(&mut got);
+            panic!("a launch connected to the host's socket and sent {got:?}");
+        }
+    }
     stack.stop();
 }
 

@@ -231,6 +231,135 @@ fn an_inspect_launch_sees_the_host_and_changes_nothing() {
     stack.stop();
 }
 
+/// Writes `text` at `home`/`rel`, every directory on the way and the file readable by
+/// anyone: only a mask stands between a launch and it.
+fn plant(home: &std::path::Path, rel: &str, text: &str) {
+    let path = home.join(rel);
+    let mut dir = home.to_path_buf();
+    for c in std::path::Path::new(rel).parent().unwrap().components() {
+        dir.push(c);
+        let _ = std::fs::create_dir(&dir);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+}
+
+/// A home of the test's own, open to every uid, removed with the guard.
+fn test_home(under: &str, prefix: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(under)
+        .unwrap_or_else(|e| panic!("a test home under {under}: {e}"));
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// Credential stores are hidden as the homes hold them when a launch is taken, not as
+/// they were when its warm shim was set up: a `~/.ssh` and `~/.aws/credentials` made
+/// after the shims stood, and a `~/.ssh` removed and made again, cannot be read in
+/// `inspect` nor in the sandbox (`agent`), while the rest of each home can. Two homes are
+/// under `/home` (which `inspect` shows and agents do not see at all), one elsewhere, named
+/// by `exec.extra_homes`, which both show. Each home is the test's own, removed after.
+#[test]
+fn credential_stores_made_after_the_shims_stood_are_masked() {
+    require_root("the credential masks test");
+    let fresh = test_home("/home", "argos-test-home-");
+    let replaced = test_home("/home", "argos-test-home-");
+    // Outside /tmp, which is private in a launch.
+    let elsewhere = test_home("/var/tmp", "argos-test-homes-");
+    let carol = elsewhere.path().join("carol");
+    std::fs::create_dir(&carol).unwrap();
+    std::fs::set_permissions(&carol, std::fs::Permissions::from_mode(0o755)).unwrap();
+    plant(fresh.path(), "notes.txt", "visible-fresh\n");
+    plant(replaced.path(), "notes.txt", "visible-replaced\n");
+    plant(replaced.path(), ".ssh/id_x", "secret-ssh-before\n");
+    plant(&carol, "notes.txt", "visible-carol\n");
+    let stack = StackBuilder::new()
+        .env(
+            "ARGOS_EXEC__EXTRA_HOMES",
+            &format!("{}/*", elsewhere.path().display()),
+        )
+        .start();
+    let cat = |profile: &str, home: &std::path::Path, rels: &[&str]| {
+        let mut argv = vec!["cat".to_string()];
+        argv.extend(rels.iter().map(|r| home.join(r).display().to_string()));
+        ran(run(
+            &stack,
+            RunRequest {
+                argv,
+                profile: profile.into(),
+                timeout_ms: Some(20_000),
+                ..Default::default()
+            },
+        )
+        .expect("Run"))
+    };
+    // One launch in each profile, then time for the pools to stand again: every shim the
+    // checks below take was set up before the stores existed.
+    for profile in ["inspect", "agent"] {
+        let r = cat(profile, &carol, &["notes.txt"]);
+        assert_eq!(
+            r.status,
+            ExecutionStatus::Succeeded,
+            "{profile}: {} {}",
+            r.error,
+            r.err
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+
+    plant(fresh.path(), ".ssh/id_x", "secret-ssh-made\n");
+    plant(fresh.path(), ".aws/credentials", "secret-aws-made\n");
+    std::fs::remove_dir_all(replaced.path().join(".ssh")).unwrap();
+    plant(replaced.path(), ".ssh/id_x", "secret-ssh-replaced\n");
+    let stores = [
+        ".ssh/id_x",
+        ".aws/credentials",
+        ".config/gh/hosts.yml",
+        ".docker/config.json",
+        ".kube/config",
+        ".netrc",
+        ".git-credentials",
+        ".pgpass",
+    ];
+    for rel in stores {
+        plant(&carol, rel, &format!("secret-carol {rel}\n"));
+    }
+    let mut with_notes = vec!["notes.txt"];
+    with_notes.extend(stores);
+    let homes = [
+        (fresh.path(), "visible-fresh"),
+        (replaced.path(), "visible-replaced"),
+        (carol.as_path(), "visible-carol"),
+    ];
+    for profile in ["inspect", "agent"] {
+        for (home, visible) in homes {
+            let r = cat(profile, home, &with_notes);
+            assert!(
+                !r.out.contains("secret"),
+                "{profile} read a credential store in {}: {}",
+                home.display(),
+                r.out
+            );
+            assert_ne!(r.exit, Some(0), "{profile}: {}", r.out);
+            // The rest of the home is there, where the profile shows homes at all.
+            if profile == "inspect" || home == carol.as_path() {
+                assert!(
+                    r.out.contains(visible),
+                    "{profile}: {} is not shown: {} {}",
+                    home.display(),
+                    r.out,
+                    r.err
+                );
+            }
+            let (_, fs) = &r.containment["filesystem"];
+            assert!(!fs.contains("masking"), "{profile}: {fs}");
+        }
+    }
+    stack.stop();
+}
+
 /// `argv` run in `inspect`, allowed to execute its program and `executables`.
 fn argv_in_inspect(
     stack: &argos_tests::Stack,

@@ -209,6 +209,34 @@ impl Codec<Vec<String>> for Origins {
     }
 }
 
+/// A list of absolute paths, `*` in a component matching one level.
+pub(super) struct PathPatterns;
+
+pub(super) fn check_absolute(s: &str) -> Result<(), String> {
+    if s.starts_with('/') && !s.contains('\0') && !s.split('/').any(|c| c == "..") {
+        Ok(())
+    } else {
+        Err(format!("{s:?} is not an absolute path without .."))
+    }
+}
+
+impl Codec<Vec<PathBuf>> for PathPatterns {
+    fn read_toml(&self, v: &toml::Value) -> Result<Vec<PathBuf>, String> {
+        string_list(v, "a list of absolute paths", check_absolute)
+            .map(|l| l.into_iter().map(PathBuf::from).collect())
+    }
+    fn read_env(&self, s: &str) -> Result<Vec<PathBuf>, String> {
+        comma_list(s, check_absolute).map(|l| l.into_iter().map(PathBuf::from).collect())
+    }
+    fn show(&self, v: &Vec<PathBuf>) -> toml::Value {
+        toml::Value::Array(
+            v.iter()
+                .map(|p| toml::Value::String(p.display().to_string()))
+                .collect(),
+        )
+    }
+}
+
 pub(super) struct Dimensions;
 
 impl Codec<Vec<String>> for Dimensions {

@@ -35,10 +35,11 @@ mod tree;
 
 use crate::cgroup::Cgroups;
 use crate::contain::{self, Namespaces};
+use crate::credentials;
 use crate::protocol::{ACCEPTED, ShimReady, ShimSetup};
 use crate::spec::{
     DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, NetworkMode,
-    StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
+    Plan, StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
 use crate::sys::ns::{self, Namespace};
 use crate::sys::{proc, raw};
@@ -316,13 +317,12 @@ fn failed_before_start(
 }
 
 /// What init keeps from the setup for every launch (computed before fork: nothing is
-/// done between fork and exec that could be done before).
+/// done between fork and exec that could be done before). The denied paths are not among
+/// them: what they name is found when the launch is taken ([`denied_now`]).
 struct Base {
     host_ns: Namespaces,
     filters: Option<Vec<seccompiler::BpfProgram>>,
     pidns: bool,
-    /// The denied paths as the host resolves them (symlinks followed), outermost only.
-    denied: Vec<PathBuf>,
 }
 
 /// The name of the shim's cgroups (`argos/<name>` in each hierarchy): unique to this
@@ -351,8 +351,11 @@ impl Tree {
         let plan = &setup.plan;
         let filters = if plan.wants(Dimension::Syscalls) {
             Some(
-                contain::seccomp_filters(plan.network_mode == NetworkMode::HostLocal)
-                    .map_err(|e| format!("seccomp: {e}"))?,
+                contain::seccomp_filters(
+                    plan.network_mode == NetworkMode::HostLocal,
+                    plan.unix_sockets,
+                )
+                .map_err(|e| format!("seccomp: {e}"))?,
             )
         } else {
             None
@@ -361,7 +364,6 @@ impl Tree {
             host_ns: Namespaces::of("self"),
             filters,
             pidns: false,
-            denied: resolve_denied(&plan.denied),
         };
         let pipes = pipes()?;
         // A PID namespace applies to children: unshare here, and the next fork is its init.
@@ -545,10 +547,44 @@ fn send(fd: &OwnedFd, msg: &SetupMsg) {
     }
 }
 
-/// Resolves denied paths through symlinks (`/var/run` → `/run`; a distribution's `/home`
-/// → `/var/home`), drops missing ones and those inside another denied path.
+/// The paths a launch must not see, as the host holds them now: called by init when the
+/// launch is taken, not when the tree was set up, so a secret made, or replaced (a new
+/// `~/.ssh`, an `/etc/shadow` renamed over by `passwd`), since the tree stood is found.
+/// The plan's denied paths (each `*` expanded) and, where the profile masks credentials,
+/// every credential store each home holds, resolved through symlinks, outermost only.
+fn denied_now(plan: &Plan) -> Vec<PathBuf> {
+    let passwd = if plan.credential_homes.is_empty() {
+        String::new()
+    } else {
+        std::fs::read_to_string("/etc/passwd").unwrap_or_default()
+    };
+    denied_with(plan, &passwd)
+}
+
+/// [`denied_now`] with the text of `/etc/passwd` given.
+fn denied_with(plan: &Plan, passwd: &str) -> Vec<PathBuf> {
+    let mut denied = outermost(plan.denied.iter().flat_map(|p| expand(p)).collect());
+    if plan.credential_homes.is_empty() {
+        return denied;
+    }
+    let candidates = plan
+        .credential_homes
+        .iter()
+        .flat_map(|p| expand(p))
+        .chain(credentials::passwd_homes(passwd));
+    // A home already hidden whole (`/home` and `/root` for agents) needs no look inside.
+    let homes: Vec<PathBuf> = credentials::homes(candidates)
+        .into_iter()
+        .filter(|h| !denied.iter().any(|d| h.starts_with(d)))
+        .collect();
+    for home in homes {
+        denied.extend(credentials::stores_in(&home));
+    }
+    outermost(denied)
+}
+
 /// The paths a denied entry names: itself, or, with `*` in a component, every existing
-/// match of that component (`/home/*/.ssh`, `/etc/ssh/ssh_host_*_key`).
+/// match of that component (`/home/*`, `/etc/ssh/ssh_host_*_key`).
 fn expand(pattern: &Path) -> Vec<PathBuf> {
     let mut found = vec![PathBuf::from("/")];
     for part in pattern.components().skip(1) {
@@ -572,10 +608,11 @@ fn expand(pattern: &Path) -> Vec<PathBuf> {
     found
 }
 
-fn resolve_denied(denied: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = denied
-        .iter()
-        .flat_map(|p| expand(p))
+/// Resolves paths through symlinks (`/var/run` → `/run`; a distribution's `/home` →
+/// `/var/home`), drops missing ones and those inside another.
+fn outermost(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = paths
+        .into_iter()
         .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
     out.sort();
@@ -583,4 +620,87 @@ fn resolve_denied(denied: &[PathBuf]) -> Vec<PathBuf> {
     let all = out.clone();
     out.retain(|p| !all.iter().any(|q| q != p && p.starts_with(q)));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a launch must not see is found when it is taken: a credential store made, or
+    /// replaced, after an earlier look (a warm shim's setup) is found by the next, in the
+    /// homes the plan names and those `/etc/passwd` gives; a home hidden whole is not
+    /// looked into.
+    #[test]
+    fn denied_paths_are_found_as_the_host_holds_them_now() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        for d in ["state", "homes/alice", "people/carol", "hidden/dave/.ssh"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let profiles = crate::profile::Profiles::builtin().unwrap();
+        let host = crate::profile::HostPaths {
+            state_dir: root.join("state"),
+            runtime_dir: root.join("run"),
+            extra_homes: Vec::new(),
+        };
+        let mut plan = crate::profile::plan(
+            "inspect",
+            profiles.get("inspect").unwrap(),
+            &root.join("work/1"),
+            &host,
+            &[],
+            1,
+        );
+        assert!(
+            !plan.credential_homes.is_empty(),
+            "inspect masks credentials"
+        );
+        // Only the test's own paths: the host's homes are none of its business.
+        plan.denied = vec![root.join("state"), root.join("hidden")];
+        plan.credential_homes = vec![root.join("homes/*"), root.join("hidden/*")];
+        let passwd = format!(
+            "carol:x:1000:1000::{}:/bin/sh\nsvc:x:999:999::{}:/bin/sh\n",
+            root.join("people/carol").display(),
+            root.join("people").display()
+        );
+        std::fs::create_dir_all(root.join("people/.ssh")).unwrap();
+        let before = denied_with(&plan, &passwd);
+        assert_eq!(before, [root.join("hidden"), root.join("state")]);
+        for d in [
+            "homes/alice/.ssh",
+            "homes/alice/.aws",
+            "homes/bob/.config/gh",
+            "people/carol/.kube",
+        ] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("homes/bob/.netrc"), "machine m").unwrap();
+        let now = denied_with(&plan, &passwd);
+        for d in [
+            "homes/alice/.ssh",
+            "homes/alice/.aws",
+            "homes/bob/.config/gh",
+            "homes/bob/.netrc",
+            "people/carol/.kube",
+        ] {
+            assert!(now.contains(&root.join(d)), "{d}: {now:?}");
+        }
+        // A system account's home is not looked in; one inside a hidden path needs no look.
+        assert!(!now.contains(&root.join("people/.ssh")), "{now:?}");
+        assert!(
+            !now.iter().any(|p| p.starts_with(root.join("hidden/dave"))),
+            "{now:?}"
+        );
+        // Replaced: the same name, a new directory, found again.
+        std::fs::remove_dir_all(root.join("homes/alice/.ssh")).unwrap();
+        assert!(!denied_with(&plan, &passwd).contains(&root.join("homes/alice/.ssh")));
+        std::fs::create_dir_all(root.join("homes/alice/.ssh")).unwrap();
+        assert!(denied_with(&plan, &passwd).contains(&root.join("homes/alice/.ssh")));
+        // A profile that masks no credentials looks in no home.
+        plan.credential_homes.clear();
+        assert_eq!(
+            denied_with(&plan, &passwd),
+            [root.join("hidden"), root.join("state")]
+        );
+    }
 }

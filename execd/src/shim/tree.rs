@@ -74,8 +74,9 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             Err(e) => notes.push(format!("{} namespace: {e}", n.as_str())),
         }
     }
-    // The file bound over denied files, held by fd too (it is in execd's state dir),
-    // opened in the new mount namespace: a bind source must be one of its mounts.
+    // The file bound over denied files, held by fd too (it is in execd's state dir, masked
+    // like the rest), opened in the new mount namespace: a bind source must be one of its
+    // mounts.
     let mask_source = File::open(&setup.mask_file)
         .map(|f| {
             use std::os::fd::AsRawFd;
@@ -124,22 +125,6 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             }
         }
     }
-    // Denied paths disappear from the view: an empty, mode-000 tmpfs over a directory, an
-    // empty mode-000 file over a file. Landlock then grants reading "/" as one rule.
-    let mut masked_all = mnt_ok;
-    if mnt_ok {
-        for path in &base.denied {
-            let source = mask_source
-                .as_ref()
-                .map(|(_, p)| p.as_path())
-                .unwrap_or(&setup.mask_file);
-            if let Err(e) = mask(path, source) {
-                masked_all = false;
-                notes.push(format!("filesystem: masking {}: {e}", path.display()));
-            }
-        }
-    }
-    drop(mask_source);
     if net_ok
         && plan.network_mode == NetworkMode::Loopback
         && let Err(e) = raw::loopback_up()
@@ -167,6 +152,26 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         None => raw::exit_now(0),
     };
     let _ = raw::set_sched_idle(false);
+    // Denied paths disappear from the view, found as the host holds them now (not when
+    // the tree was set up: a `~/.ssh` made or replaced since is hidden too): an empty,
+    // mode-000 tmpfs over a directory, an empty mode-000 file over a file. Before the
+    // program is resolved, in the view the workload will have. Landlock then grants
+    // reading "/" as one rule.
+    let denied = super::denied_now(plan);
+    let mut masked_all = mnt_ok;
+    if mnt_ok {
+        let source = mask_source
+            .as_ref()
+            .map(|(_, p)| p.as_path())
+            .unwrap_or(&setup.mask_file);
+        for path in &denied {
+            if let Err(e) = mask(path, source) {
+                masked_all = false;
+                notes.push(format!("filesystem: masking {}: {e}", path.display()));
+            }
+        }
+    }
+    drop(mask_source);
     let (spec, work, stdin) = match launch(&launches, &go) {
         Ok(v) => v,
         Err(error) => {
@@ -206,7 +211,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         vec![PathBuf::from("/")]
     } else {
         // No private mounts: carve the denied paths out of the landlock rules instead.
-        contain::readable_roots(&base.denied)
+        contain::readable_roots(&denied)
     };
     // Signals arrive by sigwait, never asynchronously.
     let mut mask = SigSet::empty();
@@ -458,12 +463,16 @@ fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e.to_string()),
     };
-    if meta.is_dir() {
+    let masked = if meta.is_dir() {
         ns::mask_dir(path)
     } else {
         ns::mask_file(masked_file, path)
+    };
+    match masked {
+        // Removed since it was found (a home's owner at work): nothing left to hide.
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other.map_err(|e| e.to_string()),
     }
-    .map_err(|e| e.to_string())
 }
 
 /// How many processes the command left running are named in its result.
