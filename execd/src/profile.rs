@@ -213,6 +213,29 @@ pub enum RunAs {
     PerLaunch,
 }
 
+/// Most open files one launch of an unprivileged profile may hold: every open file is
+/// counted against the host's `fs.file-max` whoever holds it, and Linux has no per-uid or
+/// per-cgroup count. A launch's processes are at most `nproc` (its uid is its own, so
+/// RLIMIT_NPROC counts exactly its tasks) and each holds at most `nofile` (descriptors
+/// in flight over a socket pair count against it too), so `nproc × nofile` bounds the
+/// files one launch can hold.
+pub const MAX_FILES_PER_LAUNCH: u64 = 65_536;
+
+/// Why a launch's rlimits do not bound its open files within [`MAX_FILES_PER_LAUNCH`].
+fn file_budget(r: &ResRule) -> Option<String> {
+    if r.nofile == 0 || r.nproc == 0 {
+        return Some(
+            "nofile and nproc must both be set: together they bound the launch's open files".into(),
+        );
+    }
+    let files = r.nofile.saturating_mul(r.nproc);
+    (files > MAX_FILES_PER_LAUNCH).then(|| {
+        format!(
+            "nproc × nofile is {files} open files, above the {MAX_FILES_PER_LAUNCH} one launch may hold"
+        )
+    })
+}
+
 /// All profiles by name.
 #[derive(Debug, Clone)]
 pub struct Profiles(pub BTreeMap<String, Profile>);
@@ -250,6 +273,12 @@ impl Profiles {
                 return Err(format!(
                     "profile {name}: syscalls: unix_sockets is held by the seccomp filters, which are off"
                 ));
+            }
+            if matches!(p.run_as(), Ok(RunAs::PerLaunch))
+                && p.resources.need != Need::Off
+                && let Some(why) = file_budget(&p.resources)
+            {
+                return Err(format!("profile {name}: resources: {why}"));
             }
             if p.wall_clock.default_timeout_s > p.wall_clock.max_timeout_s {
                 return Err(format!("profile {name}: default timeout above the maximum"));
@@ -630,6 +659,39 @@ mod tests {
             Profiles::parse(&text)
                 .unwrap_err()
                 .contains("network has no reason")
+        );
+    }
+
+    /// One agent launch held 216,650 eventfds (nproc 256 × nofile 1024 allowed 262,144):
+    /// about eleven reached the host's file-max. Every unprivileged profile's rlimits now
+    /// bound its open files, and a profile that does not is refused.
+    #[test]
+    fn every_unprivileged_launch_holds_a_bounded_number_of_files() {
+        let p = Profiles::builtin().unwrap();
+        for (name, prof) in &p.0 {
+            if matches!(prof.run_as(), Ok(RunAs::PerLaunch)) {
+                let r = &prof.resources;
+                assert!(
+                    r.nofile > 0 && r.nproc > 0 && r.nofile * r.nproc <= MAX_FILES_PER_LAUNCH,
+                    "{name}: nofile {} × nproc {}",
+                    r.nofile,
+                    r.nproc
+                );
+            }
+        }
+        let wide =
+            PROFILES_TOML.replacen("nofile = 512\nnproc = 128", "nofile = 1024\nnproc = 256", 1);
+        assert_ne!(wide, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&wide)
+                .unwrap_err()
+                .contains("above the 65536")
+        );
+        let unbounded = PROFILES_TOML.replacen("nofile = 512\n", "nofile = 0\n", 1);
+        assert!(
+            Profiles::parse(&unbounded)
+                .unwrap_err()
+                .contains("must both be set")
         );
     }
 }

@@ -398,6 +398,52 @@ fn bombs_floods_and_timeouts_are_bounded() {
         "fork bomb survived"
     );
 
+    // Kernel objects: every process the launch may have opens eventfds until refused.
+    // The host's open files are one count (fs.file-max) for everyone; one launch held
+    // 216,650 before its rlimits bounded nproc × nofile.
+    let r = py(
+        &stack,
+        r#"
+import os, time
+r, w = os.pipe()
+kids = 0
+while kids < 1000:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.close(r)
+        n = 0
+        try:
+            while True:
+                os.eventfd(0)
+                n += 1
+        except OSError:
+            pass
+        os.write(w, b"%d\n" % n)
+        time.sleep(3)
+        os._exit(0)
+    kids += 1
+os.close(w)
+held = sum(int(l) for l in os.fdopen(r).read().split())
+print(kids, held)
+"#,
+    );
+    let (kids, held): (u64, u64) = r
+        .out
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect::<Vec<_>>()
+        .try_into()
+        .map(|[k, h]: [u64; 2]| (k, h))
+        .unwrap_or_else(|_| panic!("{} {}", r.out, r.err));
+    assert!(kids > 8, "hardly any process: {kids}");
+    assert!(
+        held <= 65_536,
+        "one launch held {held} open files in {kids} processes"
+    );
+
     // Memory bomb: the address-space limit refuses it.
     let r = py(&stack, "x = bytearray(6 * 1024**3)\nprint('allocated')");
     assert_eq!(r.status, ExecutionStatus::Failed);
