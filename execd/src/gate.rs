@@ -329,14 +329,27 @@ pub async fn judge(
             } else {
                 Command::Argv(&argv)
             };
-            risk::judge(
+            let mut verdict = risk::judge(
                 risk::Request {
                     command,
                     env: &env,
                     stdin: &stdin,
                 },
                 declared,
-            )
+            );
+            if verdict.class == Class::ReadOnly
+                && let Some(why) = unread_script(&verdict.programs, crate::launch::DEFAULT_PATH)
+            {
+                verdict.class = Class::ConfigMutation;
+                verdict.reasons.insert(
+                    0,
+                    risk::Reason {
+                        class: Class::ConfigMutation,
+                        why,
+                    },
+                );
+            }
+            verdict
         })
         .await
         .map_err(|e| GateError::Field("command", format!("the classifier failed: {e}")))?
@@ -379,6 +392,35 @@ pub async fn judge(
         spec,
         canonical,
         digest,
+    })
+}
+
+/// Why a read-only verdict does not hold on this host: one of its programs is a script
+/// (`#!`) that its model does not say was read (`@script`). A script may evaluate what it
+/// is given (Debian's `zgrep` does), so what its options look like says nothing of what
+/// it runs. Names are looked up in `path` as the launch will.
+pub fn unread_script(programs: &[String], path: &str) -> Option<String> {
+    use std::io::Read;
+    programs.iter().find_map(|name| {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        if risk::reviewed_script(base) {
+            return None;
+        }
+        let file = if name.contains('/') {
+            Some(std::path::PathBuf::from(name))
+        } else {
+            path.split(':')
+                .map(|d| std::path::Path::new(d).join(name))
+                .find(|p| p.is_file())
+        }?;
+        let mut head = [0u8; 2];
+        std::fs::File::open(&file).ok()?.read_exact(&mut head).ok()?;
+        (&head == b"#!").then(|| {
+            format!(
+                "`{name}` is a script on this host ({}), which Argos has not read: not taken for a reader",
+                file.display()
+            )
+        })
     })
 }
 
@@ -701,4 +743,34 @@ pub async fn withdraw(m: &Manager, r: &Record, by: &Requester) -> Result<Record,
         Err(e) => return Err(e.into()),
     }
     execution_changed(m, &r.id).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_that_is_a_script_no_one_read_is_none() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let put = |name: &str, body: &[u8]| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, body).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        put("tree", b"#!/bin/sh\neval \"$1\"\n");
+        put("which", b"#!/bin/sh\nexec true\n");
+        put("lsblk", b"\x7fELF\x02\x01\x01");
+        let path = dir.path().display().to_string();
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let why = unread_script(&names(&["lsblk", "tree"]), &path).unwrap();
+        assert!(why.contains("`tree` is a script"), "{why}");
+        // Read for its model, or not a script, or a builtin (not found): a reader still.
+        assert_eq!(
+            unread_script(&names(&["which", "lsblk", "cd"]), &path),
+            None
+        );
+        let full = dir.path().join("tree").display().to_string();
+        assert!(unread_script(&names(&[&full]), "/nonexistent").is_some());
+    }
 }

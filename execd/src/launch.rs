@@ -24,7 +24,7 @@ pub const ENV_ALLOW: &[&str] = &[
     "NO_COLOR", "TMPDIR", "PAGER", "EDITOR",
 ];
 
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// A run request in domain terms (the proto form stays in `wire.rs`).
 #[derive(Debug, Clone, Default)]

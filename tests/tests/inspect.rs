@@ -705,3 +705,51 @@ print(json.dumps(out))
     assert_ne!(r.exit, Some(0), "signalled execd: {}", r.out);
     stack.stop();
 }
+
+/// A reader that is a script can run whatever its arguments say: Debian's zgrep
+/// evaluates them (the review ran `id` and python from a crafted `--label=`). zgrep is no
+/// reader now, and any reader found to be a script on the host that Argos has not read
+/// (`@script` in its model) is none there: the gate refuses it in `inspect`.
+#[test]
+fn a_reader_that_is_a_script_is_no_reader() {
+    use std::os::unix::fs::PermissionsExt;
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let mut agent = admin.token(&["agent"]);
+    let mut ask = |cmd: &str| {
+        agent.post(
+            "/api/agent/run",
+            serde_json::json!({"command": cmd, "place": "inspect", "purpose": "look"}),
+        )
+    };
+    let r = ask("zgrep --label='x$(id>&2)' -e root /etc/hostname");
+    assert_eq!(r.status, 400, "{r:?}");
+    // A modelled reader shadowed by a script earlier in the launch's PATH (as root may
+    // install one), here `tree` in /usr/local/bin, removed whatever the outcome.
+    struct Remove(std::path::PathBuf);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let shadow = Remove(std::path::PathBuf::from("/usr/local/bin/tree"));
+    assert!(
+        !shadow.0.exists(),
+        "/usr/local/bin/tree exists on this machine"
+    );
+    std::fs::write(&shadow.0, "#!/bin/sh\neval \"$2\"\n").unwrap();
+    std::fs::set_permissions(&shadow.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = ask("tree -L 1 /etc");
+    assert_eq!(r.status, 400, "{r:?}");
+    let why = r.json()["error"]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(why.contains("`tree` is a script"), "{why}");
+    drop(shadow);
+    // A script Argos has read stays a reader.
+    let r = ask("which sh");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.json()["place"], "inspect", "{r:?}");
+    stack.stop();
+}

@@ -29,7 +29,7 @@ mod shell;
 mod word;
 
 pub use request::Request;
-pub use rules::models::{options_of, runs_of};
+pub use rules::models::{options_of, reviewed_script, runs_of};
 
 use serde::{Deserialize, Serialize};
 

@@ -68,6 +68,8 @@ pub struct Model {
     pub rule: bool,
     /// Programs it runs itself to do its reading (`tar` runs `gzip`, `egrep` is `grep`).
     pub runs: Vec<String>,
+    /// A shell script read for this model: it evaluates none of its arguments.
+    pub script: bool,
 }
 
 /// The model of a program, by name.
@@ -90,6 +92,12 @@ pub fn options_of(name: &str) -> Option<Vec<String>> {
     out.extend(m.opts.long.iter().map(|(n, a)| spell(format!("--{n}"), a)));
     out.extend(m.opts.words.iter().map(|(n, a)| spell(n.clone(), a)));
     Some(out)
+}
+
+/// Whether a program may be a script and still be a reader: its model says the script was
+/// read (`@script`). Any other reader found to be a script on a host is none there.
+pub fn reviewed_script(name: &str) -> bool {
+    MODELS.get(name).is_some_and(|m| m.script)
 }
 
 /// The programs a program's model says it runs itself.
@@ -420,6 +428,7 @@ fn token(m: &mut Model, t: &str) -> Result<(), String> {
             "exact" => m.exact = true,
             "nohelp" => m.nohelp = true,
             "rule" => m.rule = true,
+            "script" => m.script = true,
             "need" if !list.is_empty() => m.need = list,
             "runs" if !list.is_empty() => m.runs = list,
             _ => return Err("unknown marker".into()),
