@@ -29,6 +29,16 @@ pub struct FsRule {
     /// Remount every host mount read-only in the launch's mount namespace.
     #[serde(default)]
     pub read_only_mounts: bool,
+    /// Where the host's services and users keep UNIX sockets (`/run`, `/var/tmp`,
+    /// `/dev/shm`): every socket found under them when the launch is taken is masked,
+    /// but those `sockets_reachable` names. A read-only mount does not stop `connect()`
+    /// and a socket's file mode is the only other guard, so a socket a profile with the
+    /// host's view could reach is one of these, named with its reason.
+    #[serde(default)]
+    pub socket_dirs: Vec<String>,
+    /// The sockets under `socket_dirs` left reachable (`*` matches within one level).
+    #[serde(default)]
+    pub sockets_reachable: Vec<String>,
     /// Landlock's execute right only for the programs a launch names (its program and
     /// the launch's `executables`, with their interpreters), not for every readable file.
     #[serde(default)]
@@ -381,6 +391,13 @@ pub fn plan(
         filesystem: p.filesystem.need,
         writable: vec![workspace.to_path_buf()],
         denied,
+        socket_dirs: p.filesystem.socket_dirs.iter().map(PathBuf::from).collect(),
+        sockets_reachable: p
+            .filesystem
+            .sockets_reachable
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
         credential_homes: if p.filesystem.mask_credentials {
             crate::credentials::HOMES
                 .iter()

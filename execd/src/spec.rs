@@ -143,6 +143,12 @@ pub struct Plan {
     /// too. Empty: none.
     #[serde(default)]
     pub credential_homes: Vec<PathBuf>,
+    /// Directories whose UNIX sockets are masked when the launch is taken, all but
+    /// `sockets_reachable` (`*` in a component matches one level). Empty: none.
+    #[serde(default)]
+    pub socket_dirs: Vec<PathBuf>,
+    #[serde(default)]
+    pub sockets_reachable: Vec<PathBuf>,
     pub process_tree: Need,
     pub wall_clock: Need,
     pub network: Need,

@@ -753,3 +753,61 @@ fn a_reader_that_is_a_script_is_no_reader() {
     assert_eq!(r.json()["place"], "inspect", "{r:?}");
     stack.stop();
 }
+
+/// `inspect` shares the host's view, and a read-only mount does not stop `connect()`: a
+/// host socket open to all (mode 0777) was connected and written to from it. Every UNIX
+/// socket under /run, /var/tmp and /dev/shm is masked when the launch is taken, made
+/// after the shims stood included, but the read queries the profile names; the listener
+/// hears nothing.
+#[test]
+fn no_host_unix_socket_but_the_named_read_queries_is_reached_from_inspect() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root("the inspect socket test");
+    let stack = StackBuilder::new().start();
+    // The shims stand; then the sockets appear.
+    let r = argv_in_inspect(&stack, &["/bin/true"], &[]);
+    assert_eq!(r.exit, Some(0), "{}", r.err);
+    let mut listeners = Vec::new();
+    let mut dirs = Vec::new();
+    for under in ["/run", "/var/tmp", "/dev/shm"] {
+        let dir = tempfile::Builder::new()
+            .prefix("argos-sock-")
+            .tempdir_in(under)
+            .unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = dir.path().join("service.sock");
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        l.set_nonblocking(true).unwrap();
+        listeners.push((path, l));
+        dirs.push(dir);
+    }
+    for (path, l) in &listeners {
+        let code = format!(
+            r#"
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect({p:?})
+    s.sendall(b"change something")
+    print("connected")
+except OSError as e:
+    print("refused", e.errno)
+"#,
+            p = path.display().to_string()
+        );
+        let r = argv_in_inspect(&stack, &["/usr/bin/python3", "-c", &code], &[]);
+        assert!(
+            r.out.starts_with("refused"),
+            "{}: {} {}",
+            path.display(),
+            r.out,
+            r.err
+        );
+        match l.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("{}: the listener heard {other:?}", path.display()),
+        }
+    }
+    stack.stop();
+}

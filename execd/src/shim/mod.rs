@@ -564,8 +564,9 @@ fn denied_now(plan: &Plan) -> Vec<PathBuf> {
 /// [`denied_now`] with the text of `/etc/passwd` given.
 fn denied_with(plan: &Plan, passwd: &str) -> Vec<PathBuf> {
     let mut denied = outermost(plan.denied.iter().flat_map(|p| expand(p)).collect());
+    denied.extend(sockets_not_reachable(plan, &denied));
     if plan.credential_homes.is_empty() {
-        return denied;
+        return outermost(denied);
     }
     let candidates = plan
         .credential_homes
@@ -581,6 +582,55 @@ fn denied_with(plan: &Plan, passwd: &str) -> Vec<PathBuf> {
         denied.extend(credentials::stores_in(&home));
     }
     outermost(denied)
+}
+
+/// Most entries looked at under one socket directory: a host's `/run` holds a few
+/// hundred; past this the rest of that directory is not looked into (and said so).
+const SOCKET_SCAN_LIMIT: usize = 20_000;
+
+/// Every UNIX socket under the plan's `socket_dirs` (one file system each, not through
+/// symlinks), as the host holds them now, but those the plan names reachable and those
+/// inside a path already denied.
+fn sockets_not_reachable(plan: &Plan, denied: &[PathBuf]) -> Vec<PathBuf> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let reachable = outermost(
+        plan.sockets_reachable
+            .iter()
+            .flat_map(|p| expand(p))
+            .collect(),
+    );
+    let mut out = Vec::new();
+    for root in outermost(plan.socket_dirs.iter().flat_map(|p| expand(p)).collect()) {
+        let Ok(dev) = std::fs::symlink_metadata(&root).map(|m| m.dev()) else {
+            continue;
+        };
+        let mut todo = vec![root.clone()];
+        let mut seen = 0;
+        while let Some(dir) = todo.pop() {
+            if denied.iter().any(|d| dir.starts_with(d)) {
+                continue;
+            }
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                seen += 1;
+                if seen > SOCKET_SCAN_LIMIT {
+                    eprintln!(
+                        "argos-shim: more than {SOCKET_SCAN_LIMIT} entries under {}: the rest not looked into for sockets",
+                        root.display()
+                    );
+                    todo.clear();
+                    break;
+                }
+                let Ok(meta) = entry.metadata() else { continue };
+                let path = entry.path();
+                if meta.file_type().is_dir() && meta.dev() == dev {
+                    todo.push(path);
+                } else if meta.file_type().is_socket() && !reachable.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The paths a denied entry names: itself, or, with `*` in a component, every existing
