@@ -345,3 +345,66 @@ fn secure_cookies_follow_config_and_only_trusted_proxies() {
     );
     stack.stop();
 }
+
+/// No answer that carries a caller's data or a credential may be kept by a browser cache
+/// or a proxy: the first-admin setup and a login (each sets a session cookie), a token's
+/// creation (its secret shown once), what a session or a token reads, an agent's `/mcp`
+/// answer, and the refusals, all say `Cache-Control: no-store`. The UI's page keeps its
+/// own `no-cache`.
+#[test]
+fn answers_that_carry_data_or_credentials_are_never_stored() {
+    let stack = StackBuilder::new().start();
+    let no_store = |what: &str, r: &Reply| {
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{what}: {r:?}");
+    };
+    let mut web = Web::new(stack.listen);
+    let r = web.post(
+        "/api/setup",
+        json!({"token": setup_secret(&stack), "name": "root-admin", "password": PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("set-cookie").is_some(), "{r:?}");
+    no_store("the setup", &r);
+    let r = web.get("/api/me");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("a session's read", &r);
+    let r = web.post("/api/tokens", json!({"name": "t", "scopes": ["read"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    no_store("a token's creation", &r);
+    let mut bearer = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let r = bearer.get("/api/me");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("a token's read", &r);
+    let r = bearer.get("/api/status");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("the stack's status", &r);
+    let mut again = Web::new(stack.listen);
+    let r = again.post(
+        "/api/login",
+        json!({"name": "root-admin", "password": PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("set-cookie").is_some(), "{r:?}");
+    no_store("a login", &r);
+    let r = Web::new(stack.listen).get("/api/me");
+    assert_eq!(r.status, 401, "{r:?}");
+    no_store("a refusal", &r);
+    // An agent's MCP session.
+    let r = web.post("/api/tokens", json!({"name": "agent", "scopes": ["mcp"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let r = agent.call(
+        "POST",
+        "/mcp",
+        Some(&init),
+        &[("accept", "application/json, text/event-stream")],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("an agent's /mcp answer", &r);
+    let r = web.get("/");
+    assert_eq!(r.header("cache-control"), Some("no-cache"), "{r:?}");
+    stack.stop();
+}
