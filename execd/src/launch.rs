@@ -501,7 +501,7 @@ pub fn read_finished(dir: &Path, spec: &LaunchSpec) -> Finished {
     let result: LaunchResult = std::fs::read(dir.join(files::RESULT))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_else(|| LaunchResult::lost("the shim ended without writing a result", 0));
+        .unwrap_or_else(|| LaunchResult::lost("the shim ended without writing a result"));
     let cap = |log: &str, tail: &str, total: u64| -> Captured {
         let keep = spec.head_bytes + spec.tail_bytes;
         let mut head = Vec::new();

@@ -55,7 +55,7 @@ impl Record {
             containment: Vec::new(),
             shim: Some(n.shim.clone()),
             created_at_ms: n.created_at_ms,
-            started_at_ms: None,
+            started_at_ms: Some(n.created_at_ms),
             ended_at_ms: None,
             stdout_bytes: 0,
             stderr_bytes: 0,
@@ -123,8 +123,9 @@ impl Ledger {
     }
 
     /// Completes a row from the shim's result (once: a final status is never rewritten),
-    /// with its audit outcome record in the same transaction. Returns the completed
-    /// record, or `None` if it was already final.
+    /// with its audit outcome record in the same transaction. A result that knows no start
+    /// (a launch retired without the shim's word) keeps the one the row recorded. Returns
+    /// the completed record, or `None` if it was already final.
     pub async fn finish(
         &self,
         audit: &argos_store::audit::Audit,
@@ -133,7 +134,7 @@ impl Ledger {
     ) -> sqlx::Result<Option<Record>> {
         let mut t = audit.begin().await?;
         let row = sqlx::query(
-            "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = ?,
+            "UPDATE executions SET status = ?, exit_code = ?, signal = ?, containment = ?, started_at_ms = COALESCE(?, started_at_ms),
                ended_at_ms = ?, stdout_bytes = ?, stderr_bytes = ?, teardown_complete = ?, survivors = ?, ended_by_teardown = ?, error = ?
              WHERE id = ? AND status = 'running' RETURNING *",
         )
@@ -238,14 +239,17 @@ impl Ledger {
 }
 
 /// Records a launch, as running, before it is handed to its shim (an execution that
-/// waited for its approval becomes running; any other existing id is refused).
+/// waited for its approval becomes running; any other existing id is refused). Its start
+/// is recorded as now, the handover: the shim's result gives the exact one, and a launch
+/// retired without a result keeps this.
 pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
     let done = sqlx::query(
-        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty, timeout_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty, timeout_ms, started_at_ms)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
            cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
-           init_identity = excluded.init_identity, timeout_ms = excluded.timeout_ms
+           init_identity = excluded.init_identity, timeout_ms = excluded.timeout_ms,
+           started_at_ms = excluded.started_at_ms
          WHERE executions.status = 'pending_approval'",
     )
     .bind(&r.id)
@@ -260,6 +264,7 @@ pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .bind(json(&r.init))
     .bind(r.tty)
     .bind(i64::try_from(r.timeout_ms).unwrap_or(i64::MAX))
+    .bind(r.created_at_ms)
     .execute(tx)
     .await?;
     if done.rows_affected() != 1 {
@@ -402,7 +407,7 @@ mod tests {
             status: LaunchStatus::Succeeded,
             exit_code: Some(0),
             signal: None,
-            started_at_ms: 1001,
+            started_at_ms: Some(1001),
             ended_at_ms: 1010,
             report: Vec::new(),
             stdout: StreamTotals {
@@ -459,5 +464,48 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    /// A launch retired without its shim's result (lost at a restart, a teardown not
+    /// confirmed) was recorded with a start of 0, and read back as a 56-year run. It keeps
+    /// the start the ledger recorded at its handover, and its duration is of real times.
+    #[tokio::test]
+    async fn a_launch_ended_without_a_result_keeps_its_recorded_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let l = Ledger::open(&dir.path().join("execd.db")).await.unwrap();
+        let audit = argos_store::audit::Audit::open(l.pool().clone(), super::test_key(), "execd")
+            .await
+            .unwrap();
+        let handed_over = crate::spec::now_ms() - 5_000;
+        for id in ["01", "02"] {
+            let mut n = rec(id, "alice");
+            n.created_at_ms = handed_over;
+            let mut conn = l.pool().acquire().await.unwrap();
+            insert_running(&mut conn, &n).await.unwrap();
+        }
+        let lost = l
+            .finish(&audit, "01", &LaunchResult::lost("the shim is gone"))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut unconfirmed = LaunchResult::lost("the end was not observed");
+        unconfirmed.status = LaunchStatus::TeardownFailed;
+        let failed = l.finish(&audit, "02", &unconfirmed).await.unwrap().unwrap();
+        for got in [lost, failed] {
+            assert_eq!(got.started_at_ms, Some(handed_over), "{got:?}");
+            let e = crate::wire::execution(&got);
+            assert_eq!(e.started_at_unix_ms, handed_over, "{e:?}");
+            assert!(e.ended_at_unix_ms >= handed_over + 5_000, "{e:?}");
+            assert!((5_000..60_000).contains(&e.duration_ms), "{e:?}");
+        }
+        // A row an earlier execd retired with a start of 0 reads as recorded, not 1970.
+        let mut old = Record::running(&rec("03", "alice"));
+        old.started_at_ms = Some(0);
+        old.ended_at_ms = Some(old.created_at_ms + 7);
+        let e = crate::wire::execution(&old);
+        assert_eq!(
+            (e.started_at_unix_ms, e.duration_ms),
+            (old.created_at_ms, 7)
+        );
     }
 }

@@ -327,11 +327,8 @@ impl Manager {
             Ok(v) => v,
             Err(e) => {
                 self.release_uid(&id);
-                self.end_without_result(
-                    &id,
-                    LaunchResult::lost(format!("could not start: {e}"), now_ms()),
-                )
-                .await;
+                self.end_without_result(&id, LaunchResult::lost(format!("could not start: {e}")))
+                    .await;
                 return Err(e.into());
             }
         };
@@ -393,7 +390,7 @@ impl Manager {
             .as_ref()
             .map(|spec| launch::read_finished(&self.dir(id), spec));
         let result = finished.as_ref().map_or_else(
-            || LaunchResult::lost("the launch's spec is gone", now_ms()),
+            || LaunchResult::lost("the launch's spec is gone"),
             |f| f.result.clone(),
         );
         let record = match self.ledger.finish(&self.audit, id, &result).await {
@@ -422,7 +419,7 @@ impl Manager {
 
     /// Records that a launch's teardown could not be verified.
     pub async fn teardown_failed(&self, id: &str, why: &str) {
-        let mut r = LaunchResult::lost(why, now_ms());
+        let mut r = LaunchResult::lost(why);
         r.status = LaunchStatus::TeardownFailed;
         self.end_without_result(id, r).await;
     }
@@ -524,7 +521,7 @@ impl Manager {
                     "execd restarted and the launch's shim is {}; nothing was signalled",
                     verdict.as_str()
                 );
-                self.end_without_result(&rec.id, LaunchResult::lost(why, now_ms()))
+                self.end_without_result(&rec.id, LaunchResult::lost(why))
                     .await;
             }
         }
@@ -615,7 +612,7 @@ impl Manager {
                 if !dir.join(files::EXIT).exists() && !dir.join(files::RESULT).exists() {
                     self.end_without_result(
                         id,
-                        LaunchResult::lost("the shim ended without a result", now_ms()),
+                        LaunchResult::lost("the shim ended without a result"),
                     )
                     .await;
                     return;

@@ -391,7 +391,9 @@ pub struct LaunchResult {
     pub status: LaunchStatus,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
-    pub started_at_ms: i64,
+    /// When the workload started, as the shim saw it; `None` when no shim said (a launch
+    /// retired without its result): the ledger then keeps the start it recorded.
+    pub started_at_ms: Option<i64>,
     pub ended_at_ms: i64,
     pub report: Vec<DimReport>,
     pub stdout: StreamTotals,
@@ -419,14 +421,15 @@ pub fn write_json_atomic<T: Serialize>(path: &std::path::Path, v: &T) -> std::io
 }
 
 impl LaunchResult {
-    /// The result of a launch whose shim is gone without leaving one.
-    pub fn lost(why: impl Into<String>, ended_at_ms: i64) -> LaunchResult {
+    /// The result of a launch whose shim is gone without leaving one, ended now. Its start
+    /// is not known here: the ledger keeps the one it recorded.
+    pub fn lost(why: impl Into<String>) -> LaunchResult {
         LaunchResult {
             status: LaunchStatus::Lost,
             exit_code: None,
             signal: None,
-            started_at_ms: 0,
-            ended_at_ms,
+            started_at_ms: None,
+            ended_at_ms: now_ms(),
             report: Vec::new(),
             stdout: StreamTotals::default(),
             stderr: StreamTotals::default(),

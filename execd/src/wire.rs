@@ -99,17 +99,22 @@ fn output(c: &Captured) -> pb::Output {
 }
 
 pub fn execution(r: &Record) -> pb::Execution {
-    let started = r.started_at_ms.unwrap_or(r.created_at_ms);
+    // A start of 0 is none (an earlier execd retired lost launches so): the row's own
+    // recording stands in, and a duration is only ever of two real timestamps (0: none).
+    let started = r
+        .started_at_ms
+        .filter(|s| *s > 0)
+        .unwrap_or(r.created_at_ms);
+    let ended = r.ended_at_ms.filter(|e| *e > 0);
     pb::Execution {
         id: r.id.clone(),
         status: status(r.status) as i32,
         exit_code: r.exit_code,
         signal: r.signal,
         started_at_unix_ms: started,
-        ended_at_unix_ms: r.ended_at_ms.unwrap_or(0),
-        duration_ms: r
-            .ended_at_ms
-            .map(|e| u64::try_from(e - started).unwrap_or(0))
+        ended_at_unix_ms: ended.unwrap_or(0),
+        duration_ms: ended
+            .and_then(|e| u64::try_from(e - started).ok())
             .unwrap_or(0),
         profile: r.profile.clone(),
         argv: r.argv.clone(),

@@ -168,12 +168,13 @@ pub struct Accounts {
     decoy: tokio::sync::OnceCell<String>,
     /// Live tokens recently looked up, by their secret's hash: a token's every request
     /// (an agent's calls at /mcp) need not wait for the database. An entry lives a few
-    /// seconds at most, and revoking a token or deleting a user empties the cache at once
-    /// (both happen only here), so a revoked token is refused on its next request.
+    /// seconds at most, and revoking a token, changing a password or deleting a user
+    /// empties the cache at once (all happen only here), so a revoked token is refused on
+    /// its next request.
     live_tokens:
         std::sync::Mutex<std::collections::HashMap<Vec<u8>, (User, TokenInfo, std::time::Instant)>>,
-    /// Bumped by each revocation and deletion: a lookup that began before one does not
-    /// cache what it read.
+    /// Bumped by each revocation, password change and deletion: a lookup that began before
+    /// one does not cache what it read.
     token_generation: std::sync::atomic::AtomicU64,
 }
 
@@ -409,8 +410,9 @@ impl Accounts {
         Ok(row.filter(|_| ok).as_ref().and_then(user))
     }
 
-    /// Changes a password (the current one required); every other session of the account
-    /// ends.
+    /// Changes a password (the current one required). Whoever knew the old one may have
+    /// left a way in: every other session of the account ends and every API token it holds
+    /// is revoked (and forgotten by the token cache), in the same transaction.
     pub async fn change_password(
         &self,
         who: &User,
@@ -434,7 +436,16 @@ impl Accounts {
             .bind(keep_session.map(sha256).unwrap_or_default())
             .execute(&mut *tx)
             .await?;
+        sqlx::query(
+            "UPDATE api_tokens SET revoked_at_ms = ? WHERE user_id = ? AND revoked_at_ms IS NULL",
+        )
+        .bind(now_ms())
+        .bind(who.id)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
+        // After the commit: a lookup racing the change cannot cache what it read.
+        self.forget_tokens();
         Ok(())
     }
 
@@ -603,7 +614,8 @@ impl Accounts {
         Ok(found)
     }
 
-    /// Forgets every cached token (after a revocation or a deletion is written).
+    /// Forgets every cached token (after a revocation, a password change or a deletion is
+    /// written).
     fn forget_tokens(&self) {
         let mut cache = self.cached_tokens();
         self.token_generation

@@ -245,7 +245,32 @@ pub fn router(state: State, api: api::Shared) -> axum::Router {
             crate::metrics::record,
         ))
         .layer(axum::middleware::from_fn_with_state(api, api::known_host))
+        .layer(axum::middleware::from_fn(no_store))
         .with_state(state)
+}
+
+/// An answer that holds no one's data (the UI's page and its built assets): the
+/// `Cache-Control` it sets stands.
+#[derive(Debug, Clone, Copy)]
+struct Public;
+
+/// Every answer but a [`Public`] one is `Cache-Control: no-store`, whatever its handler
+/// set (rmcp's event streams say `no-cache`): the API's and `/mcp`'s answers are for the
+/// caller who asked (their data, a new session's cookie, a token shown once), so no
+/// browser cache or proxy keeps a copy. It is the outermost layer, so refusals (401, 421)
+/// and the fallback carry it too.
+async fn no_store(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let mut r = next.run(req).await;
+    if r.extensions().get::<Public>().is_none() {
+        r.headers_mut().insert(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("no-store"),
+        );
+    }
+    r
 }
 
 /// One daemon's status as the gateway presents it.
@@ -386,6 +411,7 @@ async fn page(state: State) -> axum::response::Response {
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
             (axum::http::header::REFERRER_POLICY, "no-referrer"),
         ],
+        axum::Extension(Public),
         html,
     )
         .into_response()
@@ -413,6 +439,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> axum::
             (axum::http::header::CACHE_CONTROL, cache),
             (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
+        axum::Extension(Public),
         *body,
     )
         .into_response()

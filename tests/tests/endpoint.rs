@@ -198,6 +198,120 @@ fn run_inspects_at_once_and_a_change_waits_for_an_approval() {
     stack.stop();
 }
 
+/// Whether another user's execution existed was told by `/mcp`'s answer: "no execution X"
+/// for another's, execd's "no launch X" for none. Asked for another user's real id and
+/// for a made-up one, every edge answers the same bytes but for the id: the API's
+/// execution and its kill, a job, its cancel, relaunch and output; at `/mcp` the status
+/// and cancel tools, the job tools and the execution's resource.
+#[test]
+fn another_users_ids_are_answered_as_ids_that_do_not_exist() {
+    require_root("the stack runs privilege-separated");
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let made_up = "01900000-0000-7000-8000-000000000000";
+    // The same answer for `real` and for the made-up id, each id written as ID.
+    let same = |what: &str, real_id: &str, real: String, none: String| {
+        assert_eq!(
+            real.replace(real_id, "ID"),
+            none.replace(made_up, "ID"),
+            "{what}: another's and none differ"
+        );
+    };
+    let reply = |r: argos_tests::web::Reply| format!("{} {}", r.status, r.text);
+
+    // A user asks the API for the admin's execution and job.
+    let r = admin.post("/api/shell/exec", json!({"command": "echo mine"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let admins_run = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let r = admin.post(
+        "/api/jobs",
+        json!({"command": "echo mine", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let admins_job = r.json()["job"]["id"].as_str().unwrap().to_string();
+    for (method, path, body) in [
+        ("GET", "/api/executions/{}", None),
+        ("GET", "/api/executions/{}?wait_ms=1000", None),
+        ("POST", "/api/executions/{}/kill", Some(json!({}))),
+        ("GET", "/api/jobs/{}", None),
+        ("POST", "/api/jobs/{}/cancel", Some(json!({}))),
+        (
+            "POST",
+            "/api/jobs/{}/relaunch",
+            Some(json!({"generation": 1})),
+        ),
+        ("GET", "/api/jobs/{}/output", None),
+    ] {
+        let real_id = if path.contains("/jobs/") {
+            &admins_job
+        } else {
+            &admins_run
+        };
+        let real = bob.call(method, &path.replace("{}", real_id), body.as_ref(), &[]);
+        assert_eq!(real.status, 404, "{method} {path}: {real:?}");
+        let none = bob.call(method, &path.replace("{}", made_up), body.as_ref(), &[]);
+        same(
+            &format!("{method} {path}"),
+            real_id,
+            reply(real),
+            reply(none),
+        );
+    }
+
+    // The admin's agent asks `/mcp` for the user's.
+    let r = bob.post(
+        "/api/agent/run",
+        json!({"command": "echo mine", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let bobs_run = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let r = bob.post(
+        "/api/jobs",
+        json!({"command": "echo mine", "place": "sandbox"}),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let bobs_job = r.json()["job"]["id"].as_str().unwrap().to_string();
+    let url = format!("http://{}/mcp", stack.listen);
+    let agent = token(&mut admin, "nosy", &["mcp"]);
+    let asks = [
+        ("get_execution_status", "execution_id", &bobs_run),
+        ("cancel_execution", "execution_id", &bobs_run),
+        ("get_job", "job_id", &bobs_job),
+        ("cancel_job", "job_id", &bobs_job),
+    ];
+    let calls: Vec<(&str, Value)> = asks
+        .iter()
+        .flat_map(|(tool, arg, real)| {
+            [
+                (*tool, json!({*arg: real})),
+                (*tool, json!({*arg: made_up})),
+            ]
+        })
+        .collect();
+    let v = client(&url, &agent, "legacy", &calls);
+    for (i, (tool, _, real_id)) in asks.iter().enumerate() {
+        let (real, none) = (&v["calls"][2 * i], &v["calls"][2 * i + 1]);
+        assert_eq!(real["isError"], true, "{tool}: {real}");
+        same(tool, real_id, real.to_string(), none.to_string());
+    }
+    let read = |uri: String| {
+        let out = std::process::Command::new(
+            argos_tests::workspace_root().join("target/tools/mcp-py/bin/python"),
+        )
+        .arg("-c")
+        .arg(include_str!("../mcp/read.py"))
+        .args([&url, &agent, &uri])
+        .output()
+        .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let real = read(format!("argos://executions/{bobs_run}"));
+    assert!(real.starts_with("error: "), "{real}");
+    let none = read(format!("argos://executions/{made_up}"));
+    same("the execution's resource", &bobs_run, real, none);
+    stack.stop();
+}
+
 /// The MCP authorization spec's answers: no token → 401 with a `WWW-Authenticate` naming
 /// the resource metadata (which says the scope to ask for); an unknown token → 401
 /// `invalid_token`; a token without `mcp` → 403 `insufficient_scope`; a session cookie is

@@ -294,6 +294,18 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
         let e = got.execution.unwrap();
         assert_eq!(e.status, ExecutionStatus::Lost as i32, "{e:?}");
         assert!(e.error.contains("nothing was signalled"), "{}", e.error);
+        // Retired without a result, it keeps the start execd recorded (it was 0, and
+        // its duration 56 years): both are of this test's minutes.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
+        assert!(
+            (now - 600_000..now).contains(&e.started_at_unix_ms),
+            "{e:?}"
+        );
+        assert!(e.ended_at_unix_ms >= e.started_at_unix_ms, "{e:?}");
+        assert!(e.duration_ms < 600_000, "{e:?}");
     });
     s.stop();
 }

@@ -345,3 +345,122 @@ fn secure_cookies_follow_config_and_only_trusted_proxies() {
     );
     stack.stop();
 }
+
+/// No answer that carries a caller's data or a credential may be kept by a browser cache
+/// or a proxy: the first-admin setup and a login (each sets a session cookie), a token's
+/// creation (its secret shown once), what a session or a token reads, an agent's `/mcp`
+/// answer, and the refusals, all say `Cache-Control: no-store`. The UI's page keeps its
+/// own `no-cache`.
+#[test]
+fn answers_that_carry_data_or_credentials_are_never_stored() {
+    let stack = StackBuilder::new().start();
+    let no_store = |what: &str, r: &Reply| {
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{what}: {r:?}");
+    };
+    let mut web = Web::new(stack.listen);
+    let r = web.post(
+        "/api/setup",
+        json!({"token": setup_secret(&stack), "name": "root-admin", "password": PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("set-cookie").is_some(), "{r:?}");
+    no_store("the setup", &r);
+    let r = web.get("/api/me");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("a session's read", &r);
+    let r = web.post("/api/tokens", json!({"name": "t", "scopes": ["read"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    no_store("a token's creation", &r);
+    let mut bearer = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let r = bearer.get("/api/me");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("a token's read", &r);
+    let r = bearer.get("/api/status");
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("the stack's status", &r);
+    let mut again = Web::new(stack.listen);
+    let r = again.post(
+        "/api/login",
+        json!({"name": "root-admin", "password": PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("set-cookie").is_some(), "{r:?}");
+    no_store("a login", &r);
+    let r = Web::new(stack.listen).get("/api/me");
+    assert_eq!(r.status, 401, "{r:?}");
+    no_store("a refusal", &r);
+    // An agent's MCP session.
+    let r = web.post("/api/tokens", json!({"name": "agent", "scopes": ["mcp"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let r = agent.call(
+        "POST",
+        "/mcp",
+        Some(&init),
+        &[("accept", "application/json, text/event-stream")],
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    no_store("an agent's /mcp answer", &r);
+    let r = web.get("/");
+    assert_eq!(r.header("cache-control"), Some("no-cache"), "{r:?}");
+    stack.stop();
+}
+
+/// A password change left the account's API tokens working: whoever had learnt the old
+/// password kept a way in. It ends everything the old one could have left behind — the
+/// account's other sessions and every token it holds, refused on their very next request
+/// (looked-up tokens are cached) — and nothing of anyone else's.
+#[test]
+fn a_password_change_ends_other_sessions_and_revokes_the_accounts_tokens() {
+    let stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let mut bobs_token = bob.token(&["read"]);
+    let mut admins_token = admin.token(&["read"]);
+    let r = bob.post("/api/tokens", json!({"name": "agent", "scopes": ["mcp"]}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let mut bobs_agent = Web::with_bearer(stack.listen, r.json()["token"].as_str().unwrap());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let accept = ("accept", "application/json, text/event-stream");
+    let mut elsewhere = Web::new(stack.listen);
+    let r = elsewhere.post("/api/login", json!({"name": "bob", "password": PASSWORD}));
+    assert_eq!(r.status, 200, "{r:?}");
+    // Each works, and is in the token cache.
+    assert_eq!(bobs_token.get("/api/me").status, 200);
+    assert_eq!(admins_token.get("/api/me").status, 200);
+    assert_eq!(elsewhere.get("/api/me").status, 200);
+    let r = bobs_agent.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 200, "{r:?}");
+
+    let new = "a new long enough password";
+    let r = bob.post(
+        "/api/me/password",
+        json!({"current_password": PASSWORD, "new_password": new}),
+    );
+    assert_eq!(r.status, 204, "{r:?}");
+    let r = bobs_token.get("/api/me");
+    assert_eq!(r.status, 401, "the token outlived the password: {r:?}");
+    let r = bobs_agent.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(
+        r.status, 401,
+        "the agent's token outlived the password: {r:?}"
+    );
+    let r = elsewhere.get("/api/me");
+    assert_eq!(
+        r.status, 401,
+        "another session outlived the password: {r:?}"
+    );
+    // The session that made the change goes on; its token list is empty; others' stand.
+    assert_eq!(bob.get("/api/me").status, 200);
+    let listed = bob.get("/api/tokens").json();
+    assert_eq!(listed["tokens"], json!([]), "{listed}");
+    assert_eq!(admins_token.get("/api/me").status, 200);
+    assert_eq!(admin.get("/api/me").status, 200);
+    let r = Web::new(stack.listen).post("/api/login", json!({"name": "bob", "password": new}));
+    assert_eq!(r.status, 200, "{r:?}");
+    stack.stop();
+}

@@ -175,7 +175,7 @@ pub fn main() -> i32 {
         }
         Err(e) => {
             tree.end();
-            LaunchResult::lost(e, now_ms())
+            LaunchResult::lost(e)
         }
     };
     if let Err(e) = write_json_atomic(&dir.join(files::RESULT), &result) {
@@ -291,7 +291,7 @@ fn failed_before_start(
         status,
         exit_code: None,
         signal: None,
-        started_at_ms: started,
+        started_at_ms: Some(started),
         ended_at_ms: now_ms(),
         report: Dimension::ALL
             .iter()

@@ -518,7 +518,7 @@ pub(super) fn supervise(
         status,
         exit_code,
         signal,
-        started_at_ms: started,
+        started_at_ms: Some(started),
         ended_at_ms: now_ms(),
         report,
         stdout: StreamTotals {

@@ -180,25 +180,30 @@ pub(super) fn granted_place(
 
 impl Endpoint {
     /// An execution's facts and output, as `run` and `get_execution_status` answer them.
+    /// One that is not the caller's is answered as one that does not exist, word for word.
     pub(super) async fn status_of(
         &self,
         caller: &Caller,
         id: &str,
     ) -> Result<serde_json::Value, String> {
+        let unknown = || crate::api::unknown("execution", id).message;
         let r = self
             .api
             .exec
             .as_user(&caller.user.name)
             .get(id, true)
             .await
-            .map_err(|e| e.message)?;
+            .map_err(|e| match e.kind {
+                argos_exec_client::ErrorKind::NotFound => unknown(),
+                _ => e.message,
+            })?;
         let Some(e) = r.execution else {
-            return Err(format!("no execution {id}"));
+            return Err(unknown());
         };
         // An agent reads what its owner started, an admin's too (as on the API: an admin's
         // agent token sees only what it requested).
         if e.principal != caller.user.name {
-            return Err(format!("no execution {id}"));
+            return Err(unknown());
         }
         Ok(json!({
             "execution_id": e.id,

@@ -42,12 +42,13 @@ async fn visible(
     let d = c
         .get_delivery(req(caller, jpb::GetDeliveryRequest { id: id.to_string() }))
         .await
-        .map_err(from_jobd)?
+        .map_err(from_jobd)
+        .map_err(hide_missing("delivery", id))?
         .into_inner();
     if sees_all(caller, scope) || d.owner == caller.user.name {
         Ok(d)
     } else {
-        Err(ApiError::not_found(format!("no delivery {id}")))
+        Err(unknown("delivery", id))
     }
 }
 

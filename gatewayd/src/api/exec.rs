@@ -176,7 +176,8 @@ pub async fn execution(
         let r = execd(&api, &caller)
             .get(&id, true)
             .await
-            .map_err(from_exec)?;
+            .map_err(from_exec)
+            .map_err(hide_missing("execution", &id))?;
         owned(&caller, "read", &id, r.execution.as_ref())?;
         let open = r.execution.as_ref().is_some_and(|e| {
             e.status == pb::ExecutionStatus::Running as i32
@@ -205,7 +206,8 @@ pub async fn execution(
 
 /// Admins see and kill every execution (by session, or with a token carrying `scope`);
 /// anyone else — an admin's agent token too — only what they requested. Another's is
-/// "not found", never "forbidden": its existence is not told.
+/// answered as one that does not exist ([`unknown`]), never "forbidden": its existence is
+/// not told.
 fn owned(
     caller: &Caller,
     scope: &str,
@@ -215,7 +217,7 @@ fn owned(
     if sees_all(caller, scope) || e.is_some_and(|e| e.principal == caller.user.name) {
         Ok(())
     } else {
-        Err(ApiError::not_found(format!("no launch {id}")))
+        Err(unknown("execution", id))
     }
 }
 
@@ -228,7 +230,8 @@ pub async fn kill(
     let e = execd(&api, &caller)
         .get(&id, false)
         .await
-        .map_err(from_exec)?
+        .map_err(from_exec)
+        .map_err(hide_missing("execution", &id))?
         .execution;
     owned(&caller, "exec", &id, e.as_ref())?;
     kill_for(&api, &caller, id).await

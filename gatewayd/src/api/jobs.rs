@@ -104,8 +104,8 @@ pub(crate) fn sees_all(caller: &Caller, scope: &str) -> bool {
         }
 }
 
-/// Job `id`, if `caller` may see it: its own, or any when `all` (else 404, as if there
-/// were none).
+/// Job `id`, if `caller` may see it: its own, or any when `all` (else the answer for one
+/// that does not exist, [`unknown`]).
 pub(crate) async fn visible_job(
     api: &Api,
     caller: &Caller,
@@ -114,10 +114,13 @@ pub(crate) async fn visible_job(
     output: bool,
 ) -> Result<jpb::GetJobResponse, ApiError> {
     // jobd refuses an id that is not a UUID (400).
-    let r = jobd(api, caller).get(id, output).await?;
+    let r = jobd(api, caller)
+        .get(id, output)
+        .await
+        .map_err(hide_missing("job", id))?;
     match &r.job {
         Some(j) if all || j.owner == caller.user.name => Ok(r),
-        _ => Err(ApiError::not_found(format!("no job {id}"))),
+        _ => Err(unknown("job", id)),
     }
 }
 

@@ -370,6 +370,29 @@ impl From<AccountError> for ApiError {
     }
 }
 
+/// The one answer for an id the caller may not see, whether nothing has it or it is
+/// another user's: the same status and bytes but for the id, so no answer tells whether
+/// another user's execution, job, task or delivery exists. Every edge that hides what is
+/// not the caller's answers this, for both cases.
+pub(crate) fn unknown(kind: &str, id: &str) -> ApiError {
+    ApiError::not_found(format!("no {kind} {id}"))
+}
+
+/// A daemon's "not found" for `id`, answered as [`unknown`] (whatever the daemon's own
+/// words), anything else as it was.
+pub(crate) fn hide_missing<'a>(
+    kind: &'a str,
+    id: &'a str,
+) -> impl FnOnce(ApiError) -> ApiError + 'a {
+    move |e| {
+        if e.status == StatusCode::NOT_FOUND {
+            unknown(kind, id)
+        } else {
+            e
+        }
+    }
+}
+
 /// execd's refusals as the API says them; execd's own failures are logged, not shown.
 pub(crate) fn from_exec(e: ExecError) -> ApiError {
     let (status, code) = match e.kind {

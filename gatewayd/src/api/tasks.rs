@@ -178,18 +178,22 @@ fn client(api: &Api, caller: &Caller) -> super::jobs::JobdFor {
     jobd(api, caller)
 }
 
-/// Task `id` if `caller` may see it (else 404).
+/// Task `id` if `caller` may see it (else the answer for one that does not exist,
+/// [`unknown`]).
 async fn visible_task(
     api: &Api,
     caller: &Caller,
     scope: &str,
     id: &str,
 ) -> Result<jpb::Task, ApiError> {
-    let t = client(api, caller).task(id).await?;
+    let t = client(api, caller)
+        .task(id)
+        .await
+        .map_err(hide_missing("task", id))?;
     if sees_all(caller, scope) || t.owner == caller.user.name {
         Ok(t)
     } else {
-        Err(ApiError::not_found(format!("no task {id}")))
+        Err(unknown("task", id))
     }
 }
 
