@@ -14,8 +14,11 @@ use seccompiler::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{Dimension, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit};
+use crate::spec::{
+    Dimension, ExecSources, FileLocks, Ipc, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit,
+};
 use crate::sys::proc::{SelfStatus, namespace, self_status};
+use crate::sys::raw::{Probe, probe};
 
 /// The landlock ABI Argos asks for (filesystem rights up to truncate and device ioctls).
 const LANDLOCK_ABI: ABI = ABI::V5;
@@ -150,12 +153,55 @@ pub const DENIED_SYSCALLS: &[(i64, &str, &str)] = &[
 /// loggers take for "not available" and go on without.
 pub const NO_UNIX_SOCKET: i32 = libc::EAFNOSUPPORT;
 
+/// What a launch's filters refuse beyond the deny list, as its plan says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FilterRules {
+    /// No IP or packet sockets (the host's network namespace, to look at only).
+    pub no_inet: bool,
+    pub unix: UnixSockets,
+    pub exec: ExecSources,
+    pub ipc: Ipc,
+    pub locks: FileLocks,
+}
+
+impl FilterRules {
+    pub fn of(plan: &Plan) -> FilterRules {
+        FilterRules {
+            no_inet: plan.network_mode == NetworkMode::HostLocal,
+            unix: plan.unix_sockets,
+            exec: plan.exec_sources,
+            ipc: plan.ipc,
+            locks: plan.file_locks,
+        }
+    }
+}
+
+/// What a lock refused by [`FileLocks::None`] answers: "no locks available", what a file
+/// system without locks (NFS mounted `nolock`) answers and flock(2), fcntl(2) and
+/// lockf(3) document, so a program that locks takes it as locks being unavailable there
+/// (sqlite: the database is busy) rather than as a permission fault of its own.
+pub const NO_LOCKS: i32 = libc::ENOLCK;
+
+/// The kernel clears this flag from a System V `*ctl` command before reading it (the
+/// 64-bit layout of the buffer), so a rule compares the command without it.
+const IPC_64: u64 = 0x100;
+
 /// Compiles the syscall filters: the deny list (EPERM), argument rules (new user
 /// namespaces, TIOCSTI/TIOCLINUX, a persona other than the default, vsock sockets), and clone3 → ENOSYS so libc falls back to clone, whose
-/// flags a filter can see; with `no_inet` no IP or packet sockets, and with `unix` pairs
-/// only no `socket(AF_UNIX)` ([`NO_UNIX_SOCKET`]). Built before fork; loaded last, just
-/// before exec.
-pub fn seccomp_filters(no_inet: bool, unix: UnixSockets) -> Result<Vec<BpfProgram>, String> {
+/// flags a filter can see; with `no_inet` no IP or packet sockets, with `unix` pairs
+/// only no `socket(AF_UNIX)` ([`NO_UNIX_SOCKET`]), with files-only exec no `execveat` or
+/// `memfd_create`, with read-only IPC no use or change of an IPC object (EPERM), with no
+/// locks no file lock ([`NO_LOCKS`]). Built before fork; loaded last, just before exec.
+/// (A 32-bit call — the `ipc` multiplexer among them — fails the filters' architecture
+/// check and kills the process; an x32 one is EPERM.)
+pub fn seccomp_filters(rules: FilterRules) -> Result<Vec<BpfProgram>, String> {
+    let FilterRules {
+        no_inet,
+        unix,
+        exec,
+        ipc,
+        locks,
+    } = rules;
     let err = |e: seccompiler::BackendError| e.to_string();
     let mut deny: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for (nr, _, _) in DENIED_SYSCALLS {
@@ -214,6 +260,100 @@ pub fn seccomp_filters(no_inet: bool, unix: UnixSockets) -> Result<Vec<BpfProgra
             .map(|f| SeccompRule::new(vec![arg0_dword(SeccompCmpOp::Eq, *f as u64)?]).map_err(err))
             .collect::<Result<_, _>>()?,
     );
+    let cond = |arg: u8, op: SeccompCmpOp, v: u64| {
+        SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, v).map_err(err)
+    };
+    let rule = |conds: Vec<SeccompCondition>| SeccompRule::new(conds).map_err(err);
+    // Reason: a memfd is on an internal mount no landlock rule can name (landlock lets
+    // every access to such a file through), and execveat runs a descriptor, however it
+    // was opened: the execute right is only judged on a path.
+    if exec == ExecSources::FilesOnly {
+        deny.insert(libc::SYS_execveat, Vec::new());
+        deny.insert(libc::SYS_memfd_create, Vec::new());
+    }
+    // Reason: the IPC namespace may be the host's (inspect's, so that ipcs shows its
+    // objects): a message sent or received, a semaphore moved, shared memory written, an
+    // object made, removed or changed is a change of the host's. Looking stays: the stat
+    // and info commands, GETVAL and the like, a read-only attach.
+    if ipc == Ipc::ReadOnly {
+        for nr in [
+            libc::SYS_msgsnd,
+            libc::SYS_msgrcv,
+            libc::SYS_semop,
+            libc::SYS_semtimedop,
+            libc::SYS_mq_timedsend,
+            libc::SYS_mq_timedreceive,
+            libc::SYS_mq_notify,
+            libc::SYS_mq_unlink,
+        ] {
+            deny.insert(nr, Vec::new());
+        }
+        deny.insert(
+            libc::SYS_shmat,
+            vec![rule(vec![cond(
+                2,
+                SeccompCmpOp::MaskedEq(libc::SHM_RDONLY as u64),
+                0,
+            )?])?],
+        );
+        // A new object: IPC_CREAT in the flags, or the key IPC_PRIVATE (always new).
+        let creates = |flags_arg: u8| -> Result<Vec<SeccompRule>, String> {
+            let creat = libc::IPC_CREAT as u64;
+            Ok(vec![
+                rule(vec![cond(0, SeccompCmpOp::Eq, libc::IPC_PRIVATE as u64)?])?,
+                rule(vec![cond(flags_arg, SeccompCmpOp::MaskedEq(creat), creat)?])?,
+            ])
+        };
+        deny.insert(libc::SYS_msgget, creates(1)?);
+        deny.insert(libc::SYS_semget, creates(2)?);
+        deny.insert(libc::SYS_shmget, creates(2)?);
+        let o_creat = libc::O_CREAT as u64;
+        deny.insert(
+            libc::SYS_mq_open,
+            vec![rule(vec![cond(
+                1,
+                SeccompCmpOp::MaskedEq(o_creat),
+                o_creat,
+            )?])?],
+        );
+        // The commands that change an object, each call's own (their numbers overlap:
+        // SHM_LOCK is MSG_STAT's), compared without IPC_64.
+        let changes = |cmd_arg: u8, cmds: &[i32]| -> Result<Vec<SeccompRule>, String> {
+            let mask = 0xffff_ffff & !IPC_64;
+            cmds.iter()
+                .map(|c| {
+                    rule(vec![cond(
+                        cmd_arg,
+                        SeccompCmpOp::MaskedEq(mask),
+                        *c as u64,
+                    )?])
+                })
+                .collect()
+        };
+        deny.insert(
+            libc::SYS_msgctl,
+            changes(1, &[libc::IPC_RMID, libc::IPC_SET])?,
+        );
+        deny.insert(
+            libc::SYS_semctl,
+            changes(
+                2,
+                &[libc::IPC_RMID, libc::IPC_SET, libc::SETVAL, libc::SETALL],
+            )?,
+        );
+        deny.insert(
+            libc::SYS_shmctl,
+            changes(
+                1,
+                &[
+                    libc::IPC_RMID,
+                    libc::IPC_SET,
+                    libc::SHM_LOCK,
+                    libc::SHM_UNLOCK,
+                ],
+            )?,
+        );
+    }
     let eperm = SeccompFilter::new(
         deny,
         SeccompAction::Allow,
@@ -246,6 +386,34 @@ pub fn seccomp_filters(no_inet: bool, unix: UnixSockets) -> Result<Vec<BpfProgra
         )
         .map_err(err)?;
         filters.push(no_unix.try_into().map_err(err)?);
+    }
+    // Reason: a lock needs only a descriptor open for reading, so a lock on a file the
+    // host's processes lock too (a world-readable one) blocks them: a change of the
+    // host's. Asking whether a file is locked (F_GETLK, /proc/locks) stays.
+    if locks == FileLocks::None {
+        let set = [
+            libc::F_SETLK,
+            libc::F_SETLKW,
+            libc::F_OFD_SETLK,
+            libc::F_OFD_SETLKW,
+            libc::F_SETLEASE,
+        ];
+        let no_locks = SeccompFilter::new(
+            BTreeMap::from([
+                (libc::SYS_flock, Vec::new()),
+                (
+                    libc::SYS_fcntl,
+                    set.iter()
+                        .map(|c| rule(vec![cond(1, SeccompCmpOp::Eq, *c as u64)?]))
+                        .collect::<Result<_, _>>()?,
+                ),
+            ]),
+            SeccompAction::Allow,
+            SeccompAction::Errno(NO_LOCKS as u32),
+            ARCH,
+        )
+        .map_err(err)?;
+        filters.push(no_locks.try_into().map_err(err)?);
     }
     Ok(filters)
 }
@@ -284,8 +452,11 @@ fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
             };
             let next = cur.join(step);
             if let Ok(entries) = std::fs::read_dir(&cur) {
+                // A symlink is left out: a rule on it would grant its target (which may
+                // be what is carved out); landlock judges the path it resolves to, which
+                // is granted, or not, as itself.
                 for e in entries.flatten() {
-                    if e.path() != next {
+                    if e.path() != next && !e.file_type().is_ok_and(|t| t.is_symlink()) {
                         allowed.push(e.path());
                     }
                 }
@@ -294,6 +465,24 @@ fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     allowed
+}
+
+/// The readable trees without the files of the programs' directories (`dirs`, resolved
+/// through symlinks, those that exist), and those directories, whose entries may still be
+/// listed: a file there is readable only where a rule for the executable files grants
+/// it.
+pub fn without_program_files(
+    readable: Vec<PathBuf>,
+    dirs: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut real: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .filter(|d| d.is_dir())
+        .collect();
+    real.sort();
+    real.dedup();
+    (carve(readable, &real), real)
 }
 
 /// Device files every program expects to read and write.
@@ -306,11 +495,14 @@ const DEVICES: &[&str] = &[
     "/dev/tty",
 ];
 
-/// Applies the filesystem policy: read (and execute) the host minus denied paths, write
-/// only the writable paths. With `executable`, only those files may be executed (the
-/// readable and writable trees are then not executable). Returns what the kernel enforces.
+/// Applies the filesystem policy: read (and execute) the host minus denied paths, list
+/// the entries of `listable` directories (their files unreadable but where granted), write
+/// only the writable paths. With `executable`, only those files may be executed (and
+/// read: the readable and writable trees are then not executable). Returns what the
+/// kernel enforces.
 pub fn apply_landlock(
     readable: &[PathBuf],
+    listable: &[PathBuf],
     writable: &[PathBuf],
     executable: Option<&[PathBuf]>,
 ) -> Result<LandlockStatus, String> {
@@ -330,6 +522,8 @@ pub fn apply_landlock(
         .create()
         .map_err(e)?
         .add_rules(path_beneath_rules(existing(readable), read))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(existing(listable), AccessFs::ReadDir))
         .map_err(e)?
         .add_rules(path_beneath_rules(existing(writable), all))
         .map_err(e)?
@@ -356,6 +550,8 @@ pub fn apply_landlock(
         fs_enforced,
         scoped,
         executables: executable.map(|x| x.len() as u32),
+        program_dirs: (executable.is_some() && !listable.is_empty())
+            .then_some(listable.len() as u32),
     })
 }
 
@@ -447,6 +643,10 @@ pub struct LandlockStatus {
     /// Where only listed files may be executed: how many are.
     #[serde(default)]
     pub executables: Option<u32>,
+    /// Where the programs' directories keep only their listed files readable: how many
+    /// directories.
+    #[serde(default)]
+    pub program_dirs: Option<u32>,
 }
 
 fn existing<P: AsRef<Path>>(paths: &[P]) -> Vec<&Path> {
@@ -541,6 +741,21 @@ pub struct Readback {
     /// Whether `socketpair(AF_UNIX)` works (tried after seccomp).
     #[serde(default)]
     pub socketpair: bool,
+    /// Whether `memfd_create` and `execveat` are refused with EPERM (tried after seccomp).
+    #[serde(default)]
+    pub exec_files_only: bool,
+    /// Whether sending a message and removing a queue are refused with EPERM while a
+    /// queue's status may still be asked (tried after seccomp, on no queue).
+    #[serde(default)]
+    pub ipc_read_only: bool,
+    /// Whether `flock` and `fcntl(F_SETLK)` answer [`NO_LOCKS`] while `fcntl(F_GETLK)`
+    /// is let through (tried after seccomp, on no descriptor).
+    #[serde(default)]
+    pub no_locks: bool,
+    /// Where written files must not be executable: whether every writable path is on a
+    /// `noexec` mount (None: not asked by the plan).
+    #[serde(default)]
+    pub writable_noexec: Option<bool>,
 }
 
 impl Readback {
@@ -549,6 +764,7 @@ impl Readback {
         rlimits: Option<&Rlimits>,
         cgroup_marker: Option<&str>,
         workspace: Option<&WorkspaceLimit>,
+        noexec: Option<&[PathBuf]>,
     ) -> Readback {
         Readback {
             status: self_status().unwrap_or_default(),
@@ -564,6 +780,15 @@ impl Readback {
                 .all(socket_refused),
             no_unix: unix_socket_refused(),
             socketpair: socketpair_works(),
+            exec_files_only: exec_files_only(),
+            ipc_read_only: ipc_read_only(),
+            no_locks: no_locks(),
+            writable_noexec: noexec.map(|paths| {
+                paths.iter().all(|p| {
+                    nix::sys::statvfs::statvfs(p)
+                        .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC))
+                })
+            }),
             workspace: workspace.map(|w| {
                 nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
                     (v.blocks().saturating_mul(v.fragment_size()), v.files())
@@ -588,15 +813,31 @@ impl Readback {
         let s = &self.status;
         match d {
             Dimension::Filesystem => (
-                self.landlock.fs_enforced && self.namespaces.mnt != host.mnt,
+                self.landlock.fs_enforced
+                    && self.namespaces.mnt != host.mnt
+                    && (!plan.execute_listed_only || self.writable_noexec == Some(true))
+                    && (plan.program_dirs.is_empty() || self.landlock.program_dirs.is_some()),
                 format!(
-                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}{}",
+                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}{}{}{}",
                     self.landlock.fs_enforced,
                     self.namespaces.mnt != host.mnt,
                     self.landlock.scoped,
                     match self.landlock.executables {
                         Some(n) => format!("; executable: only {n} listed files"),
                         None => String::new(),
+                    },
+                    match self.landlock.program_dirs {
+                        Some(n) =>
+                            format!("; programs' directories ({n}): only the listed files readable"),
+                        None if !plan.program_dirs.is_empty() => {
+                            "; programs' directories NOT kept from a loader".to_string()
+                        }
+                        None => String::new(),
+                    },
+                    match self.writable_noexec {
+                        Some(true) => "; written files not executable (noexec)",
+                        Some(false) => "; written files NOT kept from being executable",
+                        None => "",
                     }
                 ),
             ),
@@ -625,23 +866,39 @@ impl Readback {
                 (own, format!("own network namespace, {mode}"))
             }
             Dimension::Syscalls => {
-                let filtered = s.seccomp == 2;
-                match plan.unix_sockets {
-                    UnixSockets::Any => (filtered, format!("seccomp filter mode {}", s.seccomp)),
-                    UnixSockets::PairsOnly => (
-                        filtered && self.no_unix,
-                        format!(
-                            "seccomp filter mode {}; UNIX sockets: pairs only (socket(AF_UNIX) {}, socketpair {})",
-                            s.seccomp,
-                            if self.no_unix {
-                                "refused"
-                            } else {
-                                "NOT refused"
-                            },
-                            if self.socketpair { "works" } else { "fails" }
-                        ),
-                    ),
+                let refused = |ok: bool| if ok { "refused" } else { "NOT refused" };
+                let mut holds = s.seccomp == 2;
+                let mut detail = format!("seccomp filter mode {}", s.seccomp);
+                if plan.unix_sockets == UnixSockets::PairsOnly {
+                    holds &= self.no_unix;
+                    detail.push_str(&format!(
+                        "; UNIX sockets: pairs only (socket(AF_UNIX) {}, socketpair {})",
+                        refused(self.no_unix),
+                        if self.socketpair { "works" } else { "fails" }
+                    ));
                 }
+                if plan.exec_sources == ExecSources::FilesOnly {
+                    holds &= self.exec_files_only;
+                    detail.push_str(&format!(
+                        "; programs from files only (memfd_create and execveat {})",
+                        refused(self.exec_files_only)
+                    ));
+                }
+                if plan.ipc == Ipc::ReadOnly {
+                    holds &= self.ipc_read_only;
+                    detail.push_str(&format!(
+                        "; IPC read-only (sending, receiving, attaching writable, creating, removing, changing {})",
+                        refused(self.ipc_read_only)
+                    ));
+                }
+                if plan.file_locks == FileLocks::None {
+                    holds &= self.no_locks;
+                    detail.push_str(&format!(
+                        "; file locks: none (flock, fcntl's locks and leases {})",
+                        refused(self.no_locks)
+                    ));
+                }
+                (holds, detail)
             }
             Dimension::Privileges => {
                 let caps_zero = s.cap_eff == 0
@@ -720,6 +977,41 @@ fn unix_socket_refused() -> bool {
     )
 }
 
+/// Whether `memfd_create` and `execveat` are refused with EPERM (the seccomp rules of
+/// files-only exec; unfiltered, the first makes a memfd, closed at once, and the second
+/// finds no descriptor).
+fn exec_files_only() -> bool {
+    use nix::errno::Errno;
+    probe(Probe::MemfdCreate) == Err(Errno::EPERM)
+        && probe(Probe::ExecveatNothing) == Err(Errno::EPERM)
+}
+
+/// Whether the rules of read-only IPC hold, tried on no queue (id -1): sending and
+/// removing are refused with EPERM, asking for a queue's status reaches the kernel
+/// (EINVAL: there is none).
+fn ipc_read_only() -> bool {
+    use nix::errno::Errno;
+    probe(Probe::MsgSnd { id: -1 }) == Err(Errno::EPERM)
+        && probe(Probe::MsgCtl {
+            id: -1,
+            cmd: libc::IPC_RMID | IPC_64 as i32,
+        }) == Err(Errno::EPERM)
+        && probe(Probe::MsgCtl {
+            id: -1,
+            cmd: libc::IPC_STAT,
+        }) == Err(Errno::EINVAL)
+}
+
+/// Whether locks answer [`NO_LOCKS`], tried on no descriptor, while asking about one
+/// reaches the kernel (EBADF).
+fn no_locks() -> bool {
+    use nix::errno::Errno;
+    let no_locks = Errno::from_raw(NO_LOCKS);
+    probe(Probe::FlockNothing) == Err(no_locks)
+        && probe(Probe::FcntlNothing { cmd: libc::F_SETLK }) == Err(no_locks)
+        && probe(Probe::FcntlNothing { cmd: libc::F_GETLK }) == Err(Errno::EBADF)
+}
+
 /// Whether a UNIX socket pair can be made (it is closed again at once).
 fn socketpair_works() -> bool {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
@@ -776,14 +1068,21 @@ mod tests {
     #[test]
     fn filters_compile() {
         let base = if cfg!(target_arch = "x86_64") { 3 } else { 2 };
-        assert_eq!(
-            seccomp_filters(false, UnixSockets::Any).unwrap().len(),
-            base
-        );
-        assert_eq!(
-            seccomp_filters(true, UnixSockets::PairsOnly).unwrap().len(),
-            base + 1
-        );
+        assert_eq!(seccomp_filters(FilterRules::default()).unwrap().len(), base);
+        let pairs = FilterRules {
+            no_inet: true,
+            unix: UnixSockets::PairsOnly,
+            ..FilterRules::default()
+        };
+        assert_eq!(seccomp_filters(pairs).unwrap().len(), base + 1);
+        let inspect = FilterRules {
+            no_inet: true,
+            exec: ExecSources::FilesOnly,
+            ipc: Ipc::ReadOnly,
+            locks: FileLocks::None,
+            ..FilterRules::default()
+        };
+        assert_eq!(seccomp_filters(inspect).unwrap().len(), base + 1);
     }
 
     /// The filters of a pairs-only profile, loaded on a thread of its own (seccomp and
@@ -794,7 +1093,11 @@ mod tests {
     #[test]
     fn pairs_only_refuses_unix_sockets_but_not_socket_pairs() {
         let probe = |unix: UnixSockets| {
-            let filters = seccomp_filters(false, unix).unwrap();
+            let filters = seccomp_filters(FilterRules {
+                unix,
+                ..FilterRules::default()
+            })
+            .unwrap();
             std::thread::spawn(move || {
                 set_no_new_privs().unwrap();
                 load_seccomp(&filters).unwrap();
@@ -845,6 +1148,254 @@ mod tests {
             detail.contains("UNIX sockets: pairs only (socket(AF_UNIX) refused, socketpair works)"),
             "{detail}"
         );
+    }
+
+    /// The filters of inspect, loaded on a thread of their own: no memfd and no execveat;
+    /// the IPC objects looked at but not used, made, removed or changed (IPC_64 or not);
+    /// no lock taken, while asking about one works. Without the settings, the same calls
+    /// reach the kernel. Every call names no object, or one this test made and removes.
+    #[test]
+    fn inspect_filters_refuse_memory_exec_ipc_changes_and_locks() {
+        use nix::errno::Errno;
+        type Answer = Result<i64, Errno>;
+        type Answers = Vec<(&'static str, Answer)>;
+        let key = 0x4172_0000 | (std::process::id() as i32 & 0xffff);
+        let probe_all = |rules: FilterRules| -> Answers {
+            let filters = seccomp_filters(rules).unwrap();
+            std::thread::spawn(move || {
+                set_no_new_privs().unwrap();
+                load_seccomp(&filters).unwrap();
+                let mut out: Answers = vec![
+                    ("memfd_create", probe(Probe::MemfdCreate)),
+                    ("execveat", probe(Probe::ExecveatNothing)),
+                    ("msgsnd", probe(Probe::MsgSnd { id: -1 })),
+                    (
+                        "msgctl IPC_RMID",
+                        probe(Probe::MsgCtl {
+                            id: -1,
+                            cmd: libc::IPC_RMID,
+                        }),
+                    ),
+                    (
+                        "msgctl IPC_SET|IPC_64",
+                        probe(Probe::MsgCtl {
+                            id: -1,
+                            cmd: libc::IPC_SET | IPC_64 as i32,
+                        }),
+                    ),
+                    (
+                        "msgctl IPC_STAT|IPC_64",
+                        probe(Probe::MsgCtl {
+                            id: -1,
+                            cmd: libc::IPC_STAT | IPC_64 as i32,
+                        }),
+                    ),
+                    (
+                        "msgctl MSG_STAT",
+                        probe(Probe::MsgCtl {
+                            id: -1,
+                            cmd: libc::MSG_STAT,
+                        }),
+                    ),
+                    ("msgget", probe(Probe::MsgGet { key, flags: 0 })),
+                    (
+                        "msgget IPC_CREAT",
+                        probe(Probe::MsgGet {
+                            key,
+                            flags: libc::IPC_CREAT | libc::IPC_EXCL | 0o600,
+                        }),
+                    ),
+                    (
+                        "msgget IPC_PRIVATE",
+                        probe(Probe::MsgGet {
+                            key: libc::IPC_PRIVATE,
+                            flags: 0o600,
+                        }),
+                    ),
+                    ("shmat", probe(Probe::ShmAt { id: -1, flags: 0 })),
+                    (
+                        "shmat SHM_RDONLY",
+                        probe(Probe::ShmAt {
+                            id: -1,
+                            flags: libc::SHM_RDONLY,
+                        }),
+                    ),
+                    ("flock", probe(Probe::FlockNothing)),
+                ];
+                for (name, cmd) in [
+                    ("F_SETLK", libc::F_SETLK),
+                    ("F_SETLKW", libc::F_SETLKW),
+                    ("F_OFD_SETLK", libc::F_OFD_SETLK),
+                    ("F_OFD_SETLKW", libc::F_OFD_SETLKW),
+                    ("F_SETLEASE", libc::F_SETLEASE),
+                    ("F_GETLK", libc::F_GETLK),
+                ] {
+                    out.push((name, probe(Probe::FcntlNothing { cmd })));
+                }
+                out
+            })
+            .join()
+            .unwrap()
+        };
+        // Whatever a call made despite its rule is removed here, unfiltered.
+        let tidy = |answers: &Answers| {
+            for (name, r) in answers {
+                if name.starts_with("msgget I")
+                    && let Ok(id) = r
+                {
+                    let _ = probe(Probe::MsgCtl {
+                        id: *id as i32,
+                        cmd: libc::IPC_RMID,
+                    });
+                }
+            }
+        };
+        let inspect = FilterRules {
+            exec: ExecSources::FilesOnly,
+            ipc: Ipc::ReadOnly,
+            locks: FileLocks::None,
+            ..FilterRules::default()
+        };
+        let held = probe_all(inspect);
+        tidy(&held);
+        let open = probe_all(FilterRules::default());
+        tidy(&open);
+        let eperm = Err(Errno::EPERM);
+        let enolck = Err(Errno::ENOLCK);
+        let want: &[(&str, Answer, Option<Answer>)] = &[
+            // (call, under inspect's rules, unfiltered where it is known)
+            ("memfd_create", eperm, None),
+            ("execveat", eperm, Some(Err(Errno::EBADF))),
+            ("msgsnd", eperm, Some(Err(Errno::EINVAL))),
+            ("msgctl IPC_RMID", eperm, Some(Err(Errno::EINVAL))),
+            ("msgctl IPC_SET|IPC_64", eperm, Some(Err(Errno::EINVAL))),
+            (
+                "msgctl IPC_STAT|IPC_64",
+                Err(Errno::EINVAL),
+                Some(Err(Errno::EINVAL)),
+            ),
+            (
+                "msgctl MSG_STAT",
+                Err(Errno::EINVAL),
+                Some(Err(Errno::EINVAL)),
+            ),
+            ("msgget", Err(Errno::ENOENT), Some(Err(Errno::ENOENT))),
+            ("msgget IPC_CREAT", eperm, None),
+            ("msgget IPC_PRIVATE", eperm, None),
+            ("shmat", eperm, Some(Err(Errno::EINVAL))),
+            (
+                "shmat SHM_RDONLY",
+                Err(Errno::EINVAL),
+                Some(Err(Errno::EINVAL)),
+            ),
+            ("flock", enolck, Some(Err(Errno::EBADF))),
+            ("F_SETLK", enolck, Some(Err(Errno::EBADF))),
+            ("F_SETLKW", enolck, Some(Err(Errno::EBADF))),
+            ("F_OFD_SETLK", enolck, Some(Err(Errno::EBADF))),
+            ("F_OFD_SETLKW", enolck, Some(Err(Errno::EBADF))),
+            ("F_SETLEASE", enolck, Some(Err(Errno::EBADF))),
+            ("F_GETLK", Err(Errno::EBADF), Some(Err(Errno::EBADF))),
+        ];
+        for (call, under_inspect, unfiltered) in want {
+            let got = |answers: &Answers| answers.iter().find(|(n, _)| n == call).unwrap().1;
+            assert_eq!(got(&held), *under_inspect, "{call} under inspect's rules");
+            if let Some(u) = unfiltered {
+                assert_eq!(got(&open), *u, "{call} unfiltered");
+            } else {
+                assert_ne!(got(&open), eperm, "{call} unfiltered");
+            }
+        }
+        // The read-back holds the dimension to it.
+        let profiles = crate::profile::Profiles::builtin().unwrap();
+        let host = crate::profile::HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
+        };
+        let plan = crate::profile::plan(
+            "inspect",
+            profiles.get("inspect").unwrap(),
+            Path::new("/w/1"),
+            &host,
+            &[],
+            7,
+        );
+        let mut rb = Readback {
+            status: SelfStatus {
+                seccomp: 2,
+                ..SelfStatus::default()
+            },
+            exec_files_only: true,
+            ipc_read_only: true,
+            ..Readback::default()
+        };
+        let (holds, detail) = rb.holds(Dimension::Syscalls, &plan, &Namespaces::default());
+        assert!(!holds, "{detail}");
+        assert!(
+            detail.contains("file locks: none (flock, fcntl's locks and leases NOT refused)"),
+            "{detail}"
+        );
+        rb.no_locks = true;
+        let (holds, detail) = rb.holds(Dimension::Syscalls, &plan, &Namespaces::default());
+        assert!(holds, "{detail}");
+        assert!(
+            detail.contains("programs from files only (memfd_create and execveat refused)"),
+            "{detail}"
+        );
+        // And the filesystem to written files not being executable, and the programs'
+        // directories kept from a loader.
+        rb.landlock = LandlockStatus {
+            fs_enforced: true,
+            scoped: true,
+            executables: Some(3),
+            program_dirs: Some(5),
+        };
+        rb.namespaces.mnt = "mnt:[1]".into();
+        rb.writable_noexec = Some(false);
+        let (holds, detail) = rb.holds(Dimension::Filesystem, &plan, &Namespaces::default());
+        assert!(!holds, "{detail}");
+        assert!(
+            detail.contains("written files NOT kept from being executable"),
+            "{detail}"
+        );
+        rb.writable_noexec = Some(true);
+        let (holds, detail) = rb.holds(Dimension::Filesystem, &plan, &Namespaces::default());
+        assert!(holds, "{detail}");
+        assert!(
+            detail.contains("programs' directories (5): only the listed files readable")
+                && detail.contains("written files not executable (noexec)"),
+            "{detail}"
+        );
+    }
+
+    /// The programs' directories keep their entries but not their files; a symlink is
+    /// never a rule (it would grant its target).
+    #[test]
+    fn program_files_are_carved_out_and_symlinks_grant_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = real.as_path();
+        for p in ["usr/bin", "usr/lib/x", "usr/share", "etc"] {
+            std::fs::create_dir_all(root.join(p)).unwrap();
+        }
+        std::os::unix::fs::symlink("usr/bin", root.join("bin")).unwrap();
+        std::os::unix::fs::symlink("../bin", root.join("usr/lib/progs")).unwrap();
+        let (readable, listable) = without_program_files(
+            vec![root.to_path_buf()],
+            &[root.join("bin"), root.join("usr/bin"), root.join("absent")],
+        );
+        assert_eq!(listable, vec![root.join("usr/bin")]);
+        assert!(!readable.iter().any(|r| r.ends_with("bin")), "{readable:?}");
+        assert!(
+            !readable.iter().any(|r| r.ends_with("progs")),
+            "{readable:?}"
+        );
+        for kept in ["etc", "usr/lib", "usr/share"] {
+            assert!(
+                readable.iter().any(|r| r.ends_with(kept)),
+                "{kept}: {readable:?}"
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,10 @@ use serde::Deserialize;
 
 use argos_common::peer::{PeerRole, RoleSet};
 
-use crate::spec::{Dimension, Need, NetworkMode, Plan, Rlimits, UnixSockets, WorkspaceLimit};
+use crate::spec::{
+    Dimension, ExecSources, FileLocks, Ipc, Need, NetworkMode, Plan, Rlimits, UnixSockets,
+    WorkspaceLimit,
+};
 
 /// The profiles file, compiled into execd.
 pub const PROFILES_TOML: &str = include_str!("../profiles.toml");
@@ -43,6 +46,12 @@ pub struct FsRule {
     /// the launch's `executables`, with their interpreters), not for every readable file.
     #[serde(default)]
     pub execute_listed_only: bool,
+    /// With `execute_listed_only`: directories of programs whose files are readable only
+    /// where they are executable (listed), so a dynamic loader run as a program (which
+    /// maps what it can read, unseen by landlock's execute right) finds none of the rest.
+    /// Their entries may still be listed.
+    #[serde(default)]
+    pub program_dirs: Vec<String>,
 }
 
 /// The seccomp filters, and what they leave of the socket families.
@@ -55,6 +64,38 @@ pub struct SyscallRule {
     /// in no network namespace: file modes alone would guard the host's). Default `"any"`.
     #[serde(default)]
     pub unix_sockets: UnixSockets,
+    /// `"files_only"`: no `execveat` (so no `fexecve`) and no `memfd_create`, so a
+    /// program runs only from a file reached by path, which landlock judges. Default
+    /// `"any"`.
+    #[serde(default)]
+    pub exec_sources: ExecSources,
+    /// `"read_only"`: the IPC namespace's System V objects and POSIX message queues may be
+    /// looked at, never used or changed. Default `"any"`.
+    #[serde(default)]
+    pub ipc: Ipc,
+    /// `"none"`: no file lock of any kind (ENOLCK). Default `"any"`.
+    #[serde(default)]
+    pub file_locks: FileLocks,
+}
+
+impl SyscallRule {
+    /// The settings beyond the deny list that this rule asks of the filters, by name.
+    fn extras(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if self.unix_sockets != UnixSockets::Any {
+            on.push("unix_sockets");
+        }
+        if self.exec_sources != ExecSources::Any {
+            on.push("exec_sources");
+        }
+        if self.ipc != Ipc::Any {
+            on.push("ipc");
+        }
+        if self.file_locks != FileLocks::Any {
+            on.push("file_locks");
+        }
+        on
+    }
 }
 
 /// The process tree: its own PID namespace, or the host's view.
@@ -279,9 +320,24 @@ impl Profiles {
                     ));
                 }
             }
-            if p.syscalls.unix_sockets != UnixSockets::Any && p.syscalls.need == Need::Off {
+            if let (Some(setting), Need::Off) = (p.syscalls.extras().first(), p.syscalls.need) {
                 return Err(format!(
-                    "profile {name}: syscalls: unix_sockets is held by the seccomp filters, which are off"
+                    "profile {name}: syscalls: {setting} is held by the seccomp filters, which are off"
+                ));
+            }
+            if let Some(d) = p
+                .filesystem
+                .program_dirs
+                .iter()
+                .find(|d| !d.starts_with('/'))
+            {
+                return Err(format!(
+                    "profile {name}: filesystem: program_dirs: {d:?} is not an absolute path"
+                ));
+            }
+            if !p.filesystem.program_dirs.is_empty() && !p.filesystem.execute_listed_only {
+                return Err(format!(
+                    "profile {name}: filesystem: program_dirs hides programs from a loader only where execute_listed_only names what may run"
                 ));
             }
             if matches!(p.run_as(), Ok(RunAs::PerLaunch))
@@ -413,6 +469,9 @@ pub fn plan(
         network_mode: p.network.mode,
         syscalls: p.syscalls.need,
         unix_sockets: p.syscalls.unix_sockets,
+        exec_sources: p.syscalls.exec_sources,
+        ipc: p.syscalls.ipc,
+        file_locks: p.syscalls.file_locks,
         privileges: p.privileges.need,
         run_as: match (p.privileges.need, p.run_as()) {
             (Need::Off, _) | (_, Ok(RunAs::Root)) | (_, Err(_)) => None,
@@ -439,6 +498,12 @@ pub fn plan(
         ),
         read_only_mounts: p.filesystem.read_only_mounts,
         execute_listed_only: p.filesystem.execute_listed_only,
+        program_dirs: p
+            .filesystem
+            .program_dirs
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
         host_ipc_uts: p.process_tree.host_ipc_uts,
         groups: p
             .privileges
@@ -662,6 +727,74 @@ mod tests {
             Profiles::parse(&unfiltered)
                 .unwrap_err()
                 .contains("seccomp filters, which are off")
+        );
+    }
+
+    /// inspect runs on the host's IPC namespace and files: it may look at the IPC objects
+    /// and locks there but use or change none, executes nothing from a descriptor or from
+    /// memory, and hides unlisted programs from a loader; the settings are data, and a
+    /// profile whose filters are off cannot claim them.
+    #[test]
+    fn inspect_changes_nothing_of_the_host_and_runs_only_listed_files() {
+        let p = Profiles::builtin().unwrap();
+        let inspect = p.get("inspect").unwrap();
+        assert_eq!(inspect.syscalls.exec_sources, ExecSources::FilesOnly);
+        assert_eq!(inspect.syscalls.ipc, Ipc::ReadOnly);
+        assert_eq!(inspect.syscalls.file_locks, FileLocks::None);
+        for dir in [
+            "/usr/bin",
+            "/usr/sbin",
+            "/bin",
+            "/usr/local/bin",
+            "/usr/libexec",
+        ] {
+            assert!(
+                inspect.filesystem.program_dirs.iter().any(|d| d == dir),
+                "{dir}"
+            );
+        }
+        let host = HostPaths {
+            state_dir: "/s".into(),
+            runtime_dir: "/r".into(),
+            extra_homes: Vec::new(),
+        };
+        let planned = plan("inspect", inspect, Path::new("/w/1"), &host, &[], 7);
+        assert_eq!(planned.exec_sources, ExecSources::FilesOnly);
+        assert_eq!(planned.ipc, Ipc::ReadOnly);
+        assert_eq!(planned.file_locks, FileLocks::None);
+        assert!(planned.program_dirs.contains(&PathBuf::from("/usr/bin")));
+        // The sandbox locks its own files and runs what it builds.
+        let agent = p.get("agent").unwrap();
+        assert_eq!(agent.syscalls.file_locks, FileLocks::Any);
+        assert!(agent.filesystem.program_dirs.is_empty());
+        for setting in [
+            "exec_sources = \"files_only\"",
+            "ipc = \"read_only\"",
+            "file_locks = \"none\"",
+        ] {
+            let unfiltered = PROFILES_TOML.replacen(
+                "[host.syscalls]\nneed = \"off\"\n",
+                &format!("[host.syscalls]\nneed = \"off\"\n{setting}\n"),
+                1,
+            );
+            assert_ne!(unfiltered, PROFILES_TOML);
+            assert!(
+                Profiles::parse(&unfiltered)
+                    .unwrap_err()
+                    .contains("seccomp filters, which are off"),
+                "{setting}"
+            );
+        }
+        let unlisted = PROFILES_TOML.replacen(
+            "[host.filesystem]\nneed = \"off\"\n",
+            "[host.filesystem]\nneed = \"off\"\nprogram_dirs = [\"/usr/bin\"]\n",
+            1,
+        );
+        assert_ne!(unlisted, PROFILES_TOML);
+        assert!(
+            Profiles::parse(&unlisted)
+                .unwrap_err()
+                .contains("execute_listed_only")
         );
     }
 

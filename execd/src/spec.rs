@@ -117,6 +117,45 @@ pub enum UnixSockets {
     PairsOnly,
 }
 
+/// Where a workload may execute a program from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecSources {
+    /// Any file execve or execveat reaches, a memfd's included.
+    #[default]
+    Any,
+    /// Files reached by path only: `execveat` (so `fexecve`) and `memfd_create` are
+    /// refused by seccomp (EPERM), so nothing is executed from a descriptor or from a file
+    /// made in memory, which landlock's execute right (a path rule) cannot see.
+    FilesOnly,
+}
+
+/// What a workload may do with the System V IPC objects and POSIX message queues of its
+/// IPC namespace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ipc {
+    /// Whatever their modes allow.
+    #[default]
+    Any,
+    /// Look only: no message sent or received, no semaphore operation, no shared memory
+    /// attached but read-only, nothing created, removed or changed (seccomp, EPERM);
+    /// `ipcs`, `/proc/sysvipc` and the `*_STAT`/`*_INFO`/`GET*` commands stay.
+    ReadOnly,
+}
+
+/// Whether a workload may take file locks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileLocks {
+    /// `flock`, `fcntl` record and OFD locks, leases.
+    #[default]
+    Any,
+    /// None: `flock` and `fcntl`'s F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW and
+    /// F_SETLEASE answer ENOLCK (as on a file system without locks); F_GETLK stays.
+    None,
+}
+
 /// Resource limits (rlimits), each a hard and soft limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rlimits {
@@ -157,6 +196,15 @@ pub struct Plan {
     /// Which UNIX sockets the seccomp filters leave the workload.
     #[serde(default)]
     pub unix_sockets: UnixSockets,
+    /// Where programs may be executed from (seccomp).
+    #[serde(default)]
+    pub exec_sources: ExecSources,
+    /// What may be done with the IPC namespace's objects (seccomp).
+    #[serde(default)]
+    pub ipc: Ipc,
+    /// Whether file locks may be taken (seccomp).
+    #[serde(default)]
+    pub file_locks: FileLocks,
     pub privileges: Need,
     /// `(uid, gid)` to run as; `None` keeps root (with every capability dropped).
     pub run_as: Option<(u32, u32)>,
@@ -179,6 +227,12 @@ pub struct Plan {
     /// executed (landlock's execute right); every other file is read-only, not runnable.
     #[serde(default)]
     pub execute_listed_only: bool,
+    /// Directories of programs whose files may only be read where they may be executed
+    /// (resolved through symlinks): a dynamic loader run as a program maps any file it
+    /// can read, which landlock's execute right does not cover. Their entries may still
+    /// be listed.
+    #[serde(default)]
+    pub program_dirs: Vec<PathBuf>,
     /// Keep the host's IPC and UTS namespaces (its host name, its System V IPC view).
     #[serde(default)]
     pub host_ipc_uts: bool,

@@ -809,5 +809,310 @@ except OSError as e:
             other => panic!("{}: the listener heard {other:?}", path.display()),
         }
     }
+/// This host's dynamic loader (the interpreter of its ELF programs).
+fn the_loader() -> &'static str {
+    ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("a dynamic loader")
+}
+
+/// Nothing runs in `inspect` that was not judged, by the ways the outside review found
+/// around landlock's execute right: the loader (listed as the judged programs'
+/// interpreter) run as a program to map one that was not, the loader mapping a copy the
+/// launch wrote into `/tmp` or its workspace, and a judged python executing a program
+/// from a memfd or a descriptor. Judged programs still run, and the programs' directories
+/// can still be listed.
+#[test]
+fn nothing_unjudged_runs_through_the_loader_or_a_descriptor_in_inspect() {
+    require_root("the inspect loader test");
+    let stack = StackBuilder::new().start();
+    let loader = the_loader();
+    // The loader run as a program, only it and cat judged: python does not start.
+    let r = argv_in_inspect(
+        &stack,
+        &[loader, "/usr/bin/python3", "-c", "print('PW' + 'NED')"],
+        &["cat"],
+    );
+    assert!(
+        !r.out.contains("PWNED") && r.exit != Some(0),
+        "the loader ran python: {} {}",
+        r.out,
+        r.err
+    );
+    let (_, fs) = &r.containment["filesystem"];
+    assert!(
+        fs.contains("only the listed files readable") && fs.contains("noexec"),
+        "{fs}"
+    );
+    let (_, sys) = &r.containment["syscalls"];
+    assert!(
+        sys.contains("programs from files only (memfd_create and execveat refused)"),
+        "{sys}"
+    );
+    // What was judged runs, through the same loader; the directory is still listed.
+    let r = argv_in_inspect(&stack, &["cat", "/etc/hostname"], &[]);
+    assert_eq!(
+        r.status,
+        ExecutionStatus::Succeeded,
+        "{} {}",
+        r.error,
+        r.err
+    );
+    let r = argv_in_inspect(&stack, &["ls", "/usr/bin/python3", "/usr/bin"], &[]);
+    assert_eq!(r.exit, Some(0), "{} {}", r.out, r.err);
+    assert!(r.out.contains("python3"), "{}", r.out);
+
+    // A judged python copies a judged program into /tmp and the workspace and runs each
+    // copy through the loader: neither is mapped executable.
+    let copies = format!(
+        r#"
+import os, shutil, subprocess
+with open("/tmp/m", "w") as f:
+    f.write("PW" + "NED\n")
+for where in ("/tmp", os.getcwd()):
+    p = os.path.join(where, "c")
+    shutil.copy("/usr/bin/cat", p)
+    r = subprocess.run(["{loader}", p, "/tmp/m"], capture_output=True)
+    print(where == "/tmp" and "tmp" or "workspace", r.returncode, r.stdout.decode().strip() or "-")
+"#
+    );
+    let r = argv_in_inspect(&stack, &["/usr/bin/python3", "-c", &copies], &["cat"]);
+    assert_eq!(r.exit, Some(0), "{} {}", r.out, r.err);
+    assert!(
+        r.out.contains("tmp ") && r.out.contains("workspace ") && !r.out.contains("PWNED"),
+        "a copy the launch wrote ran: {} {}",
+        r.out,
+        r.err
+    );
+
+    // A judged python: a memfd is not made, and a descriptor is not executed (fexecve is
+    // execveat), not even one of a judged program.
+    let memory = r#"
+import os
+with open("/tmp/m", "w") as f:
+    f.write("PW" + "NED\n")
+try:
+    fd = os.memfd_create("x")
+    with open("/usr/bin/cat", "rb") as f:
+        os.write(fd, f.read())
+    try:
+        os.execve(fd, ["cat", "/tmp/m"], {})
+    except OSError as e:
+        print("fexecve memfd", e.errno)
+except OSError as e:
+    print("memfd_create", e.errno)
+fd = os.open("/usr/bin/cat", os.O_RDONLY)
+try:
+    os.execve(fd, ["cat", "/tmp/m"], {})
+except OSError as e:
+    print("fexecve", e.errno)
+"#;
+    let r = argv_in_inspect(&stack, &["/usr/bin/python3", "-c", memory], &["cat"]);
+    assert!(
+        !r.out.contains("PWNED") && r.out.contains("memfd_create 1") && r.out.contains("fexecve 1"),
+        "a program ran from memory or a descriptor: {} {}",
+        r.out,
+        r.err
+    );
+    stack.stop();
+}
+
+/// A System V object of the host's, removed when dropped.
+struct HostIpc {
+    kind: &'static str,
+    id: i32,
+}
+
+impl HostIpc {
+    /// `ipcmk` with `args` (the object open to everyone).
+    fn make(kind: &'static str, args: &[&str]) -> HostIpc {
+        let out = std::process::Command::new("ipcmk")
+            .args(args)
+            .args(["-p", "0666"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let id = text
+            .split_whitespace()
+            .last()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("ipcmk {args:?}: {text}"));
+        HostIpc { kind, id }
+    }
+}
+
+impl Drop for HostIpc {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ipcrm")
+            .args([self.kind, &self.id.to_string()])
+            .status();
+    }
+}
+
+/// How many messages the host's queue `id` holds, from /proc/sysvipc/msg.
+fn messages_in(id: i32) -> u64 {
+    let table = std::fs::read_to_string("/proc/sysvipc/msg").unwrap();
+    let id = id.to_string();
+    for line in table.lines().skip(1) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.get(1) == Some(&id.as_str()) {
+            return fields[4].parse().unwrap();
+        }
+    }
+    panic!("queue {id} is gone: {table}")
+}
+
+/// `inspect` shares the host's IPC namespace (so that `ipcs` shows its objects) and its
+/// files, and changes neither: no message lands in or leaves a host queue, no object is
+/// made, removed or attached writable, and no lock of any kind is taken on a host file
+/// while a host process wants it. Looking still works: `ipcs`, /proc/sysvipc, a queue's
+/// status, a read-only attach.
+#[test]
+fn inspect_changes_no_host_ipc_object_and_takes_no_lock() {
+    require_root("the inspect IPC and locks test");
+    let stack = StackBuilder::new().start();
+    let queue = HostIpc::make("-q", &["-Q"]);
+    let segment = HostIpc::make("-m", &["-M", "4096"]);
+    let code = format!(
+        r#"
+import ctypes, json, struct
+libc = ctypes.CDLL(None, use_errno=True)
+q, m = {q}, {m}
+libc.msgsnd.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+libc.msgrcv.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_long, ctypes.c_int]
+libc.msgrcv.restype = ctypes.c_ssize_t
+libc.msgctl.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmat.restype = ctypes.c_void_p
+libc.shmdt.argtypes = [ctypes.c_void_p]
+def err(r):
+    return ctypes.get_errno() if r == -1 else 0
+def made(r):
+    return -ctypes.get_errno() if r == -1 else r
+def attach(flags):
+    a = libc.shmat(m, None, flags)
+    if a is None or a == ctypes.c_void_p(-1).value:
+        return ctypes.get_errno()
+    libc.shmdt(a)
+    return 0
+buf = ctypes.create_string_buffer(struct.pack("l", 1) + b"PWNED", 64)
+stat = ctypes.create_string_buffer(512)
+print(json.dumps(dict(
+    msgsnd=err(libc.msgsnd(q, buf, 5, 0o4000)),
+    msgrcv=err(libc.msgrcv(q, buf, 5, 0, 0o4000)),
+    msgctl_stat=err(libc.msgctl(q, 2, stat)),
+    msgget_private=made(libc.msgget(0, 0o666)),
+    semget_create=made(libc.semget(0x4172676f, 1, 0o1000 | 0o666)),
+    shmat=attach(0),
+    shmat_rdonly=attach(0o10000),
+)))
+"#,
+        q = queue.id,
+        m = segment.id
+    );
+    let r = argv_in_inspect(&stack, &["/usr/bin/python3", "-c", &code], &[]);
+    let v: serde_json::Value =
+        serde_json::from_str(r.out.trim()).unwrap_or_else(|e| panic!("{e}: {} {}", r.out, r.err));
+    // Whatever was made despite the rules is removed before anything is judged.
+    for (key, kind) in [("msgget_private", "-q"), ("semget_create", "-s")] {
+        if let Some(id) = v[key].as_i64().filter(|id| *id >= 0) {
+            drop(HostIpc {
+                kind,
+                id: id as i32,
+            });
+        }
+    }
+    let messages = messages_in(queue.id);
+    assert_eq!(messages, 0, "a message landed in the host's queue: {v}");
+    for (call, want) in [
+        ("msgsnd", 1),
+        ("msgrcv", 1),
+        ("msgctl_stat", 0),
+        ("msgget_private", -1),
+        ("semget_create", -1),
+        ("shmat", 1),
+        ("shmat_rdonly", 0),
+    ] {
+        assert_eq!(v[call], want, "{call}: {v}");
+    }
+    let (_, sys) = &r.containment["syscalls"];
+    assert!(
+        sys.contains("IPC read-only") && sys.contains("file locks: none"),
+        "{sys}"
+    );
+    // Looking: ipcs and /proc/sysvipc show the host's queue.
+    for argv in [&["ipcs", "-q"][..], &["cat", "/proc/sysvipc/msg"][..]] {
+        let r = argv_in_inspect(&stack, argv, &[]);
+        assert_eq!(r.exit, Some(0), "{argv:?}: {} {}", r.out, r.err);
+        assert!(
+            r.out
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(&queue.id.to_string())),
+            "{argv:?}: {}",
+            r.out
+        );
+    }
+
+    // Locks on a world-readable host file, while the host's own process wants it.
+    let dir = tempfile::Builder::new()
+        .prefix("argos-locks-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("shared");
+    std::fs::write(&file, "x\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = file.display().to_string();
+    let cases = [
+        ("flock LOCK_EX", "fcntl.flock(f, fcntl.LOCK_EX)", "flock"),
+        ("fcntl F_SETLK", "fcntl.lockf(f, fcntl.LOCK_SH)", "lockf"),
+        (
+            "fcntl F_OFD_SETLK",
+            "fcntl.fcntl(f, fcntl.F_OFD_SETLK, struct.pack('hhqqi4x', fcntl.F_RDLCK, 0, 0, 0, 0))",
+            "lockf",
+        ),
+    ];
+    for (what, lock, host_lock) in cases {
+        let inside = format!(
+            "import fcntl, struct, time\nf = open('{path}')\ntry:\n    {lock}\n    print('locked', flush=True)\n    time.sleep(4)\nexcept OSError as e:\n    print('refused', e.errno)\n"
+        );
+        // The host's process tries for an exclusive lock, without waiting, all along.
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let checker = {
+            let (done, path) = (done.clone(), path.clone());
+            std::thread::spawn(move || {
+                let script = format!(
+                    "import fcntl, sys\nf = open(sys.argv[1], 'r+')\nfcntl.{host_lock}(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+                );
+                let mut blocked = false;
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    let ok = std::process::Command::new("/usr/bin/python3")
+                        .args(["-c", &script, &path])
+                        .status()
+                        .unwrap()
+                        .success();
+                    blocked |= !ok;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                blocked
+            })
+        };
+        let r = argv_in_inspect(&stack, &["/usr/bin/python3", "-c", &inside], &[]);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let blocked = checker.join().unwrap();
+        assert!(
+            !blocked,
+            "{what}: the host's process was blocked: {}",
+            r.out
+        );
+        assert_eq!(
+            r.out.trim(),
+            format!("refused {}", nix::errno::Errno::ENOLCK as i32),
+            "{what}: {}",
+            r.err
+        );
+    }
+    drop((queue, segment));
     stack.stop();
 }

@@ -38,8 +38,8 @@ use crate::contain::{self, Namespaces};
 use crate::credentials;
 use crate::protocol::{ACCEPTED, ShimReady, ShimSetup};
 use crate::spec::{
-    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, NetworkMode,
-    Plan, StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
+    DimReport, DimState, Dimension, LaunchResult, LaunchSpec, LaunchStatus, Need, Plan,
+    StreamTotals, Teardown, files, now_ms, write_atomic, write_json_atomic,
 };
 use crate::sys::ns::{self, Namespace};
 use crate::sys::{proc, raw};
@@ -351,11 +351,8 @@ impl Tree {
         let plan = &setup.plan;
         let filters = if plan.wants(Dimension::Syscalls) {
             Some(
-                contain::seccomp_filters(
-                    plan.network_mode == NetworkMode::HostLocal,
-                    plan.unix_sockets,
-                )
-                .map_err(|e| format!("seccomp: {e}"))?,
+                contain::seccomp_filters(contain::FilterRules::of(plan))
+                    .map_err(|e| format!("seccomp: {e}"))?,
             )
         } else {
             None

@@ -108,7 +108,11 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         } else {
             None
         };
-        if let Err(e) = ns::mount_private_tmp(Path::new("/tmp"), 256 * 1024 * 1024) {
+        if let Err(e) = ns::mount_private_tmp(
+            Path::new("/tmp"),
+            256 * 1024 * 1024,
+            plan.execute_listed_only,
+        ) {
             notes.push(format!("mounting a private /tmp: {e}"));
         } else if let Some(fd) = held {
             use std::os::fd::AsRawFd;
@@ -198,7 +202,14 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     {
         let owner = spec.plan.run_as.unwrap_or((0, 0));
         let mounted = if mnt_ok {
-            ns::mount_workspace(&w.path, w.bytes, w.inodes, owner).map_err(|e| e.to_string())
+            ns::mount_workspace(
+                &w.path,
+                w.bytes,
+                w.inodes,
+                owner,
+                spec.plan.execute_listed_only,
+            )
+            .map_err(|e| e.to_string())
         } else {
             Err("no mount namespace of its own".to_string())
         };
@@ -212,6 +223,13 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     } else {
         // No private mounts: carve the denied paths out of the landlock rules instead.
         contain::readable_roots(&denied)
+    };
+    // Where only listed files may run: the programs' directories keep their entries but
+    // not their files (a loader run as a program maps whatever it can read).
+    let (readable, listable) = if spec.plan.execute_listed_only {
+        contain::without_program_files(readable, &spec.plan.program_dirs)
+    } else {
+        (readable, Vec::new())
     };
     // Signals arrive by sigwait, never asynchronously.
     let mut mask = SigSet::empty();
@@ -275,7 +293,7 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     // SAFETY: init is a fork of the single-threaded shim and starts no thread either.
     let workload = match unsafe { raw::fork_single_threaded() } {
         Ok(ForkResult::Child) => workload(
-            &spec, base, &work, &readable, stdin, out, err, p.setup_w, tty,
+            &spec, base, &work, &readable, &listable, stdin, out, err, p.setup_w, tty,
         ),
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
@@ -498,6 +516,7 @@ fn workload(
     base: &Base,
     work: &Work,
     readable: &[PathBuf],
+    listable: &[PathBuf],
     stdin: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
@@ -537,7 +556,12 @@ fn workload(
     // 2. Filesystem (landlock).
     let mut landlock_ok = contain::LandlockStatus::default();
     if plan.wants(Dimension::Filesystem) {
-        match contain::apply_landlock(readable, &work.writable, work.executable.as_deref()) {
+        match contain::apply_landlock(
+            readable,
+            listable,
+            &work.writable,
+            work.executable.as_deref(),
+        ) {
             Ok(full) => landlock_ok = full,
             Err(e) if plan.need(Dimension::Filesystem) == Need::Required => {
                 fail(format!("landlock: {e}"))
@@ -570,6 +594,7 @@ fn workload(
         rlimits_set.then_some(&plan.rlimits),
         work.cgroup_marker.as_deref(),
         plan.workspace_limit.as_ref(),
+        plan.execute_listed_only.then_some(work.writable.as_slice()),
     );
     let mut dims = Vec::new();
     let mut missing = Vec::new();

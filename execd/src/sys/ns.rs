@@ -63,35 +63,43 @@ pub fn mount_proc() -> SysResult<()> {
         .map_err(|e| SysError::on("mount proc", "/proc", e))
 }
 
-/// A tmpfs at `target` (no setuid, no devices) with these mount options.
-fn tmpfs(target: &Path, options: &str, what: &'static str) -> SysResult<()> {
-    mount(
-        Some("tmpfs"),
-        target,
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some(options),
-    )
-    .map_err(|e| SysError::on(what, target.display(), e))
+/// A tmpfs at `target` (no setuid, no devices; with `noexec` nothing on it can be
+/// executed or mapped executable) with these mount options.
+fn tmpfs(target: &Path, options: &str, noexec: bool, what: &'static str) -> SysResult<()> {
+    let mut flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    if noexec {
+        flags |= MsFlags::MS_NOEXEC;
+    }
+    mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(options))
+        .map_err(|e| SysError::on(what, target.display(), e))
 }
 
-/// A private, world-writable (sticky) tmpfs of `size_bytes` at `target`.
-pub fn mount_private_tmp(target: &Path, size_bytes: u64) -> SysResult<()> {
+/// A private, world-writable (sticky) tmpfs of `size_bytes` at `target`; `noexec` where
+/// the launch may execute only listed files.
+pub fn mount_private_tmp(target: &Path, size_bytes: u64, noexec: bool) -> SysResult<()> {
     tmpfs(
         target,
         &format!("mode=1777,size={size_bytes}"),
+        noexec,
         "mount tmpfs",
     )
 }
 
 /// The launch's workspace as a tmpfs bounded in size and inode count, owned by the
-/// workload (`uid`, `gid`), mode 0700, at `target` (in the launch's own mount namespace).
-pub fn mount_workspace(target: &Path, bytes: u64, inodes: u64, owner: (u32, u32)) -> SysResult<()> {
+/// workload (`uid`, `gid`), mode 0700, at `target` (in the launch's own mount namespace);
+/// `noexec` where the launch may execute only listed files.
+pub fn mount_workspace(
+    target: &Path,
+    bytes: u64,
+    inodes: u64,
+    owner: (u32, u32),
+    noexec: bool,
+) -> SysResult<()> {
     let options = format!(
         "mode=0700,size={bytes},nr_inodes={inodes},uid={},gid={}",
         owner.0, owner.1
     );
-    tmpfs(target, &options, "mount workspace tmpfs")
+    tmpfs(target, &options, noexec, "mount workspace tmpfs")
 }
 
 /// Remounts every mount of this (private) mount namespace read-only, as a bind remount

@@ -291,3 +291,96 @@ pub fn recv_with_fd(sock: &OwnedFd, max: usize) -> SysResult<Option<(Vec<u8>, Op
         return Ok(Some((buf, fd)));
     }
 }
+
+/// A syscall made only to learn how the seccomp filters answer it (the read-back), with
+/// arguments that change nothing whatever the answer, or that undo what they made.
+#[derive(Debug, Clone, Copy)]
+pub enum Probe {
+    /// `memfd_create`: a descriptor made is closed at once.
+    MemfdCreate,
+    /// `execveat(-1, "", NULL, NULL, AT_EMPTY_PATH)`: no descriptor, so nothing runs.
+    ExecveatNothing,
+    /// `msgsnd` of an empty message (type 1) to queue `id`, not waiting.
+    MsgSnd { id: i32 },
+    /// `msgctl(id, cmd, NULL)`: a command that would copy a buffer finds none (EFAULT).
+    MsgCtl { id: i32, cmd: i32 },
+    /// `msgget(key, flags)`: the queue's id. A queue made is the caller's to remove.
+    MsgGet { key: i32, flags: i32 },
+    /// `shmat(id, NULL, flags)`: a segment attached is detached at once.
+    ShmAt { id: i32, flags: i32 },
+    /// `flock(-1, LOCK_EX)`: no descriptor, so nothing is locked.
+    FlockNothing,
+    /// `fcntl(-1, cmd, NULL)`: no descriptor, so nothing is locked.
+    FcntlNothing { cmd: i32 },
+}
+
+/// Makes the probe's call: its return value, or the errno it failed with.
+pub fn probe(call: Probe) -> Result<i64, nix::errno::Errno> {
+    use libc::{c_long, syscall};
+    let msg: [c_long; 2] = [1, 0];
+    let (none, zero): (c_long, c_long) = (-1, 0);
+    // SAFETY: every call gets integer arguments, null pointers the kernel checks (EFAULT
+    // at worst: no memory of ours is written), a NUL-terminated name, or a pointer to
+    // `msg`, which outlives the call and is only read (size 0: just its type). What a
+    // call makes is undone below: the memfd is closed, the segment detached (mapped at an
+    // address the kernel chose, which no Rust object occupies).
+    let r = unsafe {
+        match call {
+            Probe::MemfdCreate => syscall(
+                libc::SYS_memfd_create,
+                c"argos-probe".as_ptr(),
+                libc::MFD_CLOEXEC as c_long,
+            ),
+            Probe::ExecveatNothing => syscall(
+                libc::SYS_execveat,
+                none,
+                c"".as_ptr(),
+                std::ptr::null::<*const libc::c_char>(),
+                std::ptr::null::<*const libc::c_char>(),
+                libc::AT_EMPTY_PATH as c_long,
+            ),
+            Probe::MsgSnd { id } => syscall(
+                libc::SYS_msgsnd,
+                id as c_long,
+                msg.as_ptr(),
+                zero,
+                libc::IPC_NOWAIT as c_long,
+            ),
+            Probe::MsgCtl { id, cmd } => syscall(
+                libc::SYS_msgctl,
+                id as c_long,
+                cmd as c_long,
+                std::ptr::null::<libc::c_void>(),
+            ),
+            Probe::MsgGet { key, flags } => {
+                syscall(libc::SYS_msgget, key as c_long, flags as c_long)
+            }
+            Probe::ShmAt { id, flags } => syscall(
+                libc::SYS_shmat,
+                id as c_long,
+                std::ptr::null::<libc::c_void>(),
+                flags as c_long,
+            ),
+            Probe::FlockNothing => syscall(libc::SYS_flock, none, libc::LOCK_EX as c_long),
+            Probe::FcntlNothing { cmd } => syscall(
+                libc::SYS_fcntl,
+                none,
+                cmd as c_long,
+                std::ptr::null::<libc::c_void>(),
+            ),
+        }
+    };
+    if r == -1 {
+        return Err(nix::errno::Errno::last());
+    }
+    match call {
+        // SAFETY: `r` is the fresh descriptor memfd_create returned, owned by nobody else.
+        Probe::MemfdCreate => drop(unsafe { OwnedFd::from_raw_fd(r as RawFd) }),
+        // SAFETY: `r` is the address shmat just attached; nothing refers to it.
+        Probe::ShmAt { .. } => {
+            let _ = unsafe { libc::shmdt(r as *const libc::c_void) };
+        }
+        _ => {}
+    }
+    Ok(r)
+}
