@@ -809,6 +809,9 @@ except OSError as e:
             other => panic!("{}: the listener heard {other:?}", path.display()),
         }
     }
+    stack.stop();
+}
+
 /// This host's dynamic loader (the interpreter of its ELF programs).
 fn the_loader() -> &'static str {
     ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
