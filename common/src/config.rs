@@ -197,6 +197,12 @@ pub struct GatewayConfig {
     /// Whether the first-admin link is logged, or only written to `setup-link` in the
     /// gateway's state dir (the log names the file).
     pub log_setup_link: bool,
+    /// `/mcp` sessions (2025-11-25) one API token holds at once…
+    pub mcp_sessions_per_token: u64,
+    /// …and one user over all their tokens.
+    pub mcp_sessions_per_user: u64,
+    /// An `/mcp` session with nothing in flight ends after this many idle seconds.
+    pub mcp_session_idle_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -401,6 +407,21 @@ impl Config {
                     Vec::new(),
                     "Hosts (`host` or `host:port`) the MCP tool `http_get` may fetch from although they resolve to loopback, private or link-local addresses (an intranet wiki, a local service). Any other URL must resolve to public addresses only; cloud metadata addresses are refused whatever this says. Redirects are checked again.",
                     Hosts,
+                ),
+                mcp_sessions_per_token: r.get(
+                    "gateway.mcp_sessions_per_token",
+                    32u64,
+                    "MCP sessions (2025-11-25, `Mcp-Session-Id`) one API token may hold open at /mcp at once. An `initialize` beyond it ends the token's least recently used idle session (one with no request in flight and no stream open), so a client that restarts without closing its sessions is not locked out; when every one is busy it is refused (429, naming this setting). At least 1.",
+                ),
+                mcp_sessions_per_user: r.get(
+                    "gateway.mcp_sessions_per_user",
+                    64u64,
+                    "MCP sessions one user may hold open at /mcp at once over all their tokens. An `initialize` beyond it ends the user's least recently used idle session, or is refused (429, naming this setting) when every one is busy. At least 1.",
+                ),
+                mcp_session_idle_s: r.get(
+                    "gateway.mcp_session_idle_s",
+                    300u64,
+                    "An MCP session at /mcp with no request in flight and no stream open ends after this many seconds, and everything it held is freed; a DELETE of the session ends it at once. At least 1.",
                 ),
             },
             exec: ExecConfig {

@@ -124,7 +124,11 @@ fn main() -> ExitCode {
                     "quota.event_streams",
                 ),
                 http_gets: api::PerUser::new(2, "http_get calls", ""),
-                mcp_sessions: agent_mcp::Sessions::default(),
+                mcp_sessions: agent_mcp::Sessions::new(agent_mcp::Limits::new(
+                    g.mcp_sessions_per_token,
+                    g.mcp_sessions_per_user,
+                    g.mcp_session_idle_s,
+                )),
                 key,
                 audit,
                 tickets: api::Tickets::default(),
@@ -152,6 +156,10 @@ fn main() -> ExitCode {
             tokio::spawn(api::watch_mcpd(api.clone()));
             tokio::spawn(api::watch_jobd(api.clone()));
             tokio::spawn(api::sample_host(api.clone()));
+            tokio::spawn({
+                let api = api.clone();
+                async move { api.mcp_sessions.expire().await }
+            });
             tokio::spawn(anchor::run(
                 api.clone(),
                 std::time::Duration::from_secs(g.audit_anchor_s.max(1)),

@@ -11,6 +11,7 @@
 //!   WebSocket bridges to them);
 //! - `argos_event_streams_open` (`/api/events`) and `argos_mcp_streams_open` (`/mcp`
 //!   subscriptions);
+//! - `argos_mcp_sessions_open`: `/mcp`'s 2025-11-25 sessions;
 //! - `argos_up{daemon}`: 1 when the daemon answered `Status` at this scrape, else 0.
 //!
 //! execd's counts and each daemon's state are read at each scrape (one `Stats` and one
@@ -67,6 +68,7 @@ pub struct Metrics {
     terminal_sockets: Gauge<i64, AtomicI64>,
     event_streams: Gauge,
     mcp_streams: Gauge,
+    mcp_sessions: Gauge,
     /// One scrape at a time: each fills the gauges, then encodes them.
     scrape: tokio::sync::Mutex<()>,
 }
@@ -123,6 +125,12 @@ impl Default for Metrics {
             "Subscriptions open at /mcp",
             mcp_streams.clone(),
         );
+        let mcp_sessions = Gauge::default();
+        registry.register(
+            "mcp_sessions_open",
+            "Sessions open at /mcp (2025-11-25)",
+            mcp_sessions.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -133,6 +141,7 @@ impl Default for Metrics {
             terminal_sockets,
             event_streams,
             mcp_streams,
+            mcp_sessions,
             scrape: tokio::sync::Mutex::new(()),
         }
     }
@@ -252,6 +261,7 @@ pub async fn scrape(api: Shared, stack: crate::http::State) -> Response {
     }
     m.event_streams.set(api.event_streams.open() as i64);
     m.mcp_streams.set(api.mcp_streams.open() as i64);
+    m.mcp_sessions.set(api.mcp_sessions.open() as i64);
     let mut text = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &m.registry) {
         tracing::error!(error = %e, "encoding the metrics");

@@ -1,5 +1,5 @@
-//! Small helpers the benchmarks and tests share: medians, resident size, a process's
-//! children, and reading a command's output from a raw pipe (the streaming anchor).
+//! Small helpers the benchmarks and tests share: medians, resident and proportional size,
+//! a process's children, and reading a command's output from a raw pipe (the streaming anchor).
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -16,6 +16,17 @@ pub fn rss_kib(pid: i32) -> u64 {
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Proportional set size of a process in KiB (`Pss` of `/proc/<pid>/smaps_rollup`: its
+/// private pages and its share of those it shares; 0 if it is gone).
+pub fn pss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }

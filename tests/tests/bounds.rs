@@ -1,7 +1,12 @@
-//! What one caller may hold: bounded request fields, pages that end by bytes, and each
-//! user's quota of launches, terminals, pending approvals and event streams.
+//! What one caller may hold: bounded request fields, pages that end by bytes, each
+//! user's quota of launches, terminals, pending approvals and event streams, and the MCP
+//! sessions of one token and one user at `/mcp`.
+
+use std::time::{Duration, Instant};
 
 use argos_tests::StackBuilder;
+use argos_tests::measure::pss_kib;
+use argos_tests::web::{Reply, Web};
 use serde_json::json;
 
 /// A plain user's agent runs with a ~2 MB environment each made the approvals page too
@@ -180,5 +185,172 @@ fn each_user_is_held_to_their_quota_and_no_one_elses() {
     let r = admin.post("/api/terminals", json!({"rows": 24, "cols": 80}));
     assert_eq!(r.status, 429, "{r:?}");
     assert!(r.message().contains("quota.terminals = 1"), "{r:?}");
+    stack.stop();
+}
+
+const ACCEPT: (&str, &str) = ("accept", "application/json, text/event-stream");
+
+/// A 2025-11-25 `initialize` at `/mcp`.
+fn initialize(agent: &mut Web) -> Reply {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "flood", "version": "1"}}});
+    agent.call("POST", "/mcp", Some(&init), &[ACCEPT])
+}
+
+/// An `initialize` that opened a session: its id.
+fn open_session(agent: &mut Web) -> String {
+    let r = initialize(agent);
+    assert_eq!(r.status, 200, "{r:?}");
+    r.header("mcp-session-id")
+        .expect("a session id")
+        .to_string()
+}
+
+/// The headers of a request in session `id`.
+fn in_session(id: &str) -> [(&str, &str); 3] {
+    [
+        ACCEPT,
+        ("mcp-session-id", id),
+        ("mcp-protocol-version", "2025-11-25"),
+    ]
+}
+
+/// Whether session `id` still answers a `ping` (200), or is gone (404).
+fn alive(agent: &mut Web, id: &str) -> bool {
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let r = agent.call("POST", "/mcp", Some(&ping), &in_session(id));
+    match r.status {
+        200 => true,
+        404 => false,
+        _ => panic!("ping in {id}: {r:?}"),
+    }
+}
+
+/// The sessions open at `/mcp`, as `/metrics` says.
+fn sessions_open(scraper: &mut Web) -> u64 {
+    let r = scraper.get("/metrics");
+    assert_eq!(r.status, 200, "{r:?}");
+    r.text
+        .lines()
+        .find_map(|l| l.strip_prefix("argos_mcp_sessions_open "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no argos_mcp_sessions_open in:\n{}", r.text))
+}
+
+/// A plain user's token opened 10,000 MCP sessions and the gateway's memory grew by
+/// 600 MB, none of it given back. Sessions are bounded now: 2,000 `initialize`s of one
+/// token leave only its newest `gateway.mcp_sessions_per_token` open (each newer one ends
+/// the least recently used idle one) and the gateway's PSS about where it was; a DELETE
+/// ends a session at once; a second token of the user is held to the user's bound; when
+/// every session of a token is busy (its stream open) one more is refused with 429 naming
+/// the setting, busy sessions outlive the idle time, and once idle they end and a new one
+/// opens.
+#[test]
+fn mcp_sessions_are_bounded_per_token_and_user_and_end_when_idle() {
+    const PER_TOKEN: usize = 8;
+    const PER_USER: usize = 12;
+    const IDLE: Duration = Duration::from_secs(5);
+    let stack = StackBuilder::new()
+        .env(
+            "ARGOS_GATEWAY__MCP_SESSIONS_PER_TOKEN",
+            &PER_TOKEN.to_string(),
+        )
+        .env(
+            "ARGOS_GATEWAY__MCP_SESSIONS_PER_USER",
+            &PER_USER.to_string(),
+        )
+        .env(
+            "ARGOS_GATEWAY__MCP_SESSION_IDLE_S",
+            &IDLE.as_secs().to_string(),
+        )
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let mut scraper = admin.token(&["metrics"]);
+    let mut agent = bob.token(&["mcp"]);
+    let gatewayd = stack.daemon_pid("gatewayd");
+
+    // Warmed up (the runtime's threads, the allocator's arenas), then 2,000 more.
+    for _ in 0..200 {
+        open_session(&mut agent);
+    }
+    let before = pss_kib(gatewayd);
+    assert!(before > 0, "no PSS read for gatewayd ({gatewayd})");
+    let started = Instant::now();
+    let ids: Vec<String> = (0..2_000).map(|_| open_session(&mut agent)).collect();
+    let after = pss_kib(gatewayd);
+    let grew_mib = after.saturating_sub(before) as f64 / 1024.0;
+    eprintln!(
+        "2000 sessions opened in {:?}; gatewayd PSS {before} KiB -> {after} KiB (+{grew_mib:.1} MiB)",
+        started.elapsed()
+    );
+    assert!(
+        grew_mib < 20.0,
+        "gatewayd's PSS grew by {grew_mib:.1} MiB over 2,000 sessions of one token"
+    );
+    assert_eq!(sessions_open(&mut scraper), PER_TOKEN as u64);
+    let (older, newest) = ids.split_at(ids.len() - PER_TOKEN);
+    for id in newest {
+        assert!(alive(&mut agent, id), "{id}, among the newest, was ended");
+    }
+    for id in older.iter().step_by(50) {
+        assert!(
+            !alive(&mut agent, id),
+            "{id} outlived {PER_TOKEN} newer ones"
+        );
+    }
+
+    // A DELETE ends a session at once.
+    let r = agent.call("DELETE", "/mcp", None, &in_session(&newest[0]));
+    assert_eq!(r.status, 202, "{r:?}");
+    assert!(!alive(&mut agent, &newest[0]));
+    assert_eq!(sessions_open(&mut scraper), PER_TOKEN as u64 - 1);
+
+    // The user's bound over both tokens: the second token's sessions end the first's
+    // least recently used ones past it.
+    let mut other = bob.token(&["mcp"]);
+    let others: Vec<String> = (0..PER_TOKEN).map(|_| open_session(&mut other)).collect();
+    assert_eq!(sessions_open(&mut scraper), PER_USER as u64);
+    let agents_left = newest[1..]
+        .iter()
+        .filter(|id| alive(&mut agent, id))
+        .count();
+    assert_eq!(agents_left, PER_USER - PER_TOKEN);
+    for id in &others {
+        assert!(alive(&mut other, id), "{id} was ended");
+    }
+
+    // Every session of the second token busy, its stream open: one more is refused.
+    let streams: Vec<_> = others
+        .iter()
+        .map(|id| {
+            let s = other.sse_get("/mcp", &in_session(id)[1..]);
+            assert_eq!(s.status, 200, "GET in {id}: {}", s.error_text);
+            s
+        })
+        .collect();
+    let r = initialize(&mut other);
+    assert_eq!((r.status, r.code().as_str()), (429, "quota"), "{r:?}");
+    assert!(
+        r.message()
+            .contains(&format!("gateway.mcp_sessions_per_token = {PER_TOKEN}")),
+        "{r:?}"
+    );
+    // Past the idle time the idle ones have ended; the busy ones have not.
+    std::thread::sleep(IDLE + Duration::from_secs(2));
+    assert_eq!(sessions_open(&mut scraper), PER_TOKEN as u64);
+    assert_eq!(initialize(&mut other).status, 429);
+
+    // The streams closed, the sessions are idle, and end; then a new one opens.
+    drop(streams);
+    let deadline = Instant::now() + IDLE + Duration::from_secs(10);
+    while sessions_open(&mut scraper) > 0 {
+        assert!(Instant::now() < deadline, "idle sessions never ended");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(!alive(&mut other, &others[0]));
+    let id = open_session(&mut other);
+    assert!(alive(&mut other, &id));
+    assert_eq!(sessions_open(&mut scraper), 1);
     stack.stop();
 }

@@ -8,6 +8,9 @@
 //! annotations say they only read). What a brokered tool or a web page returns is marked
 //! untrusted (`_meta`). Every call is recorded ([`activity`]).
 //!
+//! A 2025-11-25 session is its token's, and there are at most so many per token and per
+//! user, each ended when idle ([`sessions`]).
+//!
 //! This file is rmcp's side: the service, and the handler that lists and calls tools
 //! ([`tools`]), reads and watches execution resources ([`resources`]) and records calls.
 
@@ -23,7 +26,7 @@ mod tools;
 
 pub use guard::{challenge, guard, resource_metadata};
 use resources::next_change;
-pub use sessions::Sessions;
+pub use sessions::{Limits, Sessions};
 use tools::{
     Call, brokered_allowed, brokered_tool, cancel_tool, classify_tool, response_text, run_tool,
     status_tool,
@@ -85,6 +88,8 @@ pub fn service(
         .disable_allowed_hosts()
         .with_json_response(true)
         .with_max_request_body_bytes(crate::api::BODY_LIMIT);
+    // rmcp's session manager is the one `Sessions` counts, bounds and ends sessions in.
+    let manager = api.mcp_sessions.manager();
     rmcp::transport::StreamableHttpService::new(
         move || {
             Ok(Endpoint {
@@ -92,7 +97,7 @@ pub fn service(
                 watches: Arc::default(),
             })
         },
-        Arc::default(),
+        manager,
         config,
     )
 }

@@ -107,7 +107,8 @@ pub struct Api {
     pub mcp_streams: events::PerUser,
     /// `http_get` calls in flight per user (2).
     pub http_gets: events::PerUser,
-    /// Which token opened each `/mcp` session (2025-11-25).
+    /// `/mcp`'s sessions (2025-11-25): whose each is, their bounds per token and user,
+    /// their expiry.
     pub mcp_sessions: crate::agent_mcp::Sessions,
     /// The host's last 10 minutes, for the dashboard's charts (`host::sample_host`).
     pub host_history: HostHistory,
