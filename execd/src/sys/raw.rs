@@ -376,8 +376,8 @@ pub fn probe(call: Probe) -> Result<i64, nix::errno::Errno> {
     match call {
         // SAFETY: `r` is the fresh descriptor memfd_create returned, owned by nobody else.
         Probe::MemfdCreate => drop(unsafe { OwnedFd::from_raw_fd(r as RawFd) }),
-        // SAFETY: `r` is the address shmat just attached; nothing refers to it.
         Probe::ShmAt { .. } => {
+            // SAFETY: `r` is the address shmat just attached; nothing refers to it.
             let _ = unsafe { libc::shmdt(r as *const libc::c_void) };
         }
         _ => {}

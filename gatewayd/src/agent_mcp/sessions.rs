@@ -267,7 +267,7 @@ impl Table {
     fn least_recent_idle(&self, of: impl Fn(&Session) -> bool) -> Option<String> {
         self.live
             .iter()
-            .filter(|(_, s)| !s.doomed && s.busy == 0 && of(*s))
+            .filter(|(_, s)| !s.doomed && s.busy == 0 && of(s))
             .min_by_key(|(_, s)| s.seen)
             .map(|(id, _)| id.clone())
     }
