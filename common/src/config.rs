@@ -61,6 +61,8 @@ pub struct McpConfig {
     pub schema_bytes: u64,
     pub schema_depth: u64,
     pub tools_per_server: u64,
+    /// Tool calls one server may have in flight at once, every caller's together.
+    pub calls_per_server: u64,
 }
 
 /// Who may decide an approval.
@@ -527,6 +529,12 @@ impl Config {
                     256u64,
                     "Tools one MCP server may offer; the first ones are kept. 1 to 4096.",
                     Between(1, 4096),
+                ),
+                calls_per_server: r.get_with(
+                    "mcp.calls_per_server",
+                    32u64,
+                    "Tool calls one MCP server may have in flight at once, every caller's together. Each is sent at once on the server's one connection, beside the others, with its own deadline: a slow tool holds up no other call. One more is refused at once (nothing is sent, so it may be tried again), never queued to spend its deadline waiting. 1 to 1024.",
+                    Between(1, 1024),
                 ),
             },
             jobs: JobsConfig {

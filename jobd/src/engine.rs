@@ -943,11 +943,13 @@ fn tool_outcome(
         Ok(Err(status)) => {
             let m = status.message();
             match status.code() {
-                // mcpd's own refusals, before anything was sent upstream.
+                // mcpd's own refusals, before anything was sent upstream (the tool's
+                // server at its bound of calls in flight among them).
                 Code::InvalidArgument
                 | Code::NotFound
                 | Code::FailedPrecondition
-                | Code::PermissionDenied => (
+                | Code::PermissionDenied
+                | Code::ResourceExhausted => (
                     ended(
                         State::Rejected,
                         format!("mcpd refused the tool call; nothing was called: {m}"),
@@ -982,5 +984,31 @@ fn ended(state: State, reason: String) -> job::Outcome {
         reason,
         started_at_ms: 0,
         ended_at_ms: now_ms(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call mcpd did not send — refused, or its server at its bound of calls in flight
+    /// — ends `rejected` (nothing was called); one that went out and failed, `failed`.
+    #[test]
+    fn a_call_mcpd_did_not_send_is_rejected_and_one_it_sent_failed() {
+        let busy = tonic::Status::resource_exhausted(
+            "server s has 32 tool calls in flight, the most it may (mcp.calls_per_server): this one was not sent",
+        );
+        let (o, kept) = tool_outcome(Ok(Err(busy)), 1000);
+        assert_eq!(o.state, State::Rejected, "{}", o.reason);
+        assert!(
+            o.reason.contains("nothing was called") && o.reason.contains("in flight"),
+            "{}",
+            o.reason
+        );
+        assert!(kept.is_none());
+        let failed = tonic::Status::unknown("tool mcp__s__t: the server refused the call");
+        let (o, kept) = tool_outcome(Ok(Err(failed)), 1000);
+        assert_eq!(o.state, State::Failed, "{}", o.reason);
+        assert!(kept.is_some_and(|k| k.is_error));
     }
 }

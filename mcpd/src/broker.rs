@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value as Json;
-use tokio::sync::broadcast;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 
 use crate::caps::{self, Capped, Limits};
 use crate::names;
@@ -137,6 +137,9 @@ pub enum BrokerError {
     Refused(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The server has all the calls in flight it may: this one was not sent.
+    #[error("{0}")]
+    Busy(String),
     #[error("tool {tool}: {error}")]
     Call { tool: String, error: CallError },
     #[error("{0}")]
@@ -165,6 +168,8 @@ struct Slot {
     generation: u64,
     /// A stdio server's standard error (the last 64 KiB, across reconnects).
     log: Arc<StderrLog>,
+    /// Its calls in flight, each holding one of `mcp.calls_per_server` permits.
+    calls: Arc<Semaphore>,
     /// Its connection task, held to be dropped with the slot (which stops it).
     task: Option<Task>,
 }
@@ -283,6 +288,7 @@ impl Broker {
             peer: None,
             generation,
             log: Arc::new(StderrLog::default()),
+            calls: Arc::new(Semaphore::new(self.ctx.calls_per_server)),
             task: None,
         };
         // The old slot (and its task) is dropped outside the lock.
@@ -657,9 +663,9 @@ impl Broker {
 
     /// Accepts a changed tool's definition: pinned anew, callable again.
     pub async fn accept(&self, qualified: &str) -> Result<ToolEntry, BrokerError> {
-        let (server, name, offered, definition) = self.find(qualified).map(|(_, t, _)| {
-            let d = t.definition();
-            (t.server, t.name, t.offered, d)
+        let (server, name, offered, definition) = self.find(qualified).map(|f| {
+            let d = f.tool.definition();
+            (f.tool.server, f.tool.name, f.tool.offered, d)
         })?;
         self.store
             .pin(&server, &name, &offered, &definition)
@@ -677,24 +683,29 @@ impl Broker {
         entry.ok_or_else(|| BrokerError::NoTool(qualified.to_string()))
     }
 
-    /// The one tool a qualified name names, with its server's configuration and
-    /// connection: the only way from a name to a tool, for calling and accepting alike.
-    fn find(
-        &self,
-        qualified: &str,
-    ) -> Result<(ServerConfig, ToolEntry, Option<Peer<RoleClient>>), BrokerError> {
+    /// The one tool a qualified name names, with its server's configuration, connection
+    /// and calls in flight: the only way from a name to a tool, for calling and accepting
+    /// alike.
+    fn find(&self, qualified: &str) -> Result<Found, BrokerError> {
         let no_tool = || BrokerError::NoTool(qualified.to_string());
         let server = names::server_of(qualified).ok_or_else(no_tool)?;
         let slots = self.slots();
         let s = slots.get(server).ok_or_else(no_tool)?;
         let t = resolve(&s.tools, qualified)?;
-        Ok((s.config.clone(), t.clone(), s.peer.clone()))
+        Ok(Found {
+            config: s.config.clone(),
+            tool: t.clone(),
+            peer: s.peer.clone(),
+            calls: s.calls.clone(),
+        })
     }
 
     /// Calls a tool by its qualified name: refused unless `tool_state` says it may be
     /// called and its server is connected, and, when the caller names the pin of the
     /// definition it decided on (`pinned`, from a listing), unless that is the pin in
-    /// force; never retried (a second try could act twice).
+    /// force; and refused, unsent, when its server has `mcp.calls_per_server` calls in
+    /// flight. Admitted, it goes out at once beside the server's other calls, on the same
+    /// connection, with its own deadline. Never retried (a second try could act twice).
     pub async fn call(
         &self,
         qualified: &str,
@@ -721,7 +732,12 @@ impl Broker {
                 }
             },
         };
-        let (config, tool, peer) = self.find(qualified)?;
+        let Found {
+            config,
+            tool,
+            peer,
+            calls,
+        } = self.find(qualified)?;
         match tool_state(&config, &tool) {
             ToolState::Enabled => {}
             ToolState::Disabled => {
@@ -743,6 +759,8 @@ impl Broker {
         let peer = peer.ok_or_else(|| {
             BrokerError::Unavailable(format!("server {} is not connected", config.id))
         })?;
+        // Held until the call ends: answered, out of time, or dropped by its caller.
+        let _place = admit(&calls, &config.id, self.ctx.calls_per_server)?;
         let answer = upstream::call(&peer, &tool.name, arguments, config.call_timeout())
             .await
             .map_err(|error| BrokerError::Call {
@@ -752,6 +770,30 @@ impl Broker {
         let capped = caps::result(answer.pieces, answer.structured, &self.limits);
         Ok((config.id, capped, answer.is_error))
     }
+}
+
+/// A tool's server as `find` answers it.
+struct Found {
+    config: ServerConfig,
+    tool: ToolEntry,
+    peer: Option<Peer<RoleClient>>,
+    calls: Arc<Semaphore>,
+}
+
+/// A place among a server's calls in flight (`limit` in all), or the refusal when every
+/// one is taken: at once and before anything is sent, so the caller knows nothing was
+/// called and may try again. Not a queue: a call waiting there would spend its deadline
+/// on nothing and hide from its caller that the server is at its bound.
+fn admit(
+    calls: &Arc<Semaphore>,
+    server: &str,
+    limit: usize,
+) -> Result<OwnedSemaphorePermit, BrokerError> {
+    calls.clone().try_acquire_owned().map_err(|_| {
+        BrokerError::Busy(format!(
+            "server {server} has {limit} tool calls in flight, the most it may (mcp.calls_per_server): this one was not sent; try again once one has answered"
+        ))
+    })
 }
 
 /// Where a configuration's secrets go: the stdio program, or the URL's origin.
@@ -876,6 +918,26 @@ mod tests {
         shared.qualified = q.clone();
         let both = vec![tool(read, "a", "a"), shared];
         assert!(matches!(resolve(&both, &q), Err(BrokerError::Refused(_))));
+    }
+
+    /// A server's calls in flight are bounded: one more is refused at once, unsent, saying
+    /// why; a call that ends (answered, out of time or dropped) gives its place back.
+    #[test]
+    fn calls_beyond_a_servers_bound_are_refused_at_once_and_places_come_back() {
+        let calls = Arc::new(Semaphore::new(2));
+        let first = admit(&calls, "slow", 2).unwrap();
+        let _second = admit(&calls, "slow", 2).unwrap();
+        let e = admit(&calls, "slow", 2).unwrap_err();
+        assert!(matches!(e, BrokerError::Busy(_)), "{e:?}");
+        let why = e.to_string();
+        assert!(
+            why.contains("server slow has 2 tool calls in flight")
+                && why.contains("mcp.calls_per_server")
+                && why.contains("not sent"),
+            "{why}"
+        );
+        drop(first);
+        assert!(admit(&calls, "slow", 2).is_ok());
     }
 
     #[test]

@@ -57,6 +57,7 @@ fn main() -> ExitCode {
             let ctx = upstream::Context {
                 exec,
                 store: store.clone(),
+                calls_per_server: size(m.calls_per_server).max(1),
             };
             let broker = broker::Broker::start(store, limits, ctx)
                 .await

@@ -54,6 +54,7 @@ fn status(e: BrokerError) -> Status {
         }
         BrokerError::Refused(_) => Status::failed_precondition(e.to_string()),
         BrokerError::Unavailable(_) => Status::unavailable(e.to_string()),
+        BrokerError::Busy(_) => Status::resource_exhausted(e.to_string()),
         BrokerError::Call { ref error, .. } => match error {
             crate::upstream::CallError::Timeout(_) => Status::deadline_exceeded(e.to_string()),
             crate::upstream::CallError::Closed => Status::unavailable(e.to_string()),

@@ -54,6 +54,10 @@ pub struct Context {
     pub exec: argos_exec_client::ExecClient,
     /// mcpd's store: the OAuth credentials of servers an admin authorized.
     pub store: crate::store::Store,
+    /// Tool calls one server may have in flight at once (`mcp.calls_per_server`): the
+    /// broker admits no more, and each transport lets as many out together, so every
+    /// call admitted is sent at once.
+    pub calls_per_server: usize,
 }
 
 /// A stdio server's standard error, the last 64 KiB of it, for an admin to read.
@@ -394,7 +398,10 @@ pub async fn connect(
                 rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
                     url.as_str(),
                 )
-                .custom_headers(headers(h)?);
+                .custom_headers(headers(h)?)
+                // rmcp's client runs 16 POSTs at once by default and queues the rest,
+                // their deadlines running: as many as the broker admits instead.
+                .max_concurrent_requests(ctx.calls_per_server);
             // A dropped event stream ends the connection; the broker reconnects it with
             // its own back-off and says so in the server's state.
             cfg.retry_config = std::sync::Arc::new(
@@ -417,7 +424,7 @@ pub async fn connect(
             })
         }
         Transport::Sse { url, headers: h } => {
-            let (io, pumps) = crate::sse::connect(c, url, h).await?;
+            let (io, pumps) = crate::sse::connect(c, url, h, ctx.calls_per_server).await?;
             let carrier = Launch {
                 exec: None,
                 id: String::new(),
@@ -708,7 +715,7 @@ mod tests {
         let url =
             sse_server(": hi\n\nevent: endpoint\ndata: http://169.254.169.254/latest\n\n").await;
         let c = sse(&url);
-        let e = crate::sse::connect(&c, &url, &Default::default())
+        let e = crate::sse::connect(&c, &url, &Default::default(), 4)
             .await
             .unwrap_err();
         assert!(
@@ -718,10 +725,107 @@ mod tests {
         // The same origin, relative or absolute, is taken (CRLF line ends too).
         let url = sse_server("event: endpoint\r\ndata: /message?sessionId=1\r\n\r\n").await;
         assert!(
-            crate::sse::connect(&sse(&url), &url, &Default::default())
+            crate::sse::connect(&sse(&url), &url, &Default::default(), 4)
                 .await
                 .is_ok()
         );
+    }
+
+    /// What the fake server heard: a call it holds (`held`) or a cancellation, and the
+    /// request's id.
+    type Heard = tokio::sync::mpsc::UnboundedReceiver<(String, Json)>;
+
+    /// A server on a byte stream, as a stdio server is over execd's `Attach`: it answers
+    /// `initialize`, a call of `fast` at once, any other call never (it says it holds
+    /// it), and reports each cancellation.
+    fn fake_server(io: tokio::io::DuplexStream) -> Heard {
+        use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let (read, mut write) = tokio::io::split(io);
+            let mut lines = tokio::io::BufReader::new(read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let m: Json = serde_json::from_str(&line).unwrap();
+                let result = match m["method"].as_str().unwrap_or_default() {
+                    "initialize" => serde_json::json!({
+                        "protocolVersion": m["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "fake", "version": "1"},
+                    }),
+                    "tools/call" if m["params"]["name"] == "fast" => serde_json::json!({
+                        "content": [{"type": "text", "text": "fast answered"}],
+                    }),
+                    "tools/call" => {
+                        let _ = tx.send(("held".to_string(), m["id"].clone()));
+                        continue;
+                    }
+                    "notifications/cancelled" => {
+                        let _ =
+                            tx.send(("cancelled".to_string(), m["params"]["requestId"].clone()));
+                        continue;
+                    }
+                    _ => continue,
+                };
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": m["id"], "result": result});
+                let mut bytes = answer.to_string().into_bytes();
+                bytes.push(b'\n');
+                if write.write_all(&bytes).await.is_err() {
+                    return;
+                }
+            }
+        });
+        rx
+    }
+
+    async fn heard(h: &mut Heard) -> (String, Json) {
+        tokio::time::timeout(Duration::from_secs(2), h.recv())
+            .await
+            .expect("the server heard it in time")
+            .expect("the server runs")
+    }
+
+    /// Calls to one server go out on its one connection side by side: a fast call
+    /// answers while a slow one is still open, and a call out of time is cancelled at the
+    /// server (its own id) while the connection and the other call go on.
+    #[tokio::test]
+    async fn a_slow_call_holds_up_no_other_call_on_the_same_connection() {
+        use rmcp::service::ClientServiceExt as _;
+        let (ours, theirs) = tokio::io::duplex(64 * 1024);
+        let mut server = fake_server(theirs);
+        let service = ().serve_with_lifecycle(ours, Era::Legacy.lifecycle()).await.unwrap();
+        let peer = service.peer().clone();
+        let slow = {
+            let peer = peer.clone();
+            tokio::spawn(async move { call(&peer, "slow", None, Duration::from_secs(10)).await })
+        };
+        let (what, slow_id) = heard(&mut server).await;
+        assert_eq!(what, "held");
+        let t = std::time::Instant::now();
+        let a = call(&peer, "fast", None, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+        assert_eq!(a.pieces, vec![Piece::Text("fast answered".into())]);
+        assert!(!slow.is_finished(), "the slow call is still open");
+        // Its own deadline: cancelled at the server, by its id only.
+        let e = call(&peer, "late", None, Duration::from_millis(300))
+            .await
+            .err()
+            .expect("no answer in time");
+        assert!(matches!(e, CallError::Timeout(_)), "{e}");
+        let (what, late_id) = heard(&mut server).await;
+        assert_eq!(what, "held");
+        assert_ne!(late_id, slow_id);
+        assert_eq!(heard(&mut server).await, ("cancelled".to_string(), late_id));
+        assert!(!slow.is_finished());
+        assert!(
+            call(&peer, "fast", None, Duration::from_secs(5))
+                .await
+                .is_ok()
+        );
+        // A call its caller drops is cancelled at the server too.
+        slow.abort();
+        assert_eq!(heard(&mut server).await, ("cancelled".to_string(), slow_id));
     }
 
     #[test]

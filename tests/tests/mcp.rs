@@ -846,3 +846,228 @@ fn a_tool_that_changes_under_its_users_is_held_until_an_admin_accepts_it() {
     let _ = server.wait();
     stack.stop();
 }
+
+/// A call of `tool` on `server`'s entry (arguments as JSON, or none).
+fn tool_call(server: &str, tool: &str, arguments: &str) -> pb::CallToolRequest {
+    pb::CallToolRequest {
+        qualified_name: format!("mcp__{server}__{tool}"),
+        arguments_json: arguments.into(),
+        pinned_sha256: String::new(),
+    }
+}
+
+type Pending = tokio::task::JoinHandle<Result<pb::CallToolResponse, tonic::Status>>;
+
+/// A call made on a task of its own, as another caller's would be (aborting the task is
+/// its caller going away).
+fn beside(c: &Client, call: pb::CallToolRequest) -> Pending {
+    let mut c = c.clone();
+    tokio::spawn(async move { c.call_tool(call).await.map(tonic::Response::into_inner) })
+}
+
+/// `tests/mcp/slow.py`'s sleeps, asked through `server`'s entry: (running now, cancelled
+/// so far); none while the entry has no place for the asking.
+async fn sleeps(c: &mut Client, server: &str) -> Option<(u32, u32)> {
+    let r = match c.call_tool(tool_call(server, "status", "")).await {
+        Ok(r) => r.into_inner(),
+        Err(e) if e.code() == Code::ResourceExhausted => return None,
+        Err(e) => panic!("{server}: status: {e:?}"),
+    };
+    let text = texts(&r);
+    let count = |key: &str| -> u32 {
+        text.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{server}: status said {text:?}"))
+    };
+    Some((count("running="), count("cancelled=")))
+}
+
+/// Waits (10 s at most) until slow.py's sleeps, asked through `server`, are as `want`
+/// says; answers them.
+async fn wait_sleeps(c: &mut Client, server: &str, want: impl Fn(u32, u32) -> bool) -> (u32, u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = sleeps(c, server).await;
+        if let Some((running, cancelled)) = now
+            && want(running, cancelled)
+        {
+            return (running, cancelled);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{server}: the sleeps never came to what was waited for (last {now:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A 10 s call of slow.py's `sleep` through `server`, then a fast call: the fast one
+/// answers at once while the slow one still runs, and the slow one, dropped by its
+/// caller, is cancelled at the server.
+async fn fast_beside_slow(c: &mut Client, server: &str) {
+    let (_, cancelled) = wait_sleeps(c, server, |running, _| running == 0).await;
+    let slow = beside(c, tool_call(server, "sleep", r#"{"seconds": 10}"#));
+    wait_sleeps(c, server, |running, _| running == 1).await;
+    let t = Instant::now();
+    let r = c
+        .call_tool(tool_call(server, "fast", ""))
+        .await
+        .unwrap()
+        .into_inner();
+    let took = t.elapsed();
+    eprintln!("{server}: the fast call answered in {took:?} beside a slow one");
+    assert!(texts(&r).contains("fast answered"), "{r:?}");
+    assert!(
+        took < Duration::from_secs(2),
+        "{server}: the fast call took {took:?}"
+    );
+    assert!(!slow.is_finished(), "{server}: the slow call ended early");
+    slow.abort();
+    wait_sleeps(c, server, |running, now| {
+        running == 0 && now == cancelled + 1
+    })
+    .await;
+}
+
+/// Calls to one server go out side by side on its one connection — over Streamable HTTP,
+/// the legacy HTTP+SSE transport and a stdio server's (contained by execd) — each with
+/// its own deadline, at the end of which it is cancelled at the server; at most
+/// `mcp.calls_per_server` at once, one more refused at once and unsent. With 17 slow calls
+/// in flight, more than rmcp's client POSTs at once by default (16, the rest queued while
+/// the Python SDK's server holds each slow POST's answer), a fast call still answers at
+/// once.
+#[test]
+fn calls_to_one_server_run_side_by_side_each_with_its_deadline_within_its_bound() {
+    require_root("mcpd's broker and stdio servers (the stack runs privilege-separated)");
+    let tree = argos_tests::workspace_root().join("target/tools/mcp-time");
+    assert!(
+        tree.join("mcp").is_dir(),
+        "the Python SDK's package tree is missing: run scripts/install-test-tools"
+    );
+    let stack = StackBuilder::new()
+        .env("ARGOS_MCP__CALLS_PER_SERVER", "20")
+        .start();
+    let port = argos_tests::free_port();
+    let mut server = argos_tests::mcp_peer::python("slow.py", port, &[]);
+    let sse_port = argos_tests::free_port();
+    let mut legacy =
+        argos_tests::mcp_peer::python("slow.py", sse_port, &[("SLOW_TRANSPORT", "sse")]);
+    // The stdio one runs from a copy a contained launch can read, beside the SDK it imports.
+    let place = argos_tests::mcp_peer::readable_copy(&tree);
+    let script = place.path().join("mcp-time/slow.py");
+    std::fs::copy(
+        argos_tests::workspace_root().join("tests/mcp/slow.py"),
+        &script,
+    )
+    .unwrap();
+    let script = script.to_str().unwrap().to_string();
+    let python = "/usr/bin/python3";
+    rt().block_on(async {
+        let exec = argos_exec_client::ExecClient::from_channel(argos_tests::channel(
+            &stack.socket("execd"),
+        ));
+        let mut c = McpClient::new(argos_tests::channel(&stack.socket("mcpd")));
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let mut slow = http("slow", &url, true);
+        slow.call_timeout_ms = 8_000;
+        add(&mut c, slow).await;
+        add(&mut c, http("watch", &url, true)).await;
+        add(
+            &mut c,
+            pb::ServerConfig {
+                transport: Some(pb::server_config::Transport::Sse(pb::Remote {
+                    url: format!("http://127.0.0.1:{sse_port}/sse"),
+                    headers: Default::default(),
+                })),
+                ..http("legacy", "", true)
+            },
+        )
+        .await;
+        register(&exec, "local", launch(python, &[&script])).await;
+        let mut local = stdio("local", python, &[&script]);
+        local.connect_timeout_ms = 60_000;
+        add(&mut c, local).await;
+        for id in ["slow", "watch", "legacy", "local"] {
+            wait_state(
+                &mut c,
+                id,
+                pb::ServerState::Connected,
+                Duration::from_secs(70),
+            )
+            .await;
+        }
+        for id in ["slow", "legacy", "local"] {
+            fast_beside_slow(&mut c, id).await;
+        }
+
+        // 19 slow calls at once (30 s each, past the entry's 8 s deadline), then a fast
+        // one. Their sleeps are watched through a second entry for the same server (a
+        // connection and a bound of its own), which always has a place for asking.
+        let (_, before) = wait_sleeps(&mut c, "watch", |running, _| running == 0).await;
+        let t0 = Instant::now();
+        let many: Vec<Pending> = (0..19)
+            .map(|_| beside(&c, tool_call("slow", "sleep", r#"{"seconds": 30}"#)))
+            .collect();
+        wait_sleeps(&mut c, "watch", |running, _| running == 19).await;
+        let t = Instant::now();
+        let r = c
+            .call_tool(tool_call("slow", "fast", ""))
+            .await
+            .unwrap()
+            .into_inner();
+        let took = t.elapsed();
+        eprintln!("the fast call answered in {took:?} beside 19 slow ones");
+        assert!(texts(&r).contains("fast answered"), "{r:?}");
+        assert!(took < Duration::from_secs(2), "the fast call took {took:?}");
+
+        // The bound: with a 20th in flight, one more is refused at once, unsent, saying why.
+        let twentieth = beside(&c, tool_call("slow", "sleep", r#"{"seconds": 30}"#));
+        wait_sleeps(&mut c, "watch", |running, _| running == 20).await;
+        let t = Instant::now();
+        let e = c
+            .call_tool(tool_call("slow", "fast", ""))
+            .await
+            .unwrap_err();
+        let took = t.elapsed();
+        assert_eq!(e.code(), Code::ResourceExhausted, "{e:?}");
+        assert!(
+            e.message()
+                .contains("server slow has 20 tool calls in flight")
+                && e.message().contains("mcp.calls_per_server")
+                && e.message().contains("not sent"),
+            "{e:?}"
+        );
+        assert!(took < Duration::from_secs(1), "refused after {took:?}");
+        // Its caller gone, the 20th is cancelled at the server and gives its place back.
+        twentieth.abort();
+        wait_sleeps(&mut c, "watch", |running, cancelled| {
+            running == 19 && cancelled == before + 1
+        })
+        .await;
+        c.call_tool(tool_call("slow", "fast", "")).await.unwrap();
+
+        // Each runs out of time on its own deadline, and is cancelled at the server; the
+        // connection goes on.
+        for call in many {
+            let e = call.await.unwrap().unwrap_err();
+            assert_eq!(e.code(), Code::DeadlineExceeded, "{e:?}");
+            assert!(e.message().contains("did not answer within 8s"), "{e:?}");
+        }
+        let ended = t0.elapsed();
+        assert!(
+            ended > Duration::from_secs(7) && ended < Duration::from_secs(20),
+            "{ended:?}"
+        );
+        wait_sleeps(&mut c, "watch", |running, cancelled| {
+            running == 0 && cancelled == before + 20
+        })
+        .await;
+        c.call_tool(tool_call("slow", "fast", "")).await.unwrap();
+    });
+    for child in [&mut server, &mut legacy] {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    stack.stop();
+}
