@@ -557,7 +557,11 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
                 shown(&argos_common::connect::socket_path(&shown_run, d))
             );
         }
-        if let Err(e) = crate::stack::record(&user_root, &format!("http://{}", opts.listen)) {
+        if let Err(e) = crate::stack::record(
+            &crate::stack::Places::of_process(),
+            &user_root,
+            &format!("http://{}", opts.listen),
+        ) {
             let _ = writeln!(out, "\n  (not recorded for other argosctl commands: {e:#})");
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");
@@ -591,7 +595,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     for d in DAEMONS {
         let _ = std::fs::remove_file(argos_common::connect::socket_path(&run, d));
     }
-    crate::stack::forget(&user_root);
+    crate::stack::forget(&crate::stack::Places::of_process(), &user_root);
     say!("argosctl: stack stopped");
     Ok(code)
 }

@@ -341,6 +341,16 @@ impl Stack {
         self.root.path().join("argos.toml")
     }
 
+    /// `argosctl`, for a command about this stack, run hermetically: in the stack's root,
+    /// with the stack's own state dir (where its `up` keeps the pointer to it), so that
+    /// nothing of the real user's (`~/.local/state`, a `./.argos`) is read or written.
+    pub fn argosctl(&self) -> Command {
+        let mut cmd = command("argosctl");
+        cmd.current_dir(self.root.path())
+            .env("XDG_STATE_HOME", self.root.path().join("xdg-state"));
+        cmd
+    }
+
     /// A client of this stack's execd (the library every Argos daemon uses).
     pub fn exec(&self) -> argos_exec_client::ExecClient {
         argos_exec_client::ExecClient::connect_socket(&self.socket("execd"), self.server_uids())

@@ -181,7 +181,8 @@ fn argosctl_lists_and_decides_approvals_with_an_api_token() {
     );
     let token = r.json()["token"].as_str().unwrap().to_string();
     let ctl = |args: &[&str]| {
-        let out = argos_tests::command("argosctl")
+        let out = stack
+            .argosctl()
             .args(args)
             .args(["--url", &url])
             .env("ARGOS_TOKEN", &token)
@@ -250,7 +251,8 @@ fn argosctl_lists_and_decides_approvals_with_an_api_token() {
         "{out}"
     );
     // Without a token it says what to do.
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["approvals", "list", "--url", &url])
         .output()
         .unwrap();

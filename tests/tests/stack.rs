@@ -409,6 +409,7 @@ fn a_port_in_use_fails_the_start_with_the_reason() {
         .arg(root.path())
         .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
         .arg(argos_tests::bin_dir())
+        .env("XDG_STATE_HOME", root.path().join("xdg-state"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -471,6 +472,8 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
         .arg(&root)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
         .arg(argos_tests::bin_dir())
+        // Its pointer to the stack goes in the test's dir, not the real user's.
+        .env("XDG_STATE_HOME", closed.path().join("xdg-state"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -535,7 +538,8 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
 #[test]
 fn argosctl_status_reports_every_daemon_and_the_callers_role() {
     let stack = StackBuilder::new().start();
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["status", "--root"])
         .arg(stack.root())
         .output()
@@ -773,7 +777,8 @@ fn the_daemons_own_hardening_refuses_what_a_compromised_one_would_try() {
 #[test]
 fn argosctl_runs_a_command_through_execd_and_documents_each_command() {
     let stack = StackBuilder::new().start();
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["run", "--root"])
         .arg(stack.root())
         .args([
