@@ -4,6 +4,7 @@
 mod approvals;
 mod cli;
 mod jobs;
+mod listener;
 mod run;
 mod stack;
 mod up;

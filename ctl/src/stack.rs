@@ -164,6 +164,50 @@ fn trusted(path: &Path) -> bool {
     })
 }
 
+/// Whether a config can be believed as `trusted` says; the relocated dev tree's
+/// `<root>/argos.toml` is a symlink into it, believed when the link is this user's or
+/// root's and the file it names is trusted.
+fn trusted_config(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = nix::unistd::geteuid().as_raw();
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            (m.uid() == me || m.uid() == 0)
+                && std::fs::canonicalize(path).is_ok_and(|target| trusted(&target))
+        }
+        Ok(_) => trusted(path),
+        Err(_) => false,
+    }
+}
+
+/// The uids the stack's gateway may listen as, whom `ARGOS_TOKEN` may be sent to
+/// (`listener.rs`): root (systemd's socket activation), this user, and the gateway uids
+/// its config names — only a config this user or root wrote, as a planted one could name
+/// anyone. Without one, root and this user.
+pub fn gateway_uids(found: &Found) -> argos_common::connect::ServerUids {
+    use argos_common::connect::ServerUids;
+    if !trusted_config(&found.config) {
+        return ServerUids::root_or_self();
+    }
+    let peers = std::fs::read_to_string(&found.config)
+        .ok()
+        .and_then(|text| {
+            let source = argos_common::config::Source {
+                file: Some((found.config.display().to_string(), text)),
+                env: Default::default(),
+            };
+            argos_common::config::Config::parse(&source).ok()
+        })
+        .and_then(|c| {
+            argos_common::peer::PeerTable::from_config(&c.peers, &argos_common::peer::SystemNames)
+                .ok()
+        });
+    match peers {
+        Some(p) => ServerUids::for_daemon(&p, argos_common::grpc::Daemon::Gatewayd),
+        None => ServerUids::root_or_self(),
+    }
+}
+
 /// The stack recorded under `root`, if its `argosctl up` still runs, as this user or root,
 /// and the record and its tree are trusted.
 fn running(root: &Path) -> Option<Record> {
@@ -389,6 +433,42 @@ mod tests {
         let f = find(&places, None, None);
         assert_eq!(f.url, DEFAULT_URL);
         assert!(f.from.contains("default"), "{}", f.from);
+    }
+
+    #[test]
+    fn the_token_may_go_to_the_gateway_uids_of_a_config_only_if_it_is_trusted() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        let found = |config: PathBuf| Found {
+            runtime_dir: dir.path().join("run"),
+            config,
+            url: DEFAULT_URL.into(),
+            from: "a test".into(),
+        };
+        let config = dir.path().join("argos.toml");
+        std::fs::write(
+            &config,
+            "[peers]\ngateway_uids = [64201]\nmcp_uids = [64202]\njob_uids = [64203]\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let uids = gateway_uids(&found(config.clone()));
+        for uid in [0, me, 64201] {
+            assert!(uids.contains(uid), "{uid}: {uids}");
+        }
+        assert!(!uids.contains(64202) && !uids.contains(65534), "{uids}");
+        // Through the relocated tree's symlink, as `up` links it.
+        let link = dir.path().join("linked.toml");
+        std::os::unix::fs::symlink(&config, &link).unwrap();
+        assert!(gateway_uids(&found(link.clone())).contains(64201));
+        // A config others may write, or none: only root and this user.
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o666)).unwrap();
+        for path in [config.clone(), link, dir.path().join("missing.toml")] {
+            let uids = gateway_uids(&found(path));
+            assert!(!uids.contains(64201), "{uids}");
+            assert!(uids.contains(0) && uids.contains(me), "{uids}");
+        }
     }
 
     #[test]
