@@ -1,6 +1,8 @@
 //! `argosctl approvals list|approve|deny` and `argosctl audit verify`: an operator at the
 //! console, through the gateway's API with an API token (`ARGOS_TOKEN`): deciding is the
-//! gateway's to ask of execd, for an admin, and a token names that admin.
+//! gateway's to ask of execd, for an admin, and a token names that admin. The token goes
+//! to a gateway on this host's loopback only once the kernel says its port is listened on
+//! by a uid the gateway may run as (`listener.rs`).
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
@@ -10,6 +12,10 @@ pub struct Gateway {
     base: String,
     token: String,
     agent: ureq::Agent,
+    /// Where `base` leads on this host's loopback (`None`: another host).
+    local: Option<Vec<std::net::SocketAddr>>,
+    /// The uids the gateway may listen as (`stack::gateway_uids`).
+    servers: argos_common::connect::ServerUids,
     /// Which stack this is, and why (for messages).
     from: String,
 }
@@ -20,22 +26,37 @@ impl Gateway {
         let token = std::env::var("ARGOS_TOKEN").context(
             "set ARGOS_TOKEN to an API token (scopes: read to list; exec to start or cancel; approve to decide)",
         )?;
-        let agent = ureq::Agent::config_builder()
+        let base = found.url.trim_end_matches('/').to_string();
+        let local = crate::listener::loopback_targets(&base)
+            .with_context(|| format!("the gateway of {}", found.from))?;
+        let mut config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
-            .timeout_global(Some(std::time::Duration::from_secs(60)))
-            .build()
-            .into();
+            .timeout_global(Some(std::time::Duration::from_secs(60)));
+        if local.is_some() {
+            // Straight to the listener whose owner was checked, never through a proxy
+            // named by the environment.
+            config = config.proxy(None);
+        }
         Ok(Gateway {
-            base: found.url.trim_end_matches('/').to_string(),
+            base,
             token,
-            agent,
+            agent: config.build().into(),
+            local,
+            servers: crate::stack::gateway_uids(found),
             from: found.from.clone(),
         })
     }
 
     pub fn call(&self, method: &str, path: &str, body: Option<Value>) -> anyhow::Result<Value> {
         let url = format!("{}{path}", self.base);
+        // Before every request: the port may have changed hands since the last one.
+        crate::listener::check(self.local.as_deref(), &self.servers).with_context(|| {
+            format!(
+                "ARGOS_TOKEN not sent to {} (the gateway of {})",
+                self.base, self.from
+            )
+        })?;
         let auth = format!("Bearer {}", self.token);
         let mut res = match body {
             Some(b) => self

@@ -4,6 +4,7 @@
 mod approvals;
 mod cli;
 mod jobs;
+mod listener;
 mod run;
 mod stack;
 mod up;
@@ -272,7 +273,7 @@ fn print_status(d: &str, s: &DaemonStatus) {
 /// The stack `--root` and `--url` name, or the one running (`stack.rs`).
 fn find(args: StackArgs) -> anyhow::Result<stack::Found> {
     let root = args.root.map(absolute).transpose()?;
-    Ok(stack::find(root, args.url))
+    Ok(stack::find(&stack::Places::of_process(), root, args.url))
 }
 
 /// A value for the gateway's query string: the words a filter takes, nothing to escape.

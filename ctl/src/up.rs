@@ -5,6 +5,9 @@
 //! user's uid and the config says so (`peers.insecure_shared_uid`), which every daemon then
 //! repeats loudly. The launcher owns its children: they die with it (PR_SET_PDEATHSIG),
 //! a daemon that dies is reported and takes the rest down, and nothing outlives `up`.
+//! Its stop is a stop: execd ends every launch first (SIGUSR2, as the unit's `systemctl
+//! stop`); only when a daemon died are the launches left for the next start (SIGTERM, a
+//! restart: ARCHITECTURE.md, "A restart is not a stop").
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -327,14 +330,39 @@ fn reap(running: &mut [Running]) -> Option<(&'static str, ExitStatus)> {
     None
 }
 
-/// Stops every running daemon, newest first: SIGTERM, up to `grace`, then SIGKILL.
-async fn stop_all(running: &mut [Running], grace: Duration) {
+/// How the stack goes down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The operator stopped it (SIGTERM, Ctrl-C): a stop, as `systemctl stop` is — execd
+    /// gets SIGUSR2 and ends every launch (verified kill, end recorded) before it exits,
+    /// so nothing it ran outlives the stack.
+    Stop,
+    /// A daemon died, or the start failed: the rest are stopped as for a restart — execd
+    /// gets SIGTERM and leaves its launches running for the next start to re-adopt.
+    Restart,
+}
+
+impl Ending {
+    /// The signal `daemon` gets, and how long it has to exit before SIGKILL.
+    fn signal(self, daemon: &str) -> (Signal, Duration) {
+        match (self, daemon) {
+            // Ending every launch takes up to their grace (2 s) and their shims' results.
+            (Ending::Stop, "execd") => (Signal::SIGUSR2, Duration::from_secs(10)),
+            _ => (Signal::SIGTERM, Duration::from_secs(5)),
+        }
+    }
+}
+
+/// Stops every running daemon, newest first, each by its signal for `ending`, then
+/// SIGKILL once its time is up.
+async fn stop_all(running: &mut [Running], ending: Ending) {
     for r in running.iter_mut().rev() {
         if r.exited.is_some() {
             continue;
         }
+        let (signal, grace) = ending.signal(r.name);
         if let Some(pid) = r.child.id() {
-            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
+            let _ = kill(Pid::from_raw(pid as i32), signal);
         }
         let status = match tokio::time::timeout(grace, r.child.wait()).await {
             Ok(Ok(s)) => s,
@@ -439,6 +467,8 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let shown_run = user_root.join("run");
     let mut running: Vec<Running> = Vec::new();
     let mut failure: Option<String> = None;
+    // A signal to `up` is the operator's stop; anything else ends it as a restart would.
+    let mut ending = Ending::Restart;
 
     // Start all four at once (none needs another to come up: clients connect lazily),
     // then wait until every one answers SERVING on its socket.
@@ -484,8 +514,14 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(2)) => {}
-            _ = sigterm.recv() => failure = Some("interrupted during start-up".into()),
-            _ = sigint.recv() => failure = Some("interrupted during start-up".into()),
+            _ = sigterm.recv() => {
+                failure = Some("interrupted during start-up".into());
+                ending = Ending::Stop;
+            }
+            _ = sigint.recv() => {
+                failure = Some("interrupted during start-up".into());
+                ending = Ending::Stop;
+            }
         }
     }
 
@@ -557,7 +593,11 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
                 shown(&argos_common::connect::socket_path(&shown_run, d))
             );
         }
-        if let Err(e) = crate::stack::record(&user_root, &format!("http://{}", opts.listen)) {
+        if let Err(e) = crate::stack::record(
+            &crate::stack::Places::of_process(),
+            &user_root,
+            &format!("http://{}", opts.listen),
+        ) {
             let _ = writeln!(out, "\n  (not recorded for other argosctl commands: {e:#})");
         }
         let _ = writeln!(out, "\nCtrl-C stops the stack.");
@@ -566,8 +606,16 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
 
         loop {
             tokio::select! {
-                _ = sigterm.recv() => { say!("argosctl: SIGTERM; stopping the stack"); break; }
-                _ = sigint.recv() => { say!("argosctl: interrupted; stopping the stack"); break; }
+                _ = sigterm.recv() => {
+                    say!("argosctl: SIGTERM; stopping the stack and every launch");
+                    ending = Ending::Stop;
+                    break;
+                }
+                _ = sigint.recv() => {
+                    say!("argosctl: interrupted; stopping the stack and every launch");
+                    ending = Ending::Stop;
+                    break;
+                }
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
                     if let Some((who, status)) = reap(&mut running) {
                         say!("argosctl: argos-{who} exited unexpectedly ({status}); stopping the rest");
@@ -578,7 +626,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
             }
         }
     }
-    stop_all(&mut running, Duration::from_secs(5)).await;
+    stop_all(&mut running, ending).await;
     for r in &running {
         if let Some(status) = r.exited
             && !status.success()
@@ -591,7 +639,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     for d in DAEMONS {
         let _ = std::fs::remove_file(argos_common::connect::socket_path(&run, d));
     }
-    crate::stack::forget(&user_root);
+    crate::stack::forget(&crate::stack::Places::of_process(), &user_root);
     say!("argosctl: stack stopped");
     Ok(code)
 }
@@ -639,6 +687,19 @@ mod tests {
         assert!(!t.is_insecure());
         assert_eq!(ids.for_daemon("execd"), None);
         assert_eq!(ids.for_daemon("mcpd"), Some((64202, 64200)));
+    }
+
+    #[test]
+    fn a_stop_ends_execds_launches_and_a_daemons_death_keeps_them() {
+        assert_eq!(Ending::Stop.signal("execd").0, Signal::SIGUSR2);
+        assert_eq!(Ending::Restart.signal("execd").0, Signal::SIGTERM);
+        for d in ["mcpd", "jobd", "gatewayd"] {
+            for e in [Ending::Stop, Ending::Restart] {
+                assert_eq!(e.signal(d), (Signal::SIGTERM, Duration::from_secs(5)));
+            }
+        }
+        // execd has the longer time to end launches before SIGKILL cuts it short.
+        assert!(Ending::Stop.signal("execd").1 > Ending::Restart.signal("execd").1);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod accounts;
+mod activation;
 mod agent_mcp;
 mod anchor;
 mod api;
@@ -32,13 +33,11 @@ fn main() -> ExitCode {
         Spec::new("gatewayd", Privilege::Unprivileged),
         |ctx| async move {
             let listen = ctx.config.gateway.listen;
-            let listener = tokio::net::TcpListener::bind(listen)
-                .await
-                .with_context(|| format!("binding HTTP listener {listen}"))?;
+            let (listener, socket) = activation::listener(listen).await?;
             let bound = listener
                 .local_addr()
                 .context("reading HTTP listener address")?;
-            tracing::info!(url = %format!("http://{bound}/"), "HTTP listening");
+            tracing::info!(url = %format!("http://{bound}/"), socket, "HTTP listening");
             let g = &ctx.config.gateway;
             let accounts = accounts::Accounts::open(
                 &ctx.state_dir.join("gateway.db"),

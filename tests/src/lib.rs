@@ -225,6 +225,7 @@ impl StackBuilder {
             log: Arc::new(Mutex::new(String::new())),
             ready_line: String::new(),
             builder: self,
+            seen: Vec::new(),
         };
         stack.launch();
         stack
@@ -277,7 +278,10 @@ impl Stack {
         });
         self.child = Some(child);
         match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(line) => self.ready_line = line,
+            Ok(line) => {
+                self.ready_line = line;
+                self.remember_processes();
+            }
             Err(_) => {
                 let status = self.child.as_mut().unwrap().try_wait();
                 panic!(
@@ -321,6 +325,9 @@ pub struct Stack {
     /// The "Argos is up ..." line `argosctl up` printed.
     pub ready_line: String,
     builder: StackBuilder,
+    /// Every process seen under `argosctl up` (when it was ready, and before each stop):
+    /// none may outlive the stack.
+    seen: Vec<Known>,
 }
 
 impl Stack {
@@ -339,6 +346,16 @@ impl Stack {
 
     pub fn config_path(&self) -> PathBuf {
         self.root.path().join("argos.toml")
+    }
+
+    /// `argosctl`, for a command about this stack, run hermetically: in the stack's root,
+    /// with the stack's own state dir (where its `up` keeps the pointer to it), so that
+    /// nothing of the real user's (`~/.local/state`, a `./.argos`) is read or written.
+    pub fn argosctl(&self) -> Command {
+        let mut cmd = command("argosctl");
+        cmd.current_dir(self.root.path())
+            .env("XDG_STATE_HOME", self.root.path().join("xdg-state"));
+        cmd
     }
 
     /// A client of this stack's execd (the library every Argos daemon uses).
@@ -468,6 +485,7 @@ impl Stack {
 
     /// Sends SIGTERM to `argosctl up` and waits for it to exit.
     pub fn terminate(&mut self) -> ExitStatus {
+        self.remember_processes();
         let pid = self.launcher_pid();
         let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
         self.wait_exit(Duration::from_secs(20))
@@ -492,9 +510,38 @@ impl Stack {
         }
     }
 
-    /// Asserts nothing of this stack is left: no process mentioning its root, no socket.
+    /// Adds every process now under `argosctl up` (daemons, warm shims, launches' shims,
+    /// their inits and workloads) to those that must not outlive the stack.
+    fn remember_processes(&mut self) {
+        if let Some(child) = &self.child {
+            for k in descendants(child.id() as i32) {
+                if !self.seen.contains(&k) {
+                    self.seen.push(k);
+                }
+            }
+        }
+    }
+
+    /// What of this stack still runs: a process mentioning its root, any process seen
+    /// under its `argosctl up`, the shim and init of any launch its receipts name (a launch
+    /// re-adopted after a crash is no one's child), and everything below those.
+    pub fn leftovers(&self) -> Vec<(i32, String)> {
+        let mut known: Vec<Known> = self.seen.clone();
+        known.extend(launch_receipts(
+            &self.root.path().join("state/execd/launches"),
+        ));
+        leftovers(self.root.path(), &known)
+    }
+
+    /// Asserts nothing of this stack is left: no process of it (see [`Stack::leftovers`];
+    /// warm shims end a moment after execd, so it waits up to 5 s), no socket.
     pub fn assert_nothing_left(&self) {
-        let left = processes_mentioning(self.root.path());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut left = self.leftovers();
+        while !left.is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+            left = self.leftovers();
+        }
         assert!(
             left.is_empty(),
             "processes left behind: {left:?}\noutput:\n{}",
@@ -521,19 +568,132 @@ impl Stack {
 
 impl Drop for Stack {
     fn drop(&mut self) {
+        self.remember_processes();
         if let Some(mut child) = self.child.take() {
             let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-            let deadline = Instant::now() + Duration::from_secs(10);
+            // Its stop gives execd 10 s to end every launch.
+            let deadline = Instant::now() + Duration::from_secs(20);
             while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
             let _ = child.kill();
             let _ = child.wait();
-            // The daemons die with the launcher (PR_SET_PDEATHSIG); kill stragglers anyway.
-            for (pid, _) in processes_mentioning(self.root.path()) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        // The daemons die with the launcher (PR_SET_PDEATHSIG), and its stop ends every
+        // launch; kill whatever of the stack is left anyway (a launch a crash left too).
+        for (pid, _) in self.leftovers() {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// A process known by its pid and start time (a pid the kernel hands out again is not it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Known {
+    pub pid: i32,
+    /// Field 22 of `/proc/<pid>/stat`: clock ticks after boot.
+    pub start: u64,
+}
+
+/// A process's state, parent and start time, from `/proc/<pid>/stat` (its command's name
+/// may hold spaces and parentheses: the fields are counted after the last `)`).
+fn proc_stat(pid: i32) -> Option<(char, i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    Some((
+        rest.first()?.chars().next()?,
+        rest.get(1)?.parse().ok()?,
+        rest.get(19)?.parse().ok()?,
+    ))
+}
+
+/// Every pid in /proc.
+fn pids() -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Every live process below `root` (by parent pids), `root` excluded.
+pub fn descendants(root: i32) -> Vec<Known> {
+    let table: Vec<(i32, i32, u64)> = pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let (state, ppid, start) = proc_stat(pid)?;
+            (state != 'Z').then_some((pid, ppid, start))
+        })
+        .collect();
+    let mut out: Vec<Known> = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for (pid, ppid, start) in &table {
+            if *ppid == parent && !out.iter().any(|k| k.pid == *pid) {
+                out.push(Known {
+                    pid: *pid,
+                    start: *start,
+                });
+                parents.push(*pid);
             }
         }
+    }
+    out
+}
+
+/// The shim and init every launch receipt (`<launches>/<id>/spec.json`) names: execd
+/// records them when it hands a launch over.
+pub fn launch_receipts(launches: &Path) -> Vec<Known> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(launches).into_iter().flatten().flatten() {
+        let Ok(text) = std::fs::read(e.path().join("spec.json")) else {
+            continue;
+        };
+        let Ok(spec) = serde_json::from_slice::<serde_json::Value>(&text) else {
+            continue;
+        };
+        for who in ["shim", "init"] {
+            let id = &spec[who];
+            if let (Some(pid), Some(start)) = (id["pid"].as_i64(), id["start_time"].as_u64()) {
+                out.push(Known {
+                    pid: pid as i32,
+                    start,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Which of `known` still run (a zombie does not: it is its parent's to reap, and that
+/// parent, if it is ours, is here itself), with everything below them, and every process
+/// whose command line mentions `root`; each with its command line.
+pub fn leftovers(root: &Path, known: &[Known]) -> Vec<(i32, String)> {
+    let mut out = processes_mentioning(root);
+    let alive = known.iter().filter(|k| {
+        proc_stat(k.pid).is_some_and(|(state, _, start)| start == k.start && state != 'Z')
+    });
+    for k in alive {
+        for pid in std::iter::once(k.pid).chain(descendants(k.pid).into_iter().map(|d| d.pid)) {
+            if !out.iter().any(|(p, _)| *p == pid) {
+                out.push((pid, describe(pid)));
+            }
+        }
+    }
+    out
+}
+
+/// A process as `ps` would name it: its command line, or `[comm]` without one.
+fn describe(pid: i32) -> String {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let cmd = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    let cmd = cmd.trim();
+    if cmd.is_empty() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        format!("[{}]", comm.trim())
+    } else {
+        cmd.to_string()
     }
 }
 
@@ -665,6 +825,11 @@ impl Standalone {
 impl Drop for Standalone {
     fn drop(&mut self) {
         self.kill9();
+        // kill -9 leaves its launches running (as a crash does): end them too.
+        let launches = self.root.path().join("state/execd/launches");
+        for (pid, _) in leftovers(self.root.path(), &launch_receipts(&launches)) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
     }
 }
 

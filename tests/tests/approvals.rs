@@ -181,7 +181,8 @@ fn argosctl_lists_and_decides_approvals_with_an_api_token() {
     );
     let token = r.json()["token"].as_str().unwrap().to_string();
     let ctl = |args: &[&str]| {
-        let out = argos_tests::command("argosctl")
+        let out = stack
+            .argosctl()
             .args(args)
             .args(["--url", &url])
             .env("ARGOS_TOKEN", &token)
@@ -250,12 +251,168 @@ fn argosctl_lists_and_decides_approvals_with_an_api_token() {
         "{out}"
     );
     // Without a token it says what to do.
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["approvals", "list", "--url", &url])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ARGOS_TOKEN"));
+    stack.stop();
+}
+
+/// A listener on a loopback port as `uid`, which counts what each connection sent it
+/// (`conn N` per connection on its output, after `ready`).
+struct Listener {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Listener {
+    fn start(port: u16, uid: u32) -> Listener {
+        use std::io::BufRead as _;
+        use std::os::unix::process::CommandExt as _;
+        let script = format!(
+            r#"
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", {port})); s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept(); c.settimeout(3)
+    got = 0
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b: break
+            got += len(b)
+    except OSError:
+        pass
+    c.close()
+    print("conn", got, flush=True)
+"#
+        );
+        let mut child = std::process::Command::new("python3")
+            .args(["-c", &script])
+            .uid(uid)
+            .gid(uid)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(out.next().unwrap().unwrap(), "ready");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    return;
+                }
+            }
+        });
+        Listener { child, lines }
+    }
+
+    /// Stops it and answers the connections it had.
+    fn stop(mut self) -> Vec<String> {
+        // What a refused connection would have reached it as is counted first.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.lines.iter().collect()
+    }
+}
+
+/// While a stack is stopped, or none is recorded, the gateway's port is anyone's to bind.
+/// argosctl asks the kernel who listens there before it sends ARGOS_TOKEN: a listener of
+/// another uid is not even connected to, and the refusal names the port, the uid found and
+/// the uids expected (the stopped stack's gateway uid from its config; root and the caller
+/// with no stack). A root listener, as systemd's socket activation makes, gets the request.
+#[test]
+fn argosctl_sends_no_token_to_a_port_another_user_listens_on() {
+    argos_tests::require_root("listening as another uid (nobody, 65534)");
+    const NOBODY: u32 = 65534;
+    let token = "argos_never_for_strangers";
+    let mut stack = StackBuilder::new().start();
+    let port = stack.listen.port();
+    let url = format!("http://127.0.0.1:{port}");
+    stack.restart_with(|root| {
+        let ctl = |cwd: &std::path::Path, args: &[&str]| {
+            let out = argos_tests::command("argosctl")
+                .args(args)
+                .current_dir(cwd)
+                .env("XDG_STATE_HOME", cwd.join("xdg-state"))
+                .env("ARGOS_TOKEN", token)
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).to_string(),
+                String::from_utf8_lossy(&out.stderr).to_string(),
+            )
+        };
+        let stranger = Listener::start(port, NOBODY);
+        // The stopped stack's own tree: its config names the gateway's uid.
+        let tree = root.display().to_string();
+        let (code, _, err) = ctl(root, &["approvals", "list", "--root", &tree, "--url", &url]);
+        assert_eq!(code, Some(2), "{err}");
+        for want in [
+            "ARGOS_TOKEN not sent".to_string(),
+            format!("port {port}"),
+            format!("uid {NOBODY}"),
+            argos_tests::GATEWAY_UID.to_string(),
+        ] {
+            assert!(err.contains(&want), "{want}: {err}");
+        }
+        // No stack at all (nothing in the working or the state dir): root and the caller.
+        let nowhere = tempfile::tempdir().unwrap();
+        for args in [
+            &["approvals", "list"][..],
+            &["jobs", "list"],
+            &["tasks", "list"],
+            &["audit", "verify"],
+        ] {
+            let args: Vec<&str> = args.iter().copied().chain(["--url", &url]).collect();
+            let (code, out, err) = ctl(nowhere.path(), &args);
+            assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+            assert!(
+                err.contains(&format!("uid {NOBODY}, not by the gateway (uid 0")),
+                "{args:?}: {err}"
+            );
+        }
+        assert_eq!(stranger.stop(), Vec::<String>::new(), "the stranger was connected to");
+
+        // Root listening (what PID 1 is under socket activation): the request is sent.
+        let root_port = argos_tests::free_port();
+        let ours = std::net::TcpListener::bind(("127.0.0.1", root_port)).unwrap();
+        let served = std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let (mut c, _) = ours.accept().unwrap();
+            let mut got: Vec<u8> = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let body = r#"{"approvals": []}"#;
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            String::from_utf8_lossy(&got).to_lowercase()
+        });
+        let root_url = format!("http://127.0.0.1:{root_port}");
+        let (code, out, err) = ctl(nowhere.path(), &["approvals", "list", "--url", &root_url]);
+        assert_eq!((code, out.trim()), (Some(0), "no pending approvals"), "{err}");
+        let request = served.join().unwrap();
+        assert!(
+            request.starts_with("get /api/approvals")
+                && request.contains(&format!("authorization: bearer {token}")),
+            "{request}"
+        );
+    });
     stack.stop();
 }
 

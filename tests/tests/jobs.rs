@@ -589,7 +589,8 @@ fn argosctl_starts_shows_lists_and_cancels_jobs_and_runs_tasks() {
     );
     let token = r.json()["token"].as_str().unwrap().to_string();
     let ctl = |args: &[&str]| {
-        let out = argos_tests::command("argosctl")
+        let out = stack
+            .argosctl()
             .args(args)
             .args(["--url", &url])
             .env("ARGOS_TOKEN", &token)

@@ -316,12 +316,28 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     // answering 101, as build containers have); a host does not.
     c.ok("rm -f /usr/sbin/policy-rc.d");
     // The container shares the host's network: its gateway listens on a port of the
-    // test's, set the way an admin would, by a drop-in (made before the package starts
-    // the unit).
+    // test's, set the way an admin would, by drop-ins (made before the package starts
+    // the units): the port systemd holds (the socket unit's) and gateway.listen, alike.
     let port = argos_tests::free_port();
     c.ok(&format!(
         "mkdir -p /etc/systemd/system/argos-gatewayd.service.d && printf '[Service]\\nEnvironment=ARGOS_GATEWAY__LISTEN=127.0.0.1:{port}\\n' > /etc/systemd/system/argos-gatewayd.service.d/listen.conf"
     ));
+    c.ok(&format!(
+        "mkdir -p /etc/systemd/system/argos-gatewayd.socket.d && printf '[Socket]\\nListenStream=\\nListenStream=127.0.0.1:{port}\\n' > /etc/systemd/system/argos-gatewayd.socket.d/listen.conf"
+    ));
+    // Who listens on the gateway's port, by /proc/net/tcp's LISTEN rows: their uids.
+    let port_owners = |c: &Container| -> Vec<String> {
+        let table = c.ok("cat /proc/net/tcp");
+        let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes([127, 0, 0, 1]));
+        table
+            .lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.get(1) == Some(&local.as_str()) && f.get(3) == Some(&"0A"))
+                    .then(|| f.get(7).unwrap_or(&"?").to_string())
+            })
+            .collect()
+    };
     std::fs::copy(&deb, c.root().join("root/argos.deb")).unwrap();
     std::fs::copy(&grpcurl, c.root().join("usr/local/bin/grpcurl")).unwrap();
 
@@ -349,6 +365,14 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
             "{unit}: {show}"
         );
     }
+    // The gateway's port is systemd's socket (root's), handed to the gateway.
+    let show = c.ok("systemctl show -p ActiveState,UnitFileState argos-gatewayd.socket");
+    for want in ["ActiveState=active", "UnitFileState=enabled"] {
+        assert!(show.lines().any(|l| l == want), "socket: {want}\n{show}");
+    }
+    assert_eq!(port_owners(&c), ["0"], "the port is held by systemd");
+    let journal = c.ok("journalctl --no-pager -u argos-gatewayd");
+    assert!(journal.contains("socket activation"), "{journal}");
     let users = c.ok("getent passwd argos-gw argos-mcp argos-job; getent group argos");
     for u in ["argos-gw", "argos-mcp", "argos-job"] {
         assert!(
@@ -554,6 +578,12 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
         c.journal()
     );
     assert_eq!(tail_pid(), "", "the launch ended with the stop");
+    // The stopped gateway's port stays systemd's: no local user can take it meanwhile.
+    assert_eq!(
+        port_owners(&c),
+        ["0"],
+        "the port is held while the gateway is stopped"
+    );
     let ended = c.ok("journalctl --no-pager -u argos-execd");
     assert!(
         ended
@@ -576,6 +606,8 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     assert!(c.argos_processes().is_empty(), "{:?}", c.argos_processes());
     c.ok("test -f /var/lib/argos/execd/execd.db && test -d /var/lib/argos-work && test -f /etc/argos/argos.toml");
     c.ok("! test -e /usr/libexec/argos/argos-execd && ! test -e /usr/lib/systemd/system/argos-execd.service");
+    c.ok("! test -e /usr/lib/systemd/system/argos-gatewayd.socket");
+    assert!(port_owners(&c).is_empty(), "the port is let go on removal");
     c.ok("dpkg --purge argos 2>&1");
     c.ok("! test -e /var/lib/argos && ! test -e /var/lib/argos-work && ! test -e /etc/argos && ! test -e /run/argos");
     c.ok("! test -e /etc/systemd/system/multi-user.target.wants/argos-execd.service");

@@ -293,6 +293,55 @@ fn sigterm_to_argosctl_up_leaves_nothing_behind() {
     assert!(stack.log().contains("stack stopped"));
 }
 
+/// `argosctl up`'s stop is a stop (execd gets SIGUSR2, as from `systemctl stop`): a
+/// running launch is ended with the stack, and nothing it ran is left — not its shim, its
+/// init or its workload, which the harness now finds by the launch's receipt wherever
+/// they were reparented. A daemon's death stops the rest as a restart instead: the launch
+/// runs on and the next start adopts it.
+#[test]
+fn a_stop_ends_every_launch_and_a_daemons_death_keeps_them() {
+    let mut stack = StackBuilder::new().start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // The client's channel is made inside the runtime.
+    let _in_rt = rt.enter();
+    let started = rt
+        .block_on(stack.exec().start(argos_proto::exec::v1::RunRequest {
+            command: "sleep 600".into(),
+            timeout_ms: Some(900_000),
+            ..Default::default()
+        }))
+        .unwrap();
+    let receipt = stack
+        .root()
+        .join("state/execd/launches")
+        .join(&started.id)
+        .join("spec.json");
+    let receipt: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    let ran = ["shim", "init"].map(|who| receipt[who]["pid"].as_i64().unwrap() as i32);
+    let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+    assert!(ran.iter().all(|p| alive(*p)), "{ran:?} {receipt}");
+
+    // mcpd dies: the rest stop as for a restart, and the launch outlives them.
+    stack.crash_and_restart("mcpd");
+    assert!(
+        ran.iter().all(|p| alive(*p)),
+        "the launch ended with a restart"
+    );
+    let status = |stack: &argos_tests::Stack| {
+        let got = rt.block_on(stack.exec().get(&started.id, false)).unwrap();
+        got.execution.unwrap().status
+    };
+    let running = argos_proto::exec::v1::ExecutionStatus::Running as i32;
+    assert_eq!(status(&stack), running, "adopted again");
+
+    // The operator's stop ends it: stop() asserts that nothing of the stack is left.
+    stack.stop();
+    for pid in ran {
+        assert!(!alive(pid), "{pid} outlived the stack's stop");
+    }
+}
+
 #[test]
 fn a_dead_daemon_is_reported_and_the_rest_are_stopped() {
     let mut stack = StackBuilder::new().start();
@@ -409,6 +458,7 @@ fn a_port_in_use_fails_the_start_with_the_reason() {
         .arg(root.path())
         .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
         .arg(argos_tests::bin_dir())
+        .env("XDG_STATE_HOME", root.path().join("xdg-state"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -471,6 +521,8 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
         .arg(&root)
         .args(["--listen", &format!("127.0.0.1:{port}"), "--bin-dir"])
         .arg(argos_tests::bin_dir())
+        // Its pointer to the stack goes in the test's dir, not the real user's.
+        .env("XDG_STATE_HOME", closed.path().join("xdg-state"))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -535,7 +587,8 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
 #[test]
 fn argosctl_status_reports_every_daemon_and_the_callers_role() {
     let stack = StackBuilder::new().start();
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["status", "--root"])
         .arg(stack.root())
         .output()
@@ -773,7 +826,8 @@ fn the_daemons_own_hardening_refuses_what_a_compromised_one_would_try() {
 #[test]
 fn argosctl_runs_a_command_through_execd_and_documents_each_command() {
     let stack = StackBuilder::new().start();
-    let out = argos_tests::command("argosctl")
+    let out = stack
+        .argosctl()
         .args(["run", "--root"])
         .arg(stack.root())
         .args([

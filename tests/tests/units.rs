@@ -8,6 +8,9 @@ use argos_tests::{bin_dir, workspace_root};
 
 const DAEMONS: [&str; 4] = ["execd", "mcpd", "jobd", "gatewayd"];
 
+/// The socket units: the gateway's HTTP port, held by systemd.
+const SOCKETS: [&str; 1] = ["argos-gatewayd.socket"];
+
 #[test]
 fn systemd_analyze_verifies_every_unit_without_a_word() {
     let analyze = std::path::Path::new("/usr/bin/systemd-analyze");
@@ -18,14 +21,19 @@ fn systemd_analyze_verifies_every_unit_without_a_word() {
     // The units name /usr/libexec/argos: here they name the built binaries instead.
     let dir = tempfile::tempdir().unwrap();
     let mut units = Vec::new();
-    for d in DAEMONS {
-        let name = format!("argos-{d}.service");
+    for name in DAEMONS
+        .iter()
+        .map(|d| format!("argos-{d}.service"))
+        .chain(SOCKETS.iter().map(|s| s.to_string()))
+    {
         let text = std::fs::read_to_string(workspace_root().join("systemd").join(&name)).unwrap();
         let here = text.replace(
             "/usr/libexec/argos/argos-",
             &format!("{}/argos-", bin_dir().display()),
         );
-        assert_ne!(here, text, "{name} starts /usr/libexec/argos/argos-{d}");
+        if name.ends_with(".service") {
+            assert_ne!(here, text, "{name} starts a program in /usr/libexec/argos");
+        }
         let path = dir.path().join(&name);
         std::fs::write(&path, here).unwrap();
         units.push(path);
@@ -141,5 +149,40 @@ fn every_unit_is_notify_and_starts_after_the_sockets_it_needs() {
             execd.lines().any(|l| l == want),
             "execd's launches outlive its restart and end with its stop: {want}"
         );
+    }
+}
+
+/// The gateway's port is systemd's: the socket unit listens where the packaged config's
+/// `gateway.listen` says, and the service takes it (on standard input, its output still
+/// to the journal) and cannot start without it.
+#[test]
+fn the_gateways_port_is_held_by_its_socket_unit() {
+    let socket =
+        std::fs::read_to_string(workspace_root().join("systemd/argos-gatewayd.socket")).unwrap();
+    let config = std::fs::read_to_string(workspace_root().join("packaging/argos.toml")).unwrap();
+    let listen = config
+        .lines()
+        .find_map(|l| l.strip_prefix("listen = "))
+        .expect("gateway.listen in the packaged config")
+        .trim_matches('"');
+    let lines: Vec<&str> = socket.lines().collect();
+    for want in [format!("ListenStream={listen}"), "Accept=no".to_string()] {
+        assert!(
+            lines.contains(&want.as_str()),
+            "argos-gatewayd.socket: {want}"
+        );
+    }
+    let service =
+        std::fs::read_to_string(workspace_root().join("systemd/argos-gatewayd.service")).unwrap();
+    let lines: Vec<&str> = service.lines().collect();
+    for want in [
+        "Requires=argos-gatewayd.socket",
+        "After=argos-gatewayd.socket",
+        "Sockets=argos-gatewayd.socket",
+        "StandardInput=socket",
+        "StandardOutput=journal",
+        "StandardError=journal",
+    ] {
+        assert!(lines.contains(&want), "argos-gatewayd.service: {want}");
     }
 }
