@@ -87,7 +87,18 @@ pub async fn listener(
     use anyhow::Context as _;
     let pid_var = std::env::var("LISTEN_PID").ok();
     let fds_var = std::env::var("LISTEN_FDS").ok();
-    if !passed(pid_var.as_deref(), fds_var.as_deref(), std::process::id())? {
+    // systemd sets LISTEN_PID and LISTEN_FDS for sockets passed from fd 3 on; one given as
+    // standard input (`StandardInput=socket`) it may pass without them, so a listening
+    // socket on standard input is taken as passed too (nothing else puts one there).
+    let on_stdin = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .is_some_and(|fd| {
+            nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::AcceptConn)
+                .unwrap_or(false)
+        });
+    if !on_stdin && !passed(pid_var.as_deref(), fds_var.as_deref(), std::process::id())? {
         let bound = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding HTTP listener {listen}"))?;

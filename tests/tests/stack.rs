@@ -319,7 +319,13 @@ fn a_stop_ends_every_launch_and_a_daemons_death_keeps_them() {
     let receipt: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
     let ran = ["shim", "init"].map(|who| receipt[who]["pid"].as_i64().unwrap() as i32);
-    let alive = |pid: i32| Path::new(&format!("/proc/{pid}")).exists();
+    // A zombie has ended: a re-adopted shim's parent is PID 1, which may reap late.
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+            .unwrap_or(false)
+    };
     assert!(ran.iter().all(|p| alive(*p)), "{ran:?} {receipt}");
 
     // mcpd dies: the rest stop as for a restart, and the launch outlives them.
