@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use argos_proto::job::v1 as jpb;
 use argos_tests::StackBuilder;
-use argos_tests::measure::{children, median};
+use argos_tests::measure::{children, median, pss_kib};
 use argos_tests::web::Web;
 use serde_json::json;
 
@@ -31,16 +31,6 @@ fn mem_available_kib() -> u64 {
         .unwrap_or_default()
         .lines()
         .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-/// PSS of a process, in KiB (shared pages counted once across their sharers).
-fn pss_kib(pid: i32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Pss:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }

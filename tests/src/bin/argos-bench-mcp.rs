@@ -19,7 +19,7 @@ use argos_proto::mcp::v1 as pb;
 use argos_proto::mcp::v1::mcp_client::McpClient;
 use argos_tests::StackBuilder;
 use argos_tests::mcp_peer::Everything;
-use argos_tests::measure::median;
+use argos_tests::measure::{median, pss_kib};
 use rmcp::ServiceExt as _;
 
 fn http(id: &str, url: &str, connect_timeout_ms: u32) -> pb::ServerConfig {
@@ -40,16 +40,6 @@ fn http(id: &str, url: &str, connect_timeout_ms: u32) -> pb::ServerConfig {
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
-/// PSS of a process, in KiB (shared pages counted once across their sharers).
-fn pss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Pss:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 async fn connected(c: &mut McpClient<tonic::transport::Channel>) -> usize {
@@ -292,7 +282,7 @@ fn main() {
         let served = t.elapsed();
         let pid = argos_tests::probe(&stack.socket("mcpd"), None, None).json["pid"]
             .as_u64()
-            .unwrap() as u32;
+            .unwrap() as i32;
         let pss = pss_kib(pid);
         println!();
         println!("P7 100 servers added at once, 10 hung (connect timeout {timeout_ms} ms each)");
