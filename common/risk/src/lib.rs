@@ -185,8 +185,12 @@ pub(crate) struct Acc {
     downloads: bool,
     /// …and, somewhere, a program that runs code it reads (a shell, an interpreter).
     interprets: bool,
-    /// Somewhere, a shell that reads its script from its input.
+    /// Somewhere, a shell that reads its script from its input…
     shell_input: bool,
+    /// …or another interpreter that reads its program from its input.
+    code_input: bool,
+    /// The command being judged reads its input from a pipe (while it is judged).
+    piped_in: bool,
     /// The command is compound or indirect (never `read_only`).
     compound: bool,
     /// Every program run, as written.

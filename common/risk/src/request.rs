@@ -152,6 +152,8 @@ pub(crate) fn input(stdin: &[u8], acc: &mut Acc) {
     } else if acc.database {
         // A database client reads its statements from its input.
         crate::rules::sql_text(&String::from_utf8_lossy(stdin), acc);
+    } else if acc.code_input {
+        acc.unread("an interpreter runs its standard input as its program");
     } else if acc.interprets {
         acc.raise(
             Class::ConfigMutation,
@@ -310,13 +312,18 @@ mod tests {
         assert_eq!(v.class, Class::Destructive, "{v:?}");
         let v = verdict("psql -d app", &[], "SELECT 1;\n");
         assert_eq!(v.class, Class::ConfigMutation, "{v:?}");
-        // Python's input is code, not inspected.
+        // Python's input is its program, in a language the classifier does not read.
         let v = verdict("python3", &[], "import os; os.system('id')");
-        assert_eq!(v.class, Class::ConfigMutation, "{v:?}");
+        assert_eq!(v.class, Class::Destructive, "{v:?}");
         assert!(
-            v.reasons.iter().any(|r| r.why.contains("not inspected")),
+            v.reasons
+                .iter()
+                .any(|r| r.why.contains("runs its standard input as its program")),
             "{v:?}"
         );
+        // Data given to a program that reads it is data.
+        let v = verdict("python3 -m json.tool", &[], "{}");
+        assert_eq!(v.class, Class::ConfigMutation, "{v:?}");
     }
 
     /// Readers whose options run a program on their data: never a read, whatever the input.

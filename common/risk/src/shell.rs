@@ -96,6 +96,10 @@ fn walk(src: &str, acc: &mut Acc) {
                         {
                             {
                                 acc.raise(Class::ReversibleLow, "process substitution");
+                                if runs_what_it_reads(&words) {
+                                    // `bash <(… | base64 -d)`: its script is printed at run time.
+                                    acc.unread("a script read from a process substitution");
+                                }
                                 acc.compound = true;
                                 // The commands inside are cut out like any others.
                                 flush(&mut words, std::mem::take(&mut place), &functions, acc);
@@ -144,6 +148,26 @@ fn walk(src: &str, acc: &mut Acc) {
         }
     }
     flush(&mut words, place, &functions, acc);
+}
+
+/// Whether the simple command in `words` is a shell, an interpreter or `source`, maybe
+/// behind a wrapper (`sudo bash`): a file operand it is given is its program.
+fn runs_what_it_reads(words: &[Word]) -> bool {
+    const WRAPPERS: &[&str] = &[
+        "sudo", "doas", "env", "exec", "command", "builtin", "nice", "nohup", "timeout", "time",
+        "setsid", "stdbuf", "ionice", "chrt", "taskset", "busybox",
+    ];
+    let mut programs = words
+        .iter()
+        .filter(|w| {
+            !w.dynamic && !w.lit.contains('=') && !rules::RESERVED.contains(&w.lit.as_str())
+        })
+        .map(|w| w.lit.rsplit('/').next().unwrap_or(&w.lit));
+    match programs.next() {
+        Some(first) if rules::runs_code(first) => true,
+        Some(first) if WRAPPERS.contains(&first) => programs.any(rules::runs_code),
+        _ => false,
+    }
 }
 
 /// Why the subshells in `tokens` do not pair up, if they do not (a `)` ending a `case`

@@ -122,6 +122,32 @@ fn what_is_not_read_whole_is_destructive() {
     assert_eq!(class("rm -rf /srv\necho 'unterminated"), Class::Destructive);
 }
 
+/// Code made at run time (decoded, fetched, printed by another command) or written in a
+/// language the classifier does not read is unread: a yes in an agent's client would run
+/// what the human never saw (the review's attack). Shell text written out stays judged.
+#[test]
+fn code_built_at_run_time_is_unread() {
+    for cmd in [
+        "sh -c \"$(echo cm0gLXJmIC9zcnY= | base64 -d)\"",
+        "eval \"$(echo cm0gLXJmIC9zcnY= | base64 -d)\"",
+        "python3 -c 'import base64,os;os.system(base64.b64decode(\"cm0gLXJmIC9zcnY=\"))'",
+        "echo cm0gLXJmIC9zcnY= | base64 -d | bash",
+        "bash <(echo cm0gLXJmIC9zcnY= | base64 -d)",
+        "echo cm0gLXJmIC9zcnY= | base64 -d | xargs -I{} sh -c '{}'",
+        "echo cm0gLXJmIC9zcnY= | base64 -d | sed e",
+    ] {
+        let v = classify(Command::Shell(cmd), None);
+        assert_eq!(v.class, Class::Destructive, "{cmd}: {v:?}");
+        assert!(
+            v.reasons[0].why.contains("held as destructive"),
+            "{cmd}: {v:?}"
+        );
+    }
+    for cmd in ["sh -c 'uptime'", "eval 'ls -la'", "python3 manage.py check"] {
+        assert_eq!(class(cmd), Class::ConfigMutation, "{cmd}");
+    }
+}
+
 #[test]
 fn classes_parse_and_order() {
     for c in Class::ALL {

@@ -13,7 +13,7 @@ pub use names::SHELL_ONLY;
 pub use texts::sql_text;
 
 use args::{after_options, dynamic, flag, lits, operands};
-use names::{BIN_DIRS, DATABASES, DOWNLOADERS, INTERPRETERS, SYSTEM_ROOTS};
+use names::{BIN_DIRS, DATABASES, DOWNLOADERS, SYSTEM_ROOTS};
 use texts::{sed, sql_words};
 use tools::{containers, firewall, git, ip, kubectl, packages, systemctl};
 use wrappers::inner_command;
@@ -74,7 +74,7 @@ pub fn simple(
     }
     let (first, args) = rest.split_first()?;
     if first.dynamic {
-        acc.raise(Config, "the program to run comes from an expansion");
+        acc.unread("the program to run comes from an expansion (built at run time)");
         return None;
     }
     acc.programs.push(first.lit.clone());
@@ -89,12 +89,23 @@ pub fn simple(
         }
         return Some(name);
     }
-    if place.piped && INTERPRETERS.contains(&name.as_str()) {
+    let interpreter = names::interpreter(&name).is_some();
+    if place.piped && interpreter {
         acc.interprets = true;
     }
+    // An interpreter reading its program from a pipe runs what another command printed.
+    let piped_in = acc.piped_in;
+    acc.piped_in |= place.from.is_some();
     command(&name, args, acc);
+    acc.piped_in = piped_in;
     sql_words(args, acc);
     Some(name)
+}
+
+/// Whether `word` names a shell, an interpreter or `source`: what it reads is its code.
+pub(crate) fn runs_code(word: &str) -> bool {
+    let name = word.rsplit('/').next().unwrap_or(word);
+    matches!(name, "source" | ".") || names::interpreter(name).is_some()
 }
 
 /// `NAME=…`, `NAME+=…` or `NAME[i]=…`.
@@ -317,6 +328,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc,
         ),
         "awk" | "gawk" | "mawk" | "nawk" => {
+            if a.iter().any(|x| x.contains("system") || x.contains('|')) {
+                // `system(sprintf(…))`, `cmd | getline`: a command the program builds.
+                acc.unread(format!("`{name}` runs commands its program builds"));
+            }
             acc.raise(Config, format!("`{name}` can run commands and write files"))
         }
         "tar" => {

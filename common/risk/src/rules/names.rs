@@ -18,6 +18,15 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "bun",
 ];
 
+/// `name` without a version suffix when it is an interpreter's (`python3.11`, `perl5.36`).
+pub(super) fn interpreter(name: &str) -> Option<&'static str> {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS
+        .iter()
+        .find(|i| **i == name || **i == base)
+        .copied()
+}
+
 /// Database clients: `DROP TABLE` given to one is destructive.
 pub(super) const DATABASES: &[&str] = &[
     "psql",

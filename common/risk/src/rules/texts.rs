@@ -40,18 +40,41 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
         };
         scripts.extend(first);
     }
-    if scripts.iter().any(|s| sed_script_acts(s)) {
-        acc.raise(
+    let mut commands = Vec::new();
+    let acts = scripts
+        .iter()
+        .map(|s| sed_script_acts(s, &mut commands))
+        .max();
+    for c in &commands {
+        crate::shell::script(c, acc);
+    }
+    match acts {
+        Some(Acts::RunsEdited) => {
+            // `e` alone, `s///e`: runs the text sed made, a command built at run time.
+            acc.unread("`sed` script runs the text it edits as a command (e)");
+        }
+        Some(Acts::Changes) => acc.raise(
             Config,
             "`sed` script writes files or runs commands (w, W, e)",
-        );
-    } else {
-        acc.raise(ReadOnly, "`sed` only reads");
+        ),
+        _ => acc.raise(ReadOnly, "`sed` only reads"),
     }
 }
 
+/// What a sed script does besides printing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Acts {
+    Nothing,
+    /// Writes a file (`w`, `W`) or runs the command written after `e`.
+    Changes,
+    /// Runs its pattern space: what it read and edited (`e` alone, `s///e`).
+    RunsEdited,
+}
+
 /// Whether a sed script holds a command that writes a file or runs one.
-pub(super) fn sed_script_acts(script: &str) -> bool {
+/// The commands written after `e` go to `commands`.
+pub(super) fn sed_script_acts(script: &str, commands: &mut Vec<String>) -> Acts {
+    let mut acts = Acts::Nothing;
     let b: Vec<char> = script.chars().collect();
     let mut i = 0;
     // Skips a delimited part starting at `i` (the delimiter); returns the index after it.
@@ -79,19 +102,45 @@ pub(super) fn sed_script_acts(script: &str) -> bool {
             }
             's' | 'y' => {
                 let Some(&d) = b.get(i + 1) else {
-                    return false;
+                    return acts;
                 };
                 i = delimited(i + 1, d);
                 i = delimited(i - 1, d);
-                if b[i.min(b.len())..]
+                // Its flags; `w` takes the rest of the line as a file name.
+                for c in b[i.min(b.len())..]
                     .iter()
                     .take_while(|c| !matches!(c, ';' | '\n' | '}'))
-                    .any(|c| matches!(c, 'w' | 'W' | 'e'))
                 {
-                    return true;
+                    match c {
+                        'e' => return Acts::RunsEdited,
+                        'w' | 'W' => {
+                            acts = Acts::Changes;
+                            break;
+                        }
+                        _ => {}
+                    }
                 }
             }
-            'w' | 'W' | 'e' => return true,
+            'e' => {
+                // `e command` runs the command written there; `e` alone, the pattern space.
+                // (It takes the rest of the line, `;` included.)
+                let rest: String = b[i + 1..].iter().take_while(|c| **c != '\n').collect();
+                if rest.trim().is_empty() {
+                    return Acts::RunsEdited;
+                }
+                commands.push(rest);
+                acts = Acts::Changes;
+                while i < b.len() && b[i] != '\n' {
+                    i += 1;
+                }
+            }
+            'w' | 'W' => {
+                // The file name runs to the end of the line.
+                acts = Acts::Changes;
+                while i < b.len() && b[i] != '\n' {
+                    i += 1;
+                }
+            }
             'a' | 'i' | 'c' | 'r' | 'R' | 'b' | 't' | 'T' | ':' => {
                 // Text or a label or file name to the end of the command.
                 while i < b.len() && b[i] != '\n' && b[i] != ';' {
@@ -101,7 +150,7 @@ pub(super) fn sed_script_acts(script: &str) -> bool {
             _ => i += 1,
         }
     }
-    false
+    acts
 }
 
 /// Notes destructive SQL (or a key-value store's flush) in a command's words.

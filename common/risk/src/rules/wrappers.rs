@@ -3,7 +3,7 @@
 //! as deep as `MAX_DEPTH`.
 
 use super::args::{after_options, flag, lits, operands};
-use super::names::INTERPRETERS;
+use super::names;
 use super::{command, is_assignment, simple};
 use crate::shell::{self, Place, Word};
 use crate::{Acc, Class};
@@ -114,12 +114,18 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         "eval" => {
             acc.compound = true;
             acc.raise(Config, "`eval` runs its arguments as shell code");
+            if args.iter().any(|w| w.dynamic) {
+                acc.unread("`eval` of an expansion runs code built at run time");
+            }
             let script = a.join(" ");
             shell::script(&script, acc);
         }
         "watch" => {
             acc.raise(Low, "`watch` runs a command repeatedly");
             let rest = after_options(args, &["-n", "--interval", "-d", "-q", "--equexit"]);
+            if rest.iter().any(|w| w.dynamic) {
+                acc.unread("`watch` of an expansion runs code built at run time");
+            }
             if !rest.is_empty() {
                 let script = lits(rest).join(" ");
                 shell::script(&script, acc);
@@ -152,6 +158,15 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     "--jobs",
                 ],
             );
+            if let Some(first) = inner.first()
+                && names::interpreter(first.lit.rsplit('/').next().unwrap_or("")).is_some()
+            {
+                // `… | xargs sh -c '…{}…'`: what it reads becomes code.
+                acc.unread(format!(
+                    "`{name}` gives what it reads to `{}`: code built at run time",
+                    first.lit
+                ));
+            }
             if !inner.is_empty() {
                 inner_command(inner, acc);
             }
@@ -177,15 +192,21 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     "-I", "-m", "-O", "-Q", "-S", "-W", "-w", "-B",
                 ],
             );
+            if rest.iter().skip(1).any(|w| w.dynamic) {
+                acc.unread("`ssh` of an expansion runs code built at run time");
+            }
             if rest.len() > 1 {
                 let script = lits(&rest[1..]).join(" ");
                 shell::script(&script, acc);
             }
         }
-        n if INTERPRETERS.contains(&n) => interpreter(n, args, acc),
+        n if names::interpreter(n).is_some() => interpreter(n, args, acc),
         "source" | "." => {
             acc.interprets = true;
             acc.raise(Config, format!("`{name}` runs a script file in the shell"));
+            if args.first().is_some_and(|w| w.dynamic) {
+                acc.unread(format!("`{name}` of a file named by an expansion"));
+            }
         }
         "export" | "unset" | "set" | "alias" | "unalias" | "shopt" | "umask" | "ulimit"
         | "trap" | "readonly" | "declare" | "typeset" | "local" | "hash" | "shift" => {
@@ -213,9 +234,9 @@ pub(super) fn inner_command(words: &[Word], acc: &mut Acc) {
 
 fn inner_script(w: &Word, acc: &mut Acc) {
     if w.dynamic {
-        // `sh -c "$(curl …)"` runs whatever the expansion printed.
+        // `sh -c "$(… | base64 -d)"` runs whatever the expansion printed: no one read it.
         acc.interprets = true;
-        acc.raise(Config, "a script that comes from an expansion");
+        acc.unread("a script that comes from an expansion (built at run time)");
     }
     shell::script(&w.lit, acc);
 }
@@ -254,8 +275,10 @@ fn is_stdin(path: &str) -> bool {
 /// `sh -c '…'` and the like; a script file or standard input is not inspected.
 fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
     acc.compound = true;
+    // `python3.11` is judged as `python`.
+    let kind = names::interpreter(name).unwrap_or(name);
     let shells = !matches!(
-        name,
+        kind,
         "python"
             | "python2"
             | "python3"
@@ -272,7 +295,7 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
     );
     if name == "busybox"
         && let Some((first, rest)) = args.split_first()
-        && !INTERPRETERS.contains(&first.lit.as_str())
+        && names::interpreter(&first.lit).is_none()
     {
         command(&first.lit, rest, acc);
         return;
@@ -288,9 +311,22 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
                 inner_script(script, acc);
             }
         }
+        _ if !shells && inline_code(kind, args) => {
+            // The classifier reads shell, not Python or Perl: `exec(b64decode(…))` hides
+            // anything from the human who would say yes.
+            acc.unread(format!(
+                "`{name}` runs code given inline, in a language not read"
+            ));
+        }
         _ if reads_script_from_input(args, shells) => {
             acc.interprets = true;
             acc.shell_input |= shells;
+            acc.code_input |= !shells;
+            if acc.piped_in {
+                acc.unread(format!(
+                    "`{name}` runs code another command prints into its input"
+                ));
+            }
             acc.raise(Config, format!("`{name}` runs code from its input"));
         }
         _ => acc.raise(
@@ -298,4 +334,68 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
             format!("`{name}` runs a program that is not inspected"),
         ),
     }
+}
+
+/// Whether a (non-shell) interpreter's arguments hold its program (`python3 -c`,
+/// `perl -lne`, `node --eval=…`, `deno eval`) before its script operand. An operand right
+/// after an option that may take a value (`-W`, `--title`) is taken for that value, so a
+/// flag after it is still found: when unsure, the program is held to be inline.
+fn inline_code(name: &str, args: &[Word]) -> bool {
+    // Letters that give code, letters whose value is the rest of the word.
+    let (code, valued): (&str, &str) = match name {
+        "python" | "python2" | "python3" => ("c", "WXQm"),
+        "perl" => ("eE", "iIxMmdDVC"),
+        "ruby" => ("e", "IrCEFKTWx"),
+        "lua" => ("e", "l"),
+        "php" => ("rRBE", "cdfztS"),
+        "node" | "nodejs" | "bun" => ("ep", "rC"),
+        "deno" => return args.first().is_some_and(|a| a.lit == "eval"),
+        "pwsh" => {
+            return args.iter().any(|a| {
+                let l = a.lit.to_ascii_lowercase();
+                (l.starts_with("-c") || l.starts_with("-e")) && !l.starts_with("-ex")
+            });
+        }
+        _ => return false,
+    };
+    let long = [
+        "--eval",
+        "--print",
+        "--run",
+        "--process-code",
+        "--process-begin",
+    ];
+    let mut may_take_value = false;
+    for a in args.iter().map(|a| a.lit.as_str()) {
+        if a == "--" {
+            return false;
+        }
+        if !a.starts_with('-') || a == "-" {
+            if !may_take_value {
+                return false; // the script
+            }
+            may_take_value = false;
+            continue;
+        }
+        if let Some(l) = a.strip_prefix("--") {
+            if long.contains(&a.split('=').next().unwrap_or(a)) {
+                return true;
+            }
+            may_take_value = !l.contains('=');
+            continue;
+        }
+        may_take_value = a.len() == 2;
+        for c in a[1..].chars() {
+            if code.contains(c) {
+                return true;
+            }
+            if valued.contains(c) {
+                if name.starts_with("python") && c == 'm' {
+                    return false; // a module runs
+                }
+                break;
+            }
+        }
+    }
+    false
 }
