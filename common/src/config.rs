@@ -205,6 +205,9 @@ pub struct GatewayConfig {
     pub mcp_sessions_per_user: u64,
     /// An `/mcp` session with nothing in flight ends after this many idle seconds.
     pub mcp_session_idle_s: u64,
+    /// Requests per second one API token may make at `/mcp` (bursts of twice that); 0:
+    /// unlimited.
+    pub mcp_requests_per_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -424,6 +427,11 @@ impl Config {
                     "gateway.mcp_session_idle_s",
                     300u64,
                     "An MCP session at /mcp with no request in flight and no stream open ends after this many seconds, and everything it held is freed; a DELETE of the session ends it at once. At least 1.",
+                ),
+                mcp_requests_per_s: r.get(
+                    "gateway.mcp_requests_per_s",
+                    50u64,
+                    "Requests per second one API token may make at /mcp, over all its sessions, with bursts of twice that; beyond it a request is refused (429 with Retry-After, naming this setting). Bounds what one agent can make the gateway hold (each answered request is kept 2 s for a client that resumes its stream). 0: unlimited.",
                 ),
             },
             exec: ExecConfig {

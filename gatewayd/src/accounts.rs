@@ -176,6 +176,10 @@ pub struct Accounts {
     /// Bumped by each revocation, password change and deletion: a lookup that began before
     /// one does not cache what it read.
     token_generation: std::sync::atomic::AtomicU64,
+    /// Bumped whenever a credential may have ended (a logout, a revocation, a password
+    /// change, a deletion): the streams that outlive their request (terminals, event
+    /// streams, `/mcp` sessions) look again whether theirs still lets them in.
+    ended: tokio::sync::watch::Sender<u64>,
 }
 
 /// How long a looked-up token is believed without asking the database again.
@@ -204,6 +208,7 @@ impl Accounts {
             decoy: tokio::sync::OnceCell::new(),
             live_tokens: Default::default(),
             token_generation: Default::default(),
+            ended: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -499,7 +504,32 @@ impl Accounts {
             .bind(sha256(secret))
             .execute(&self.pool)
             .await?;
+        self.ended.send_modify(|n| *n += 1);
         Ok(())
+    }
+
+    /// Whether session `secret` is still live for `user_id` (as [`Accounts::session`]
+    /// checks, without marking it seen: a stream held open is not a request).
+    pub async fn session_live(&self, secret: &str, user_id: i64) -> Result<bool, AccountError> {
+        let now = now_ms();
+        Ok(sqlx::query(
+            "SELECT 1 FROM sessions s JOIN users u ON u.id = s.user_id
+             WHERE s.secret_sha256 = ?1 AND s.user_id = ?4 AND s.expires_at_ms > ?2
+               AND s.last_seen_ms > ?2 - ?3 AND u.disabled = 0",
+        )
+        .bind(sha256(secret))
+        .bind(now)
+        .bind(self.limits.idle.as_millis() as i64)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .is_some())
+    }
+
+    /// Changes each time a credential may have ended ([`Accounts::session_live`] and
+    /// [`Accounts::token_live`] tell whose).
+    pub fn endings(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
     }
 
     /// Creates an API token; returns its id and its secret (shown once).
@@ -621,6 +651,8 @@ impl Accounts {
         self.token_generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         cache.clear();
+        drop(cache);
+        self.ended.send_modify(|n| *n += 1);
     }
 
     fn cached_tokens(

@@ -128,6 +128,7 @@ fn main() -> ExitCode {
                     g.mcp_sessions_per_user,
                     g.mcp_session_idle_s,
                 )),
+                mcp_rate: agent_mcp::Rate::new(g.mcp_requests_per_s),
                 key,
                 audit,
                 tickets: api::Tickets::default(),
@@ -158,6 +159,30 @@ fn main() -> ExitCode {
             tokio::spawn({
                 let api = api.clone();
                 async move { api.mcp_sessions.expire().await }
+            });
+            tokio::spawn({
+                let api = api.clone();
+                async move {
+                    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+                    loop {
+                        every.tick().await;
+                        api.mcp_rate.forget_idle();
+                    }
+                }
+            });
+            tokio::spawn({
+                let api = api.clone();
+                async move {
+                    let mut endings = api.accounts.endings();
+                    while endings.changed().await.is_ok() {
+                        let accounts = &api.accounts;
+                        api.mcp_sessions
+                            .end_signed_out(|token| async move {
+                                accounts.token_live(token).await.unwrap_or(true)
+                            })
+                            .await;
+                    }
+                }
             });
             tokio::spawn(anchor::run(
                 api.clone(),

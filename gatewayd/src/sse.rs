@@ -13,8 +13,24 @@ use axum::response::{IntoResponse, Response};
 pub type Sender = tokio::sync::mpsc::Sender<Bytes>;
 
 /// An event stream response: the frames sent on the channel, with a comment line every
-/// `KEEP_ALIVE` of silence so proxies and clients keep an idle stream open.
-pub struct Stream(pub tokio::sync::mpsc::Receiver<Bytes>);
+/// `KEEP_ALIVE` of silence so proxies and clients keep an idle stream open, until the
+/// channel closes or `until` resolves (its caller signed out).
+pub struct Stream {
+    frames: tokio::sync::mpsc::Receiver<Bytes>,
+    until: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+}
+
+impl Stream {
+    pub fn new(
+        frames: tokio::sync::mpsc::Receiver<Bytes>,
+        until: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Stream {
+        Stream {
+            frames,
+            until: Box::pin(until),
+        }
+    }
+}
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -23,16 +39,18 @@ impl IntoResponse for Stream {
         let mut ticker =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let state = (self.frames, ticker, self.until);
         let frames =
-            futures_util::stream::unfold((self.0, ticker), |(mut rx, mut ticker)| async move {
+            futures_util::stream::unfold(state, |(mut rx, mut ticker, mut until)| async move {
                 let frame = tokio::select! {
                     f = rx.recv() => {
                         ticker.reset();
                         f?
                     }
                     _ = ticker.tick() => Bytes::from_static(b":\n\n"),
+                    () = &mut until => return None,
                 };
-                Some((Ok::<_, Infallible>(frame), (rx, ticker)))
+                Some((Ok::<_, Infallible>(frame), (rx, ticker, until)))
             });
         (
             [

@@ -264,6 +264,8 @@ fn mcp_sessions_are_bounded_per_token_and_user_and_end_when_idle() {
             "ARGOS_GATEWAY__MCP_SESSION_IDLE_S",
             &IDLE.as_secs().to_string(),
         )
+        // Sessions, not the request rate, are bounded here.
+        .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_S", "0")
         .start();
     let (mut admin, mut bob) = stack.admin_and_user();
     let mut scraper = admin.token(&["metrics"]);
@@ -352,5 +354,52 @@ fn mcp_sessions_are_bounded_per_token_and_user_and_end_when_idle() {
     let id = open_session(&mut other);
     assert!(alive(&mut other, &id));
     assert_eq!(sessions_open(&mut scraper), 1);
+    stack.stop();
+}
+
+/// One token could send requests at /mcp as fast as it liked, and rmcp kept each answered
+/// request's messages for a minute: the gateway held whatever one agent made it hold.
+/// Each token now has a rate (`gateway.mcp_requests_per_s`, bursts of twice that): past
+/// it a request is refused with 429 and `Retry-After`, naming the setting; another token
+/// is not held back, and the first gets in again once it waited.
+#[test]
+fn mcp_requests_are_rate_limited_per_token() {
+    const RATE: u64 = 5;
+    let stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_S", &RATE.to_string())
+        .start();
+    let (_admin, mut bob) = stack.admin_and_user();
+    let mut agent = bob.token(&["mcp"]);
+    let mut other = bob.token(&["mcp"]);
+    let id = open_session(&mut agent);
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let replies: Vec<Reply> = (0..4 * RATE)
+        .map(|_| agent.call("POST", "/mcp", Some(&ping), &in_session(&id)))
+        .collect();
+    let answered = replies.iter().filter(|r| r.status == 200).count() as u64;
+    let refused: Vec<&Reply> = replies.iter().filter(|r| r.status == 429).collect();
+    assert_eq!(answered + refused.len() as u64, 4 * RATE, "{replies:?}");
+    assert!(
+        // (The `initialize` took one of the burst.)
+        (2 * RATE - 1..3 * RATE).contains(&answered),
+        "{answered} of {} answered at {RATE}/s with bursts of {}",
+        4 * RATE,
+        2 * RATE
+    );
+    for r in &refused {
+        assert_eq!(r.code(), "rate", "{r:?}");
+        assert!(
+            r.message()
+                .contains(&format!("gateway.mcp_requests_per_s = {RATE}")),
+            "{r:?}"
+        );
+        let wait: u64 = r.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=2).contains(&wait), "{r:?}");
+    }
+    // Another token of the same user has its own budget.
+    open_session(&mut other);
+    // Waited for, the rate lets the first one in again.
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert!(alive(&mut agent, &id));
     stack.stop();
 }

@@ -2,6 +2,8 @@
 //! per address, per known device; counted before the password is checked), bounded login
 //! names, and the session cookie's flags behind trusted proxies.
 
+use std::time::{Duration, Instant};
+
 use argos_tests::web::{Reply, Web};
 use argos_tests::{Stack, StackBuilder};
 use serde_json::json;
@@ -463,4 +465,145 @@ fn a_password_change_ends_other_sessions_and_revokes_the_accounts_tokens() {
     let r = Web::new(stack.listen).post("/api/login", json!({"name": "bob", "password": new}));
     assert_eq!(r.status, 200, "{r:?}");
     stack.stop();
+}
+
+/// A password change ended the account's other sessions and revoked its tokens, but what
+/// they had open lived on: a terminal's socket, event streams, an agent's `/mcp` session
+/// and its stream. Now each ends as its credential does — at a password change (all but
+/// the session that made it), at a logout (that session's), at a token's revocation —
+/// while the session that changed the password keeps its own.
+#[test]
+fn what_a_credential_opened_ends_with_it() {
+    argos_tests::require_root("opening a web terminal");
+    let stack = StackBuilder::new().start();
+    let own = format!("http://{}", stack.listen);
+    let origin = [("origin", own.as_str())];
+    let mut kept = stack.admin();
+    let mut other = Web::new(stack.listen);
+    let r = other.post(
+        "/api/login",
+        json!({"name": "root-admin", "password": PASSWORD}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let mut token = kept.token(&["read", "exec"]);
+    let mut agent = kept.token(&["mcp"]);
+
+    // The other session's terminal socket and event stream, the token's event stream,
+    // the agent's session with its stream; the kept session's event stream.
+    let r = other.post("/api/terminals", json!({"rows": 24, "cols": 80}));
+    assert_eq!(r.status, 201, "{r:?}");
+    let terminal = r.json()["terminal"]["id"].as_str().unwrap().to_string();
+    let t = other.call(
+        "POST",
+        &format!("/api/terminals/{terminal}/ticket"),
+        Some(&json!({})),
+        &origin,
+    );
+    assert_eq!(t.status, 200, "{t:?}");
+    let cookie = other.cookie.clone().unwrap();
+    let mut ws = argos_tests::web::ws_connect(
+        stack.listen,
+        &format!(
+            "/api/terminals/{terminal}/ws?ticket={}",
+            t.json()["ticket"].as_str().unwrap()
+        ),
+        &[("cookie", cookie.as_str()), ("origin", own.as_str())],
+    )
+    .expect("the terminal's socket opens");
+    let mut streams = [
+        (
+            "the other session's events",
+            other.sse_get("/api/events", &[]),
+        ),
+        ("the token's events", token.sse_get("/api/events", &[])),
+    ];
+    for (what, s) in &mut streams {
+        assert_eq!(
+            s.next_event().map(|e| e.event).as_deref(),
+            Some("ready"),
+            "{what}"
+        );
+    }
+    let accept = ("accept", "application/json, text/event-stream");
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "signed-out", "version": "1"}}});
+    let r = agent.call("POST", "/mcp", Some(&init), &[accept]);
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").unwrap().to_string();
+    let in_session = [
+        ("mcp-session-id", session.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let agent_stream = agent.sse_get("/mcp", &in_session);
+    assert_eq!(agent_stream.status, 200, "{}", agent_stream.error_text);
+    let mut keeps = kept.sse_get("/api/events", &[]);
+    assert_eq!(keeps.next_event().unwrap().event, "ready");
+
+    let r = kept.call(
+        "POST",
+        "/api/me/password",
+        Some(&json!({"current_password": PASSWORD, "new_password": "another long password 2"})),
+        &origin,
+    );
+    assert_eq!(r.status, 204, "{r:?}");
+    // Each ends within seconds (an event stream ends, with nothing more to read).
+    for (what, s) in streams {
+        assert!(ends_within(s, Duration::from_secs(10)), "{what} went on");
+    }
+    assert!(
+        ends_within(agent_stream, Duration::from_secs(10)),
+        "the agent's stream went on"
+    );
+    let mut scraper = kept.token(&["metrics"]);
+    let metrics = scraper.get("/metrics").text;
+    assert!(
+        metrics.lines().any(|l| l == "argos_mcp_sessions_open 0"),
+        "the agent's session was not ended: {metrics}"
+    );
+    let started = Instant::now();
+    let said = loop {
+        match ws.read() {
+            Ok(tungstenite::Message::Binary(b)) if b.first() == Some(&0x82) => {
+                break String::from_utf8_lossy(&b[1..]).to_string();
+            }
+            Ok(_) => assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the terminal went on"
+            ),
+            Err(e) => panic!("the terminal's socket closed without a word: {e}"),
+        }
+    };
+    assert!(said.contains("signed out"), "{said}");
+
+    // The session that changed the password keeps its stream: it still sees changes.
+    let r = kept.call(
+        "DELETE",
+        &format!("/api/terminals/{terminal}"),
+        None,
+        &origin,
+    );
+    assert!(r.status < 300, "{r:?}");
+    let ev = keeps
+        .next_event()
+        .expect("the kept session's stream is open");
+    assert_eq!(ev.event, "execution", "{ev:?}");
+    // Its logout ends it in turn.
+    let r = kept.call("POST", "/api/logout", Some(&json!({})), &origin);
+    assert_eq!(r.status, 204, "{r:?}");
+    assert!(
+        ends_within(keeps, Duration::from_secs(10)),
+        "the logged-out stream went on"
+    );
+    stack.stop();
+}
+
+/// Whether event stream `s` ends (whatever events come first) within `limit`.
+fn ends_within(mut s: argos_tests::web::Sse, limit: Duration) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        while s.next_event().is_some() {}
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(limit).is_ok()
 }

@@ -20,11 +20,13 @@ mod elicit;
 mod guard;
 mod http_get;
 mod jobs;
+mod rate;
 mod resources;
 mod sessions;
 mod tools;
 
 pub use guard::{challenge, guard, resource_metadata};
+pub use rate::Rate;
 use resources::next_change;
 pub use sessions::{Limits, Sessions};
 use tools::{

@@ -86,6 +86,8 @@ impl Sessions {
         let mut manager = LocalSessionManager::default();
         // Idle sessions are ended here, where a quiet open stream and a long call are seen.
         manager.session_config.keep_alive = None;
+        // An answered request's messages are kept seconds, not a minute (`rate.rs`).
+        manager.session_config.completed_cache_ttl = super::rate::COMPLETED_TTL;
         Sessions {
             limits,
             table: Arc::default(),
@@ -161,6 +163,32 @@ impl Sessions {
         for id in ending {
             tracing::debug!(session = %id, "MCP session ended (idle)");
             self.end(&id).await;
+        }
+    }
+
+    /// Ends every session whose token no longer lets it in (`live` says which do): a
+    /// revoked token, a password change or a deleted account closes its agents' sessions,
+    /// their open streams and watches with them.
+    pub async fn end_signed_out<F, Fut>(&self, live: F)
+    where
+        F: Fn(i64) -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let tokens: HashSet<i64> = lock(&self.table).live.values().map(|s| s.token).collect();
+        for token in tokens {
+            if live(token).await {
+                continue;
+            }
+            let ending: Vec<String> = lock(&self.table)
+                .live
+                .iter()
+                .filter(|(_, s)| s.token == token)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in ending {
+                tracing::info!(session = %id, token, "MCP session ended (its token no longer lets it in)");
+                self.end(&id).await;
+            }
         }
     }
 

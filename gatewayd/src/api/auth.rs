@@ -25,6 +25,49 @@ impl Caller {
         self.user.role == Role::Admin
     }
 
+    /// Whether the credential this caller came with still lets it in: its session not
+    /// ended or expired, its token not revoked, its account there (a database that does
+    /// not answer is no answer: yes, asked again later).
+    pub async fn still_in(&self, accounts: &crate::accounts::Accounts) -> bool {
+        let live = match (&self.via, &self.token) {
+            (Via::Cookie(secret), _) => accounts.session_live(secret, self.user.id).await,
+            (Via::Bearer(_), Some(t)) => accounts.token_live(t.id).await,
+            (Via::Bearer(_), None) => Ok(false),
+        };
+        live.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "looking whether a credential still lets its caller in");
+            true
+        })
+    }
+
+    /// Resolves once this caller's credential no longer lets it in: what outlives its
+    /// request (a terminal, an event stream) ends with it. Looked at on every logout,
+    /// revocation, password change or deletion, and every [`RECHECK`] (a session's
+    /// idle and absolute expiry).
+    pub fn signed_out(
+        &self,
+        api: &Shared,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (caller, api) = (self.clone(), api.clone());
+        async move {
+            let mut endings = api.accounts.endings();
+            loop {
+                tokio::select! {
+                    changed = endings.changed() => {
+                        if changed.is_err() {
+                            return std::future::pending().await;
+                        }
+                    }
+                    () = tokio::time::sleep(RECHECK) => {}
+                }
+                if !caller.still_in(&api.accounts).await {
+                    tracing::info!(user = %caller.user.name, "credential ended: its streams close");
+                    return;
+                }
+            }
+        }
+    }
+
     pub(crate) fn cookie_only(&self) -> Result<&str, ApiError> {
         match &self.via {
             Via::Cookie(secret) => Ok(secret),
@@ -34,6 +77,9 @@ impl Caller {
         }
     }
 }
+
+/// How often a stream looks whether its caller's credential has expired.
+pub const RECHECK: Duration = Duration::from_secs(30);
 
 pub(crate) const COOKIE: &str = "argos_session";
 pub(crate) const HOST_COOKIE: &str = "__Host-argos_session";

@@ -120,6 +120,7 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
     // Held for as long as the stream is open (`quota.event_streams` per user).
     let held = api.event_streams.take(&caller.user.name)?;
     let mut changes = api.changes.subscribe();
+    let until = caller.signed_out(&api);
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     tokio::spawn(async move {
         use crate::sse::event;
@@ -180,7 +181,7 @@ pub async fn events(State(api): State<Shared>, caller: Caller) -> Result<SseStre
             }
         }
     });
-    Ok(crate::sse::Stream(rx))
+    Ok(crate::sse::Stream::new(rx, until))
 }
 
 /// What each user holds open (streams, calls in flight), against a limit (0: unlimited).

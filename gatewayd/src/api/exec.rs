@@ -366,7 +366,7 @@ pub async fn shell_stream(
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let follow = execd.follow(&id, from);
     tokio::spawn(relay(api.clone(), Some(generation), started, follow, tx));
-    Ok(crate::sse::Stream(rx))
+    Ok(crate::sse::Stream::new(rx, caller.signed_out(&api)))
 }
 
 /// How much of `b` to send now: all of it, unless it ends inside a UTF-8 sequence that may

@@ -364,5 +364,5 @@ pub async fn job_output(
     let (tx, rx) = tokio::sync::mpsc::channel(16);
     let follow = api.exec.follow(&j.execution_id, from);
     tokio::spawn(relay(api.clone(), None, e, follow, tx));
-    Ok(crate::sse::Stream(rx))
+    Ok(crate::sse::Stream::new(rx, caller.signed_out(&api)))
 }

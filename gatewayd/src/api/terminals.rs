@@ -285,8 +285,16 @@ async fn bridge(socket: WebSocket, api: Shared, caller: Caller, id: String) {
     let mut heard = Instant::now();
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
+    // A logout, a password change, a revoked token or a deleted account ends the
+    // terminal's socket too (the terminal itself stays, for its owner to attach again).
+    let signed_out = caller.signed_out(&api);
+    tokio::pin!(signed_out);
     loop {
         tokio::select! {
+            () = &mut signed_out => {
+                let _ = out.send(state(json!({"state": "error", "message": "signed out: the credential that opened this socket no longer lets it in"}))).await;
+                break;
+            }
             msg = inp.next() => {
                 let Some(Ok(msg)) = msg else { break };
                 heard = Instant::now();
