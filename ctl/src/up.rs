@@ -144,11 +144,75 @@ fn config_toml(opts: &UpOptions, ids: Identities) -> String {
     s
 }
 
+/// Fails unless nobody but root can change `dir`: a directory, not a symlink, owned by
+/// root, writable by no other (nor by its group, unless that is root's). With `sticky`, a
+/// directory anyone may write is accepted if it is sticky, as /var/tmp is: nobody can
+/// rename or remove what root made in one.
+fn ensure_roots_alone(dir: &Path, sticky: bool) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    let m =
+        std::fs::symlink_metadata(dir).with_context(|| format!("examining {}", dir.display()))?;
+    let writable_by_others = m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != 0);
+    if m.file_type().is_symlink() {
+        bail!("{} is a symlink", dir.display());
+    } else if !m.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    } else if m.uid() != 0 {
+        bail!("{} belongs to uid {}, not root", dir.display(), m.uid());
+    } else if writable_by_others && !(sticky && m.mode() & 0o1000 != 0) {
+        bail!(
+            "{} can be written by others (mode {:o})",
+            dir.display(),
+            m.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// [`ensure_roots_alone`] for `dir` and every directory above it (sticky ones allowed):
+/// only then can nobody but root replace `dir` or anything in it.
+fn ensure_path_roots_alone(dir: &Path) -> anyhow::Result<()> {
+    ensure_roots_alone(dir, false)?;
+    for above in dir.ancestors().skip(1) {
+        ensure_roots_alone(above, true)?;
+    }
+    Ok(())
+}
+
+/// Creates `path`, which must not exist (O_EXCL, O_NOFOLLOW: nothing found there is
+/// followed or reused), for writing.
+fn create_new(path: &Path, mode: u32) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))
+}
+
 /// Creates the dev tree with the ownership the daemons insist on.
+///
+/// As root, the tree's own directories must be root's alone: root runs the binaries and
+/// reads the config it puts there, so a directory someone else made or can write would
+/// let them swap either. Such a tree is refused, and left as it is.
 fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
     let root = &opts.root;
     for dir in [root.clone(), root.join("run"), root.join("state")] {
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        if std::fs::symlink_metadata(&dir).is_err() {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        // Checked after the create, so that one made by someone else in between is caught.
+        if let Identities::Separated { .. } = ids {
+            ensure_roots_alone(&dir, false).with_context(|| {
+                format!(
+                    "refusing the dev tree {}: as root, argosctl up runs only from a tree \
+                     nobody else can change; remove it (it is made afresh) or pass another --root",
+                    root.display()
+                )
+            })?;
+        }
         // Unprivileged daemons must be able to traverse to their sockets and state.
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("setting mode of {}", dir.display()))?;
@@ -189,10 +253,17 @@ fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
             .with_context(|| format!("setting mode of {}", dir.display()))?;
     }
+    // Written beside it and renamed over it: whatever is at `argos.toml` is replaced, never
+    // followed.
     let cfg = root.join("argos.toml");
-    std::fs::write(&cfg, config_toml(opts, ids))
-        .with_context(|| format!("writing {}", cfg.display()))?;
-    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o644))?;
+    let tmp = root.join("argos.toml.tmp");
+    let _ = std::fs::remove_file(&tmp); // left by an interrupted start
+    create_new(&tmp, 0o644)?
+        .write_all(config_toml(opts, ids).as_bytes())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o644))
+        .with_context(|| format!("setting mode of {}", tmp.display()))?;
+    std::fs::rename(&tmp, &cfg).with_context(|| format!("placing {}", cfg.display()))?;
     Ok(())
 }
 
@@ -221,8 +292,18 @@ fn daemon_bin_dir(opts: &UpOptions, ids: Identities) -> anyhow::Result<PathBuf> 
         return Ok(opts.bin_dir.clone());
     }
     let dir = opts.root.join("bin");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    if std::fs::symlink_metadata(&dir).is_err() {
+        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // Root runs what is put here: nobody else may be able to swap it.
+    ensure_roots_alone(&dir, false).with_context(|| {
+        format!(
+            "refusing to put the daemons' binaries in {}; remove it (it is made afresh)",
+            dir.display()
+        )
+    })?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("setting mode of {}", dir.display()))?;
     for d in BINARIES {
         let name = format!("argos-{d}");
         link_or_copy(&opts.bin_dir.join(&name), &dir.join(&name))?;
@@ -395,17 +476,40 @@ fn shown(path: &Path) -> String {
     }
 }
 
+/// Where a tree the daemons' uids cannot reach at `--root` is made instead.
+const RELOCATED_IN: &str = "/var/tmp";
+const RELOCATED_PREFIX: &str = "argos-dev-";
+
 /// When the daemons' uids cannot reach `--root` (a checkout under /root, say), the tree
-/// lives in `/var/tmp/argos-dev-<hash of the root path>` instead, and `--root` gets
-/// symlinks into it, so `.argos/run/execd.sock` still works for the operator.
-fn relocate_if_unreachable(mut opts: UpOptions, ids: Identities) -> UpOptions {
+/// lives in `/var/tmp/argos-dev-<random>` instead, and `--root` gets symlinks into it, so
+/// `.argos/run/execd.sock` still works for the operator.
+///
+/// The name is random and root makes the directory with an exclusive mkdir: under a name
+/// anyone can predict, any local user could make it first and own the binaries and the
+/// config root then runs. A later `up` with the same `--root` finds its tree again through
+/// those symlinks, keeping the state, but reuses it only while it and every directory
+/// above it are root's alone; otherwise it makes a new one and leaves the old as it is.
+fn relocate_if_unreachable(mut opts: UpOptions, ids: Identities) -> anyhow::Result<UpOptions> {
     if matches!(ids, Identities::Shared { .. })
         || argos_common::paths::reachable_by_others(&opts.root.join("x"))
     {
-        return opts;
+        return Ok(opts);
     }
-    let hash = argos_common::paths::stable_hash(opts.root.as_os_str().as_encoded_bytes());
-    let moved = PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+    let before = relocated_before(&opts.root).filter(|tree| {
+        let checked = ensure_path_roots_alone(tree);
+        if let Err(e) = &checked {
+            say!(
+                "argosctl: not reusing the dev tree {}: {e:#}; making a new one (the old one \
+                 is left as it is)",
+                tree.display()
+            );
+        }
+        checked.is_ok()
+    });
+    let moved = match before {
+        Some(tree) => tree,
+        None => make_relocated_tree()?,
+    };
     say!(
         "argosctl: the daemons' uids cannot reach {} (a parent directory is closed to others); \
          the dev tree lives in {} and is linked from there",
@@ -413,7 +517,44 @@ fn relocate_if_unreachable(mut opts: UpOptions, ids: Identities) -> UpOptions {
         moved.display()
     );
     opts.root = moved;
-    opts
+    Ok(opts)
+}
+
+/// The relocated tree `user_root` links into, if it does: its `run` is a symlink to
+/// `/var/tmp/argos-dev-…/run`.
+fn relocated_before(user_root: &Path) -> Option<PathBuf> {
+    let target = std::fs::read_link(user_root.join("run")).ok()?;
+    let tree = target.parent()?;
+    let ours = target.file_name()? == "run"
+        && tree.parent() == Some(Path::new(RELOCATED_IN))
+        && tree.file_name()?.to_str()?.starts_with(RELOCATED_PREFIX);
+    ours.then(|| tree.to_path_buf())
+}
+
+/// Makes a new relocated tree: `/var/tmp/argos-dev-<64 random bits>`, by an mkdir that
+/// fails on anything already there, so the directory is root's from the start.
+fn make_relocated_tree() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let parent = Path::new(RELOCATED_IN);
+    for dir in parent.ancestors() {
+        ensure_roots_alone(dir, true)
+            .with_context(|| format!("making the dev tree in {}", parent.display()))?;
+    }
+    let mut random = [0u8; 8];
+    getrandom::fill(&mut random)
+        .map_err(|e| anyhow::anyhow!("the kernel's random numbers: {e}"))?;
+    let tree = parent.join(format!(
+        "{RELOCATED_PREFIX}{:016x}",
+        u64::from_ne_bytes(random)
+    ));
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create(&tree)
+        .with_context(|| format!("creating {}", tree.display()))?;
+    // The umask may have taken bits off; nobody but root can touch the directory itself.
+    std::fs::set_permissions(&tree, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("setting mode of {}", tree.display()))?;
+    Ok(tree)
 }
 
 /// Makes `user_root/{run,state,argos.toml}` symlinks into `data_root`.
@@ -436,15 +577,20 @@ fn link_tree(user_root: &Path, data_root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Hard-links `from` to `to` (same file system), else copies it; mode 0755.
+/// Hard-links `from` to `to` (same file system), else copies it; mode 0755. Either way
+/// under a new name beside `to` (link(2) and O_EXCL never follow or reuse what is there),
+/// then renamed over it.
 fn link_or_copy(from: &Path, to: &Path) -> anyhow::Result<()> {
     let tmp = to.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
+    let _ = std::fs::remove_file(&tmp); // left by an interrupted start
     if std::fs::hard_link(from, &tmp).is_err() {
-        std::fs::copy(from, &tmp)
+        let mut src =
+            std::fs::File::open(from).with_context(|| format!("opening {}", from.display()))?;
+        std::io::copy(&mut src, &mut create_new(&tmp, 0o755)?)
             .with_context(|| format!("copying {} to {}", from.display(), tmp.display()))?;
     }
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("setting mode of {}", tmp.display()))?;
     std::fs::rename(&tmp, to).with_context(|| format!("placing {}", to.display()))?;
     Ok(())
 }
@@ -457,7 +603,7 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
     let ids = Identities::detect(opts.id_base);
     let started = Instant::now();
     let user_root = opts.root.clone();
-    let opts = relocate_if_unreachable(opts, ids);
+    let opts = relocate_if_unreachable(opts, ids)?;
     prepare_tree(&opts, ids)?;
     if opts.root != user_root {
         link_tree(&user_root, &opts.root)?;
@@ -700,6 +846,198 @@ mod tests {
         }
         // execd has the longer time to end launches before SIGKILL cuts it short.
         assert!(Ending::Stop.signal("execd").1 > Ending::Restart.signal("execd").1);
+    }
+
+    const SEPARATED: Identities = Identities::Separated {
+        group: 64200,
+        gateway: 64201,
+        mcp: 64202,
+        job: 64203,
+    };
+
+    /// A uid that is neither root nor one of the stack's: the local user attacking it.
+    const OTHER: u32 = 64299;
+
+    /// Whether the test can play root; without root it has nothing to show.
+    fn as_root(test: &str) -> bool {
+        let root = nix::unistd::geteuid().is_root();
+        if !root {
+            eprintln!("{test}: skipped, needs root (CI runs the tests as root)");
+        }
+        root
+    }
+
+    /// Removes what a test made outside its temporary directory, even when it fails.
+    struct Remove(Vec<PathBuf>);
+
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            for path in &self.0 {
+                let _ = std::fs::remove_dir_all(path);
+            }
+        }
+    }
+
+    fn relocate(opts: UpOptions) -> UpOptions {
+        relocate_if_unreachable(opts, SEPARATED).unwrap()
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    }
+
+    /// A local user makes the directory a predictable relocation would pick, and points the
+    /// checkout's `run` link into it: it is not used, root gets a new tree of its own, and a
+    /// later start finds that one again (and no longer once others can write it).
+    #[test]
+    fn a_relocated_tree_is_roots_own_and_not_one_planted_for_it() {
+        use std::os::unix::fs::MetadataExt as _;
+        if !as_root("a_relocated_tree_is_roots_own_and_not_one_planted_for_it") {
+            return;
+        }
+        // As closed to the daemons' uids as a checkout under /root.
+        let closed = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(closed.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let user_root = closed.path().join("checkout/.argos");
+        let hash = argos_common::paths::stable_hash(user_root.as_os_str().as_encoded_bytes());
+        let planted = PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+        std::fs::create_dir(&planted).unwrap();
+        let mut remove = Remove(vec![planted.clone()]);
+        chown(&planted, Some(OTHER), Some(OTHER)).unwrap();
+        std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::fs::create_dir_all(&user_root).unwrap();
+        std::os::unix::fs::symlink(planted.join("run"), user_root.join("run")).unwrap();
+
+        let mut o = opts();
+        o.root = user_root.clone();
+        let moved = relocate(o.clone()).root;
+        remove.0.push(moved.clone());
+        assert_ne!(moved, planted, "the planted directory is not used");
+        assert_eq!(moved.parent(), Some(Path::new("/var/tmp")));
+        let m = std::fs::symlink_metadata(&moved).unwrap();
+        assert!(m.is_dir() && m.uid() == 0, "root's: {m:?}");
+        assert_eq!(mode(&moved), 0o755);
+        prepare_tree(
+            &UpOptions {
+                root: moved.clone(),
+                ..o.clone()
+            },
+            SEPARATED,
+        )
+        .unwrap();
+        link_tree(&user_root, &moved).unwrap();
+        assert_eq!(
+            std::fs::read_dir(&planted).unwrap().count(),
+            0,
+            "nothing was put in the planted directory"
+        );
+
+        // The next start keeps the tree (and its state) while it is still root's alone...
+        assert_eq!(relocate(o.clone()).root, moved);
+        // ...and not once someone else can change it.
+        std::fs::set_permissions(&moved, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let fresh = relocate(o).root;
+        remove.0.push(fresh.clone());
+        assert_ne!(fresh, moved);
+        assert!(
+            moved.join("state").is_dir(),
+            "the old tree is left as it was"
+        );
+    }
+
+    /// As root, a tree whose directories someone else made or can write is refused with
+    /// the way out, and nothing in it is touched; nothing found at `argos.toml` is followed.
+    #[test]
+    fn as_root_a_tree_someone_else_can_change_is_refused_and_left_alone() {
+        if !as_root("as_root_a_tree_someone_else_can_change_is_refused_and_left_alone") {
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let prepare = |root: &Path| {
+            let o = UpOptions {
+                root: root.to_path_buf(),
+                ..opts()
+            };
+            prepare_tree(&o, SEPARATED).map_err(|e| format!("{e:#}"))
+        };
+
+        // The tree's root belongs to another user.
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o700)).unwrap();
+        chown(&theirs, Some(OTHER), Some(OTHER)).unwrap();
+        let e = prepare(&theirs).unwrap_err();
+        assert!(
+            e.contains(&format!("belongs to uid {OTHER}")) && e.contains("pass another --root"),
+            "{e}"
+        );
+        assert!(!theirs.join("argos.toml").exists() && !theirs.join("run").exists());
+        assert_eq!(mode(&theirs), 0o700);
+
+        // Its `run` is a symlink to somewhere else.
+        let linked = tmp.path().join("linked");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir(&linked).unwrap();
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, linked.join("run")).unwrap();
+        let e = prepare(&linked).unwrap_err();
+        assert!(e.contains("is a symlink"), "{e}");
+        assert_eq!(mode(&elsewhere), 0o700, "the link's target is not touched");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+        // Its `state` can be written by anyone.
+        let open = tmp.path().join("open");
+        std::fs::create_dir_all(open.join("state")).unwrap();
+        std::fs::set_permissions(open.join("state"), std::fs::Permissions::from_mode(0o1777))
+            .unwrap();
+        let e = prepare(&open).unwrap_err();
+        assert!(e.contains("can be written by others (mode 1777)"), "{e}");
+        assert_eq!(mode(&open.join("state")), 0o1777);
+
+        // A symlink at `argos.toml` is replaced, not written through.
+        let tree = tmp.path().join("tree");
+        let victim = tmp.path().join("victim");
+        std::fs::create_dir(&tree).unwrap();
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, tree.join("argos.toml")).unwrap();
+        prepare(&tree).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+        assert!(
+            std::fs::symlink_metadata(tree.join("argos.toml"))
+                .unwrap()
+                .is_file()
+        );
+    }
+
+    /// The daemons' binaries are not put in a `bin` dir someone else owns.
+    #[test]
+    fn the_binaries_are_not_put_where_someone_else_can_swap_them() {
+        if !as_root("the_binaries_are_not_put_where_someone_else_can_swap_them") {
+            return;
+        }
+        // A build dir closed to the daemons' uids, so the binaries are to be copied.
+        let build = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(build.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        for d in BINARIES {
+            std::fs::write(build.path().join(format!("argos-{d}")), "#!/bin/sh\n").unwrap();
+        }
+        let tree = tempfile::tempdir().unwrap();
+        let bin = tree.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        chown(&bin, Some(OTHER), Some(OTHER)).unwrap();
+        let o = UpOptions {
+            root: tree.path().to_path_buf(),
+            bin_dir: build.path().to_path_buf(),
+            ..opts()
+        };
+        let e = format!("{:#}", daemon_bin_dir(&o, SEPARATED).unwrap_err());
+        assert!(e.contains(&format!("belongs to uid {OTHER}")), "{e}");
+        assert_eq!(std::fs::read_dir(&bin).unwrap().count(), 0);
     }
 
     #[test]

@@ -513,6 +513,7 @@ fn a_one_user_run_shares_a_uid_and_says_so_everywhere() {
 fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
     require_root("the closed-checkout test (separate uids need root)");
     use std::io::BufRead;
+    use std::os::unix::fs::MetadataExt;
     // As closed as a checkout under /root.
     let closed = tempfile::tempdir().unwrap();
     std::fs::set_permissions(
@@ -521,6 +522,25 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
     )
     .unwrap();
     let root = closed.path().join("checkout/.argos");
+    // A local user makes the directory a tree named after --root would be, first, open to
+    // all: the stack must not run from it.
+    struct Planted(std::path::PathBuf);
+    impl Drop for Planted {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let hash = argos_common::paths::stable_hash(root.as_os_str().as_encoded_bytes());
+    let planted = std::path::PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+    std::fs::create_dir(&planted).unwrap();
+    let _remove_planted = Planted(planted.clone());
+    let attacker = 64299;
+    std::os::unix::fs::chown(&planted, Some(attacker), Some(attacker)).unwrap();
+    std::fs::set_permissions(
+        &planted,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
     let port = argos_tests::free_port();
     let mut child = argos_tests::command("argosctl")
         .args(["up", "--root"])
@@ -543,10 +563,26 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
             break;
         }
     }
-    let hash = argos_common::paths::stable_hash(root.as_os_str().as_encoded_bytes());
-    let moved = std::path::PathBuf::from(format!("/var/tmp/argos-dev-{hash:016x}"));
+    // The tree is wherever --root's links lead: a name of root's choosing.
+    let moved = std::fs::read_link(root.join("run"))
+        .ok()
+        .and_then(|run| Some(run.parent()?.to_path_buf()))
+        .filter(|tree| tree.starts_with("/var/tmp") && tree != Path::new("/var/tmp"));
     let result = std::panic::catch_unwind(|| {
         assert!(banner.contains("all four daemons SERVING"), "{banner}");
+        let moved = moved.as_ref().expect("--root/run links into the tree");
+        assert_ne!(moved, &planted, "the planted directory is not used");
+        assert!(
+            moved.to_string_lossy().starts_with("/var/tmp/argos-dev-"),
+            "{}",
+            moved.display()
+        );
+        assert_eq!(std::fs::symlink_metadata(moved).unwrap().uid(), 0);
+        assert_eq!(
+            std::fs::read_dir(&planted).unwrap().count(),
+            0,
+            "nothing was put in the planted directory"
+        );
         assert!(
             root.join("run").is_symlink(),
             "{} links into {}: {:?} {banner}",
@@ -581,8 +617,13 @@ fn a_checkout_closed_to_the_daemon_uids_still_starts_with_its_tree_linked() {
     )
     .unwrap();
     let status = child.wait().unwrap();
-    let left = argos_tests::processes_mentioning(&moved);
-    let _ = std::fs::remove_dir_all(&moved);
+    let left = moved
+        .as_ref()
+        .map(|moved| argos_tests::processes_mentioning(moved))
+        .unwrap_or_default();
+    if let Some(moved) = &moved {
+        let _ = std::fs::remove_dir_all(moved);
+    }
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
