@@ -858,13 +858,12 @@ mod tests {
     /// A uid that is neither root nor one of the stack's: the local user attacking it.
     const OTHER: u32 = 64299;
 
-    /// Whether the test can play root; without root it has nothing to show.
-    fn as_root(test: &str) -> bool {
-        let root = nix::unistd::geteuid().is_root();
-        if !root {
-            eprintln!("{test}: skipped, needs root (CI runs the tests as root)");
-        }
-        root
+    /// These tests play root against another uid: without root they fail, loudly.
+    fn require_root(test: &str) {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "{test} needs root (it plays root against another local user); CI runs the tests as root"
+        );
     }
 
     /// Removes what a test made outside its temporary directory, even when it fails.
@@ -896,9 +895,7 @@ mod tests {
     #[test]
     fn a_relocated_tree_is_roots_own_and_not_one_planted_for_it() {
         use std::os::unix::fs::MetadataExt as _;
-        if !as_root("a_relocated_tree_is_roots_own_and_not_one_planted_for_it") {
-            return;
-        }
+        require_root("a_relocated_tree_is_roots_own_and_not_one_planted_for_it");
         // As closed to the daemons' uids as a checkout under /root.
         let closed = tempfile::tempdir().unwrap();
         std::fs::set_permissions(closed.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -953,9 +950,7 @@ mod tests {
     /// the way out, and nothing in it is touched; nothing found at `argos.toml` is followed.
     #[test]
     fn as_root_a_tree_someone_else_can_change_is_refused_and_left_alone() {
-        if !as_root("as_root_a_tree_someone_else_can_change_is_refused_and_left_alone") {
-            return;
-        }
+        require_root("as_root_a_tree_someone_else_can_change_is_refused_and_left_alone");
         let tmp = tempfile::tempdir().unwrap();
         let prepare = |root: &Path| {
             let o = UpOptions {
@@ -1017,9 +1012,7 @@ mod tests {
     /// The daemons' binaries are not put in a `bin` dir someone else owns.
     #[test]
     fn the_binaries_are_not_put_where_someone_else_can_swap_them() {
-        if !as_root("the_binaries_are_not_put_where_someone_else_can_swap_them") {
-            return;
-        }
+        require_root("the_binaries_are_not_put_where_someone_else_can_swap_them");
         // A build dir closed to the daemons' uids, so the binaries are to be copied.
         let build = tempfile::tempdir().unwrap();
         std::fs::set_permissions(build.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
