@@ -1,63 +1,98 @@
-//! The HTTP listener: the socket systemd passes (socket activation, `argos-gatewayd.socket`)
-//! or, without one, a socket bound to `gateway.listen`. Under socket activation systemd
+//! The HTTP listeners: the sockets systemd passes (socket activation,
+//! `argos-gatewayd.socket` for 127.0.0.1 and `argos-gatewayd-ipv6.socket` for [::1]) or,
+//! without them, a socket bound to `gateway.listen`. Under socket activation systemd
 //! holds the port from boot, while the gateway starts, restarts or is stopped: no other
 //! local user can bind it in between and be handed what clients send there (an admin's
 //! password at login, `ARGOS_TOKEN` from argosctl — which checks the port's owner too,
-//! `ctl/src/listener.rs`).
+//! `ctl/src/listener.rs`). Both loopback addresses are held: a browser asked for
+//! `localhost` tries [::1] first, and a port held on 127.0.0.1 alone leaves [::1] to
+//! whoever binds it.
 //!
-//! systemd says a socket is this process's by `LISTEN_PID` (this pid) and `LISTEN_FDS`
-//! (how many, from fd 3; see sd_listen_fds(3)). The gateway forbids `unsafe`, and taking
-//! fd 3 by number is unsafe (`FromRawFd`), so the unit also passes the socket as standard
-//! input (`StandardInput=socket`, for one socket), which std hands out safely; it must be
-//! a listening TCP socket on the address `gateway.listen` names (argosctl and the setup
-//! link take the address from the config).
+//! systemd says sockets are this process's by `LISTEN_PID` (this pid) and `LISTEN_FDS`
+//! (how many, from fd 3; see sd_listen_fds(3)). Each must be a listening TCP socket, one
+//! on the address `gateway.listen` names (argosctl and the setup link take the address
+//! from the config) and any other a loopback address on its port. The gateway forbids
+//! `unsafe`; the `listenfd` crate takes the descriptors by number, first thing in `main`
+//! while the process has one thread (it also unsets the two variables).
 
 use std::net::SocketAddr;
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
 
-/// What is wrong with the socket systemd passed (the gateway then does not start).
+/// At most this many sockets are taken (the two loopback addresses).
+const MAX_SOCKETS: usize = 2;
+
+/// What is wrong with the sockets systemd passed (the gateway then does not start).
 #[derive(Debug, thiserror::Error)]
 pub enum ActivationError {
-    #[error("LISTEN_PID names this process but LISTEN_FDS is {0:?}: expected 1 (one socket)")]
-    Count(String),
     #[error(
-        "systemd passed a socket but standard input is not a listening TCP socket ({0}): \
-         the unit needs StandardInput=socket"
+        "LISTEN_PID names this process but LISTEN_FDS is {0:?}: expected 1 or 2 (the socket units' listening sockets)"
     )]
+    Count(String),
+    #[error("a socket systemd passed is not a listening TCP socket ({0})")]
     NotListening(String),
     #[error(
-        "the socket systemd passed listens on {passed}, gateway.listen says {configured}: \
-         make argos-gatewayd.socket's ListenStream= and gateway.listen name the same address"
+        "a socket systemd passed listens on {passed}, gateway.listen says {configured}: \
+         make the socket units' ListenStream= and gateway.listen name the same address (or, \
+         for the second socket, a loopback address on the same port)"
     )]
     Elsewhere {
         passed: SocketAddr,
         configured: SocketAddr,
     },
+    #[error(
+        "no socket systemd passed listens on gateway.listen's {0}: make argos-gatewayd.socket's ListenStream= name it"
+    )]
+    NotConfigured(SocketAddr),
 }
 
-/// Whether systemd passed this process a socket: `LISTEN_PID` is `pid` and `LISTEN_FDS`
-/// is 1. Variables meant for another process (another pid, or none) are no socket; a
-/// count other than one is an error (the gateway takes exactly one).
+/// How many sockets systemd passed this process: none when `LISTEN_PID` is not `pid`
+/// (variables meant for another process, or none); an error for a count other than 1
+/// or 2.
 pub fn passed(
     listen_pid: Option<&str>,
     listen_fds: Option<&str>,
     pid: u32,
-) -> Result<bool, ActivationError> {
+) -> Result<usize, ActivationError> {
     if listen_pid.and_then(|p| p.trim().parse::<u32>().ok()) != Some(pid) {
-        return Ok(false);
+        return Ok(0);
     }
-    match listen_fds.map(str::trim) {
-        Some("1") => Ok(true),
-        other => Err(ActivationError::Count(other.unwrap_or("unset").to_string())),
+    match listen_fds
+        .map(str::trim)
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(n @ 1..=MAX_SOCKETS) => Ok(n),
+        _ => Err(ActivationError::Count(
+            listen_fds.unwrap_or("unset").to_string(),
+        )),
     }
 }
 
-/// The passed socket as a listener, once it is seen to be a listening TCP stream socket
-/// on `configured`.
-pub fn adopt(
-    fd: OwnedFd,
-    configured: SocketAddr,
-) -> Result<std::net::TcpListener, ActivationError> {
+/// The sockets systemd passed this process (none without socket activation), each
+/// checked to be a listening TCP socket, with its address. Called first thing in
+/// `main`, while the process has one thread.
+pub fn take_from_env() -> Result<Vec<(std::net::TcpListener, SocketAddr)>, ActivationError> {
+    let pid_var = std::env::var("LISTEN_PID").ok();
+    let fds_var = std::env::var("LISTEN_FDS").ok();
+    let n = passed(pid_var.as_deref(), fds_var.as_deref(), std::process::id())?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut fds = listenfd::ListenFd::from_env();
+    (0..n)
+        .map(|i| match fds.take_tcp_listener(i) {
+            Ok(Some(l)) => adopt(OwnedFd::from(l)),
+            Ok(None) => Err(ActivationError::NotListening(format!(
+                "fd {} is not there",
+                3 + i
+            ))),
+            Err(e) => Err(ActivationError::NotListening(e.to_string())),
+        })
+        .collect()
+}
+
+/// A passed socket as a listener, once it is seen to be a listening TCP stream socket;
+/// with its address.
+pub fn adopt(fd: OwnedFd) -> Result<(std::net::TcpListener, SocketAddr), ActivationError> {
     use nix::sys::socket::{SockType, getsockopt, sockopt};
     let not = ActivationError::NotListening;
     match getsockopt(&fd, sockopt::SockType) {
@@ -70,51 +105,63 @@ pub fn adopt(
         Ok(false) => return Err(not("not listening".into())),
         Err(e) => return Err(not(e.to_string())),
     }
+    // Not left to a program the gateway might start (it starts none).
+    let _ = nix::fcntl::fcntl(
+        &fd,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
     let listener = std::net::TcpListener::from(fd);
     // Not an IPv4 or IPv6 address (a Unix socket): no TCP listener.
     let passed = listener.local_addr().map_err(|e| not(e.to_string()))?;
-    if passed != configured {
-        return Err(ActivationError::Elsewhere { passed, configured });
-    }
-    Ok(listener)
+    Ok((listener, passed))
 }
 
-/// The gateway's listener, and where it came from (for the log): systemd's socket when
-/// one was passed, else one bound to `listen` now.
-pub async fn listener(
+/// Whether the sockets at `passed` are the ones `configured` asks for: one on it, any
+/// other a loopback address on its port (its other-family twin).
+pub fn check(passed: &[SocketAddr], configured: SocketAddr) -> Result<(), ActivationError> {
+    for &p in passed {
+        let twin = p != configured && p.ip().is_loopback() && p.port() == configured.port();
+        if p != configured && !twin {
+            return Err(ActivationError::Elsewhere {
+                passed: p,
+                configured,
+            });
+        }
+    }
+    if !passed.contains(&configured) {
+        return Err(ActivationError::NotConfigured(configured));
+    }
+    Ok(())
+}
+
+/// The gateway's listeners, and where they came from (for the log): the sockets systemd
+/// `passed` ([`take_from_env`]) when there are some, else one bound to `listen` now.
+pub async fn listeners(
     listen: SocketAddr,
-) -> anyhow::Result<(tokio::net::TcpListener, &'static str)> {
+    passed: Vec<(std::net::TcpListener, SocketAddr)>,
+) -> anyhow::Result<(Vec<tokio::net::TcpListener>, &'static str)> {
     use anyhow::Context as _;
-    let pid_var = std::env::var("LISTEN_PID").ok();
-    let fds_var = std::env::var("LISTEN_FDS").ok();
-    // systemd sets LISTEN_PID and LISTEN_FDS for sockets passed from fd 3 on; one given as
-    // standard input (`StandardInput=socket`) it may pass without them, so a listening
-    // socket on standard input is taken as passed too (nothing else puts one there).
-    let on_stdin = std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .ok()
-        .is_some_and(|fd| {
-            nix::sys::socket::getsockopt(&fd, nix::sys::socket::sockopt::AcceptConn)
-                .unwrap_or(false)
-        });
-    if !on_stdin && !passed(pid_var.as_deref(), fds_var.as_deref(), std::process::id())? {
+    if passed.is_empty() {
         let bound = tokio::net::TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding HTTP listener {listen}"))?;
-        return Ok((bound, "bound"));
+        return Ok((vec![bound], "bound"));
     }
-    let fd = std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("taking the socket systemd passed on standard input")?;
-    let std_listener = adopt(fd, listen)?;
-    std_listener
-        .set_nonblocking(true)
-        .context("making the passed socket non-blocking")?;
-    let listener = tokio::net::TcpListener::from_std(std_listener)
-        .context("serving on the socket systemd passed")?;
-    Ok((listener, "passed by systemd (socket activation)"))
+    let mut adopted = passed;
+    let addrs: Vec<SocketAddr> = adopted.iter().map(|(_, a)| *a).collect();
+    check(&addrs, listen)?;
+    // gateway.listen's first: the address the log and the setup link name.
+    adopted.sort_by_key(|(_, a)| *a != listen);
+    let mut listeners = Vec::new();
+    for (l, at) in adopted {
+        l.set_nonblocking(true)
+            .with_context(|| format!("making the passed socket on {at} non-blocking"))?;
+        listeners.push(
+            tokio::net::TcpListener::from_std(l)
+                .with_context(|| format!("serving on the socket systemd passed on {at}"))?,
+        );
+    }
+    Ok((listeners, "passed by systemd (socket activation)"))
 }
 
 #[cfg(test)]
@@ -122,14 +169,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_socket_is_ours_only_when_listen_pid_names_us_and_there_is_one() {
-        assert!(!passed(None, None, 42).unwrap());
-        assert!(!passed(None, Some("1"), 42).unwrap());
+    fn sockets_are_ours_only_when_listen_pid_names_us_and_there_are_one_or_two() {
+        assert_eq!(passed(None, None, 42).unwrap(), 0);
+        assert_eq!(passed(None, Some("1"), 42).unwrap(), 0);
         // Meant for another process (a parent's, inherited): not ours.
-        assert!(!passed(Some("41"), Some("1"), 42).unwrap());
-        assert!(!passed(Some("x"), Some("1"), 42).unwrap());
-        assert!(passed(Some("42"), Some("1"), 42).unwrap());
-        for wrong in [None, Some("0"), Some("2"), Some("one")] {
+        assert_eq!(passed(Some("41"), Some("1"), 42).unwrap(), 0);
+        assert_eq!(passed(Some("x"), Some("1"), 42).unwrap(), 0);
+        assert_eq!(passed(Some("42"), Some("1"), 42).unwrap(), 1);
+        assert_eq!(passed(Some("42"), Some("2"), 42).unwrap(), 2);
+        for wrong in [None, Some("0"), Some("3"), Some("one")] {
             assert!(
                 matches!(
                     passed(Some("42"), wrong, 42),
@@ -141,21 +189,39 @@ mod tests {
     }
 
     #[test]
-    fn only_a_listening_tcp_socket_on_the_configured_address_is_adopted() {
+    fn the_configured_address_and_its_loopback_twin_are_taken_nothing_else() {
+        let v4: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        let v6: SocketAddr = "[::1]:7000".parse().unwrap();
+        assert!(check(&[v4], v4).is_ok());
+        assert!(check(&[v4, v6], v4).is_ok());
+        assert!(check(&[v6, v4], v4).is_ok());
+        assert!(check(&[v6, v4], v6).is_ok());
+        let e = check(&[v6], v4).unwrap_err();
+        assert!(matches!(e, ActivationError::NotConfigured(_)), "{e}");
+        for elsewhere in [
+            "127.0.0.1:7001",
+            "[::1]:7001",
+            "10.0.0.1:7000",
+            "0.0.0.0:7000",
+        ] {
+            let e = check(&[v4, elsewhere.parse().unwrap()], v4).unwrap_err();
+            assert!(
+                matches!(e, ActivationError::Elsewhere { .. }),
+                "{elsewhere}: {e}"
+            );
+            assert!(e.to_string().contains("ListenStream="), "{e}");
+        }
+    }
+
+    #[test]
+    fn only_a_listening_tcp_socket_is_adopted() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let at = l.local_addr().unwrap();
-        let adopted = adopt(OwnedFd::from(l), at).unwrap();
-        assert_eq!(adopted.local_addr().unwrap(), at);
+        let (adopted, addr) = adopt(OwnedFd::from(l)).unwrap();
+        assert_eq!(addr, at);
         // It serves: a connection is accepted on it.
         let _c = std::net::TcpStream::connect(at).unwrap();
         assert!(adopted.accept().is_ok());
-
-        // Another address than the config's.
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let elsewhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let e = adopt(OwnedFd::from(l), elsewhere).unwrap_err();
-        assert!(matches!(e, ActivationError::Elsewhere { .. }), "{e}");
-        assert!(e.to_string().contains("ListenStream="), "{e}");
 
         // A connected stream, a datagram socket, a Unix listener, a pipe: refused.
         let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -174,7 +240,7 @@ mod tests {
             ("unix", OwnedFd::from(unix)),
             ("pipe", pipe),
         ] {
-            let e = adopt(fd, at).unwrap_err();
+            let e = adopt(fd).unwrap_err();
             assert!(matches!(e, ActivationError::NotListening(_)), "{what}: {e}");
         }
     }

@@ -29,15 +29,20 @@ struct GatewayService;
 impl Gateway for GatewayService {}
 
 fn main() -> ExitCode {
+    // Before any other thread exists (see `activation`).
+    let passed = activation::take_from_env();
     daemon::run(
         Spec::new("gatewayd", Privilege::Unprivileged),
         |ctx| async move {
             let listen = ctx.config.gateway.listen;
-            let (listener, socket) = activation::listener(listen).await?;
-            let bound = listener
-                .local_addr()
-                .context("reading HTTP listener address")?;
-            tracing::info!(url = %format!("http://{bound}/"), socket, "HTTP listening");
+            let (listeners, socket) = activation::listeners(listen, passed?).await?;
+            let mut bound = None;
+            for l in &listeners {
+                let at = l.local_addr().context("reading HTTP listener address")?;
+                tracing::info!(url = %format!("http://{at}/"), socket, "HTTP listening");
+                bound.get_or_insert(at);
+            }
+            let bound = bound.context("no HTTP listener")?;
             let g = &ctx.config.gateway;
             let accounts = accounts::Accounts::open(
                 &ctx.state_dir.join("gateway.db"),
@@ -199,13 +204,19 @@ fn main() -> ExitCode {
                 // Small answers (an MCP result, an event) leave at once, not after the
                 // peer's delayed ACK of the previous segment.
                 use axum::serve::ListenerExt as _;
-                let listener = listener.tap_io(|tcp| {
-                    let _ = tcp.set_nodelay(true);
+                let serving = listeners.into_iter().map(|listener| {
+                    let listener = listener.tap_io(|tcp| {
+                        let _ = tcp.set_nodelay(true);
+                    });
+                    let stop = stop.clone();
+                    axum::serve(listener, app.clone())
+                        .with_graceful_shutdown(async move { stop.shutdown().await })
+                        .into_future()
                 });
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async move { stop.shutdown().await })
+                futures_util::future::try_join_all(serving)
                     .await
                     .context("HTTP server")
+                    .map(drop)
             };
             Ok(
                 Serve::new(GatewayServer::new(GatewayService), MethodPolicy::new())

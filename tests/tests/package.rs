@@ -323,17 +323,20 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
         "mkdir -p /etc/systemd/system/argos-gatewayd.service.d && printf '[Service]\\nEnvironment=ARGOS_GATEWAY__LISTEN=127.0.0.1:{port}\\n' > /etc/systemd/system/argos-gatewayd.service.d/listen.conf"
     ));
     c.ok(&format!(
-        "mkdir -p /etc/systemd/system/argos-gatewayd.socket.d && printf '[Socket]\\nListenStream=\\nListenStream=127.0.0.1:{port}\\n' > /etc/systemd/system/argos-gatewayd.socket.d/listen.conf"
+        "mkdir -p /etc/systemd/system/argos-gatewayd.socket.d && printf '[Socket]\\nListenStream=\\nListenStream=127.0.0.1:{port}\\nListenStream=[::1]:{port}\\n' > /etc/systemd/system/argos-gatewayd.socket.d/listen.conf"
     ));
-    // Who listens on the gateway's port, by /proc/net/tcp's LISTEN rows: their uids.
+    // Who listens on the gateway's port on 127.0.0.1 and on [::1], by /proc/net/tcp's
+    // and tcp6's LISTEN rows: their uids.
     let port_owners = |c: &Container| -> Vec<String> {
-        let table = c.ok("cat /proc/net/tcp");
-        let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes([127, 0, 0, 1]));
+        let v4 = format!("{:08X}:{port:04X}", u32::from_ne_bytes([127, 0, 0, 1]));
+        let v6 = format!("00000000000000000000000001000000:{port:04X}");
+        let table = c.ok("cat /proc/net/tcp /proc/net/tcp6");
         table
             .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
-                (f.get(1) == Some(&local.as_str()) && f.get(3) == Some(&"0A"))
+                let local = f.get(1).copied().unwrap_or("");
+                ((local == v4 || local == v6) && f.get(3) == Some(&"0A"))
                     .then(|| f.get(7).unwrap_or(&"?").to_string())
             })
             .collect()
@@ -370,9 +373,22 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     for want in ["ActiveState=active", "UnitFileState=enabled"] {
         assert!(show.lines().any(|l| l == want), "socket: {want}\n{show}");
     }
-    assert_eq!(port_owners(&c), ["0"], "the port is held by systemd");
+    assert_eq!(
+        port_owners(&c),
+        ["0", "0"],
+        "the port is held by systemd on 127.0.0.1 and [::1]"
+    );
     let journal = c.ok("journalctl --no-pager -u argos-gatewayd");
     assert!(journal.contains("socket activation"), "{journal}");
+    // The gateway answers on both (a browser asked for localhost tries [::1] first).
+    for at in [format!("127.0.0.1:{port}"), format!("[::1]:{port}")] {
+        let r = Web::new(at.parse().unwrap()).get("/api/status");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (401, "unauthenticated"),
+            "{at}: {r:?}"
+        );
+    }
     let users = c.ok("getent passwd argos-gw argos-mcp argos-job; getent group argos");
     for u in ["argos-gw", "argos-mcp", "argos-job"] {
         assert!(
@@ -581,7 +597,7 @@ fn the_package_installs_runs_restarts_stops_and_purges_under_a_real_systemd() {
     // The stopped gateway's port stays systemd's: no local user can take it meanwhile.
     assert_eq!(
         port_owners(&c),
-        ["0"],
+        ["0", "0"],
         "the port is held while the gateway is stopped"
     );
     let ended = c.ok("journalctl --no-pager -u argos-execd");

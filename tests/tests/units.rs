@@ -153,8 +153,9 @@ fn every_unit_is_notify_and_starts_after_the_sockets_it_needs() {
 }
 
 /// The gateway's port is systemd's: the socket unit listens where the packaged config's
-/// `gateway.listen` says, and the service takes it (on standard input, its output still
-/// to the journal) and cannot start without it.
+/// `gateway.listen` says and on [::1] at the same port (so no one else takes the other
+/// loopback address a browser tries first), and the service takes both (from fd 3 on)
+/// and cannot start without them.
 #[test]
 fn the_gateways_port_is_held_by_its_socket_unit() {
     let socket =
@@ -166,7 +167,12 @@ fn the_gateways_port_is_held_by_its_socket_unit() {
         .expect("gateway.listen in the packaged config")
         .trim_matches('"');
     let lines: Vec<&str> = socket.lines().collect();
-    for want in [format!("ListenStream={listen}"), "Accept=no".to_string()] {
+    let port = listen.rsplit(':').next().unwrap();
+    for want in [
+        format!("ListenStream={listen}"),
+        format!("ListenStream=[::1]:{port}"),
+        "Accept=no".to_string(),
+    ] {
         assert!(
             lines.contains(&want.as_str()),
             "argos-gatewayd.socket: {want}"
@@ -179,10 +185,12 @@ fn the_gateways_port_is_held_by_its_socket_unit() {
         "Requires=argos-gatewayd.socket",
         "After=argos-gatewayd.socket",
         "Sockets=argos-gatewayd.socket",
-        "StandardInput=socket",
-        "StandardOutput=journal",
-        "StandardError=journal",
     ] {
         assert!(lines.contains(&want), "argos-gatewayd.service: {want}");
     }
+    // Its sockets come as LISTEN_FDS, not as standard input (which takes one alone).
+    assert!(
+        !lines.iter().any(|l| l.starts_with("StandardInput=")),
+        "argos-gatewayd.service takes its sockets from fd 3 on"
+    );
 }
