@@ -63,6 +63,8 @@ pub struct McpConfig {
     pub tools_per_server: u64,
     /// Tool calls one server may have in flight at once, every caller's together.
     pub calls_per_server: u64,
+    /// …and of them, how many one caller (user or task owner) may hold.
+    pub calls_per_caller: u64,
 }
 
 /// Who may decide an approval.
@@ -542,6 +544,12 @@ impl Config {
                     "mcp.calls_per_server",
                     32u64,
                     "Tool calls one MCP server may have in flight at once, every caller's together. Each is sent at once on the server's one connection, beside the others, with its own deadline: a slow tool holds up no other call. One more is refused at once (nothing is sent, so it may be tried again), never queued to spend its deadline waiting. 1 to 1024.",
+                    Between(1, 1024),
+                ),
+                calls_per_caller: r.get_with(
+                    "mcp.calls_per_caller",
+                    8u64,
+                    "Of a server's calls in flight (mcp.calls_per_server), how many one caller may hold: a user (their agents' and their own calls together) or a task's owner. One more of theirs is refused at once, unsent, so one user's slow calls cannot take every place of a server from the others. 1 to 1024.",
                     Between(1, 1024),
                 ),
             },

@@ -2,7 +2,7 @@
 //! timeout, back-off after a failure, nothing shared with the others), its tools pinned
 //! and capped, and the one decision of which tool may be called.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -168,8 +168,8 @@ struct Slot {
     generation: u64,
     /// A stdio server's standard error (the last 64 KiB, across reconnects).
     log: Arc<StderrLog>,
-    /// Its calls in flight, each holding one of `mcp.calls_per_server` permits.
-    calls: Arc<Semaphore>,
+    /// Its calls in flight, bounded in all and per caller.
+    calls: Arc<Calls>,
     /// Its connection task, held to be dropped with the slot (which stops it).
     task: Option<Task>,
 }
@@ -288,7 +288,10 @@ impl Broker {
             peer: None,
             generation,
             log: Arc::new(StderrLog::default()),
-            calls: Arc::new(Semaphore::new(self.ctx.calls_per_server)),
+            calls: Arc::new(Calls::new(
+                self.ctx.calls_per_server,
+                self.ctx.calls_per_caller,
+            )),
             task: None,
         };
         // The old slot (and its task) is dropped outside the lock.
@@ -704,10 +707,12 @@ impl Broker {
     /// called and its server is connected, and, when the caller names the pin of the
     /// definition it decided on (`pinned`, from a listing), unless that is the pin in
     /// force; and refused, unsent, when its server has `mcp.calls_per_server` calls in
-    /// flight. Admitted, it goes out at once beside the server's other calls, on the same
+    /// flight, or `caller` (a user, a task's owner) `mcp.calls_per_caller` of them.
+    /// Admitted, it goes out at once beside the server's other calls, on the same
     /// connection, with its own deadline. Never retried (a second try could act twice).
     pub async fn call(
         &self,
+        caller: &str,
         qualified: &str,
         pinned: &str,
         arguments_json: &str,
@@ -760,7 +765,7 @@ impl Broker {
             BrokerError::Unavailable(format!("server {} is not connected", config.id))
         })?;
         // Held until the call ends: answered, out of time, or dropped by its caller.
-        let _place = admit(&calls, &config.id, self.ctx.calls_per_server)?;
+        let _place = calls.admit(&config.id, caller)?;
         let answer = upstream::call(&peer, &tool.name, arguments, config.call_timeout())
             .await
             .map_err(|error| BrokerError::Call {
@@ -777,23 +782,73 @@ struct Found {
     config: ServerConfig,
     tool: ToolEntry,
     peer: Option<Peer<RoleClient>>,
-    calls: Arc<Semaphore>,
+    calls: Arc<Calls>,
 }
 
-/// A place among a server's calls in flight (`limit` in all), or the refusal when every
-/// one is taken: at once and before anything is sent, so the caller knows nothing was
-/// called and may try again. Not a queue: a call waiting there would spend its deadline
-/// on nothing and hide from its caller that the server is at its bound.
-fn admit(
-    calls: &Arc<Semaphore>,
-    server: &str,
+/// A server's calls in flight: at most `limit` in all, and `per_caller` of one caller.
+struct Calls {
+    all: Arc<Semaphore>,
     limit: usize,
-) -> Result<OwnedSemaphorePermit, BrokerError> {
-    calls.clone().try_acquire_owned().map_err(|_| {
-        BrokerError::Busy(format!(
-            "server {server} has {limit} tool calls in flight, the most it may (mcp.calls_per_server): this one was not sent; try again once one has answered"
-        ))
-    })
+    per_caller: usize,
+    /// Calls in flight by caller (only callers with one).
+    held: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// A place among a server's calls in flight; given back when dropped.
+#[derive(Debug)]
+struct Place {
+    _permit: OwnedSemaphorePermit,
+    caller: String,
+    held: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = held.get_mut(&self.caller) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.caller);
+            }
+        }
+    }
+}
+
+impl Calls {
+    fn new(limit: usize, per_caller: usize) -> Calls {
+        Calls {
+            all: Arc::new(Semaphore::new(limit)),
+            limit,
+            per_caller: per_caller.min(limit),
+            held: Arc::default(),
+        }
+    }
+
+    /// A place for a call of `caller` on `server`, or the refusal when the server's or the
+    /// caller's places are all taken: at once and before anything is sent, so the caller
+    /// knows nothing was called and may try again. Not a queue: a call waiting there would
+    /// spend its deadline on nothing and hide from its caller that a bound is reached.
+    fn admit(&self, server: &str, caller: &str) -> Result<Place, BrokerError> {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mine = held.get(caller).copied().unwrap_or(0);
+        if mine >= self.per_caller {
+            return Err(BrokerError::Busy(format!(
+                "{caller:?} has {mine} tool calls in flight on server {server}, the most one caller may (mcp.calls_per_caller): this one was not sent; try again once one has answered"
+            )));
+        }
+        let permit = self.all.clone().try_acquire_owned().map_err(|_| {
+            BrokerError::Busy(format!(
+                "server {server} has {} tool calls in flight, the most it may (mcp.calls_per_server): this one was not sent; try again once one has answered",
+                self.limit
+            ))
+        })?;
+        *held.entry(caller.to_string()).or_insert(0) += 1;
+        Ok(Place {
+            _permit: permit,
+            caller: caller.to_string(),
+            held: self.held.clone(),
+        })
+    }
 }
 
 /// Where a configuration's secrets go: the stdio program, or the URL's origin.
@@ -924,10 +979,10 @@ mod tests {
     /// why; a call that ends (answered, out of time or dropped) gives its place back.
     #[test]
     fn calls_beyond_a_servers_bound_are_refused_at_once_and_places_come_back() {
-        let calls = Arc::new(Semaphore::new(2));
-        let first = admit(&calls, "slow", 2).unwrap();
-        let _second = admit(&calls, "slow", 2).unwrap();
-        let e = admit(&calls, "slow", 2).unwrap_err();
+        let calls = Calls::new(2, 2);
+        let first = calls.admit("slow", "ann").unwrap();
+        let _second = calls.admit("slow", "bob").unwrap();
+        let e = calls.admit("slow", "cid").unwrap_err();
         assert!(matches!(e, BrokerError::Busy(_)), "{e:?}");
         let why = e.to_string();
         assert!(
@@ -937,7 +992,25 @@ mod tests {
             "{why}"
         );
         drop(first);
-        assert!(admit(&calls, "slow", 2).is_ok());
+        assert!(calls.admit("slow", "cid").is_ok());
+    }
+
+    /// One caller holds at most its share of a server's places: another still gets in
+    /// (the review: one user filled a server's 32 places until their deadlines ran out).
+    #[test]
+    fn one_caller_cannot_take_every_place_of_a_server() {
+        let calls = Calls::new(4, 2);
+        let mine: Vec<Place> = (0..2)
+            .map(|_| calls.admit("s", "mallory").unwrap())
+            .collect();
+        let e = calls.admit("s", "mallory").unwrap_err();
+        assert!(matches!(e, BrokerError::Busy(_)), "{e:?}");
+        assert!(e.to_string().contains("mcp.calls_per_caller"), "{e}");
+        let _theirs = calls.admit("s", "alice").unwrap();
+        let _more = calls.admit("s", "bob").unwrap();
+        drop(mine);
+        assert!(calls.held.lock().unwrap().get("mallory").is_none());
+        assert!(calls.admit("s", "mallory").is_ok());
     }
 
     #[test]

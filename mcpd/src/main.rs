@@ -58,6 +58,7 @@ fn main() -> ExitCode {
                 exec,
                 store: store.clone(),
                 calls_per_server: size(m.calls_per_server).max(1),
+                calls_per_caller: size(m.calls_per_caller).max(1),
             };
             let broker = broker::Broker::start(store, limits, ctx)
                 .await

@@ -428,7 +428,12 @@ impl Mcp for McpService {
         tracing::info!(tool = %r.qualified_name, %role, %principal, %request_id, "tool call");
         let called = self
             .broker
-            .call(&r.qualified_name, &r.pinned_sha256, &r.arguments_json)
+            .call(
+                &principal,
+                &r.qualified_name,
+                &r.pinned_sha256,
+                &r.arguments_json,
+            )
             .await;
         match &called {
             Ok((server, _, is_error)) => {

@@ -58,6 +58,9 @@ pub struct Context {
     /// broker admits no more, and each transport lets as many out together, so every
     /// call admitted is sent at once.
     pub calls_per_server: usize,
+    /// …of which one caller (a user, or a task's owner) may hold this many
+    /// (`mcp.calls_per_caller`): one user's slow calls leave the others room.
+    pub calls_per_caller: usize,
 }
 
 /// A stdio server's standard error, the last 64 KiB of it, for an admin to read.

@@ -947,6 +947,8 @@ fn calls_to_one_server_run_side_by_side_each_with_its_deadline_within_its_bound(
     );
     let stack = StackBuilder::new()
         .env("ARGOS_MCP__CALLS_PER_SERVER", "20")
+        // One caller makes them all here: its share is the whole bound.
+        .env("ARGOS_MCP__CALLS_PER_CALLER", "20")
         .start();
     let port = argos_tests::free_port();
     let mut server = argos_tests::mcp_peer::python("slow.py", port, &[]);
