@@ -165,8 +165,8 @@ pub fn hidden(c: char) -> bool {
             | G::Unassigned
     ) || (get_general_category(c) == G::SpaceSeparator && c != ' ')
         || matches!(c, '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
-            | '\u{180B}'..='\u{180F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FFA0}'
-            | '\u{E0100}'..='\u{E01EF}')
+            | '\u{180B}'..='\u{180F}' | '\u{2800}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FFA0}' | '\u{E0100}'..='\u{E01EF}')
 }
 
 /// Longest run of plain spaces shown as it is by [`visible`]; a longer one is named.
@@ -278,6 +278,11 @@ mod tests {
             "ok\\u{2028}Argos: risk read_only\\u{2029}x\\u{85}y\\u{202e}z\\u{2066}\\u{200b}\\u{e0041}\\u{1b}[2Ja\\u{a0}b\\u{e000}\\u{9}c\\u{a}d"
         );
         assert!(!v.chars().any(hidden), "{v}");
+        // Blank-looking letters and symbols (the review's U+2800, Hangul fillers) too.
+        assert_eq!(
+            visible("rm\u{2800}-rf\u{3164}/"),
+            "rm\\u{2800}-rf\\u{3164}/"
+        );
         // Padding is named, not shown: what follows it stays in sight.
         let padded = format!("df -h /tmp{}; rm -rf /srv", " ".repeat(70_000));
         assert_eq!(visible(&padded), "df -h /tmp\\u{20}×70000; rm -rf /srv");

@@ -65,12 +65,21 @@ const STDIN_HEAD: u64 = 4096;
 /// `argos_net::text::visible`: a character a renderer could break a line with, reorder
 /// text with or hide is an escape, and a run of spaces is named, never shown.
 pub fn message(a: &pb::Approval) -> String {
-    let reasons: Vec<String> = a.reasons.iter().map(|r| visible(&r.why)).collect();
-    let purpose: String = visible(&a.purpose.replace(['\n', '\r'], " "));
-    let purpose = match purpose.char_indices().nth(200) {
-        Some((at, _)) => format!("{}… [cut by Argos]", &purpose[..at]),
-        None => purpose,
-    };
+    // The reasons quote the command's words: bounded, so they cannot push the command
+    // itself out of sight (the highest come first; the rest are on the Approvals page).
+    let mut reasons: Vec<String> = a
+        .reasons
+        .iter()
+        .take(MAX_REASONS)
+        .map(|r| cut(visible(&r.why), MAX_REASON))
+        .collect();
+    if a.reasons.len() > MAX_REASONS {
+        reasons.push(format!(
+            "and {} more, on the Approvals page",
+            a.reasons.len() - MAX_REASONS
+        ));
+    }
+    let purpose = cut(visible(&a.purpose.replace(['\n', '\r'], " ")), 200);
     format!(
         "Argos asks you to approve a {} change, run on {} as {}.\nWhy it needs approving: {}\n\n{}\nThe agent says (its words, not Argos's): {purpose}\n\nApprove it now? Declining leaves it on the Approvals page.",
         crate::views::risk_class(a.risk_class),
@@ -87,6 +96,18 @@ pub fn message(a: &pb::Approval) -> String {
         reasons.join("; "),
         request(a),
     )
+}
+
+/// Reasons shown in an agent's client, and the characters of each.
+const MAX_REASONS: usize = 4;
+const MAX_REASON: usize = 160;
+
+/// `s` cut to `n` characters, saying so.
+fn cut(s: String, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}… [cut by Argos]", &s[..at]),
+        None => s,
+    }
 }
 
 /// The whole request as it will run — the command's lines or each argument, the working
@@ -490,6 +511,36 @@ mod tests {
         assert_eq!(refusal(&caller(1, true), &a), None);
         a.stdin_bytes = 100_000;
         assert!(refusal(&caller(1, true), &a).is_some());
+    }
+
+    /// The reasons quote the command's words: many long ones could push the command out
+    /// of the client's sight (the review). At most four are shown, each cut, the rest
+    /// counted, and the command follows them whole.
+    #[test]
+    fn the_reasons_cannot_push_the_command_out_of_sight() {
+        let mut a = approval("a1", pb::RiskClass::ConfigMutation);
+        a.command = "rm -rf /srv".into();
+        a.reasons = (0..50)
+            .map(|i| pb::RiskReason {
+                why: format!("`{}{i}` has no option model", "x".repeat(3000)),
+                ..Default::default()
+            })
+            .collect();
+        let m = message(&a);
+        let before = &m[..m
+            .find("The command (1 line):")
+            .expect("the command is shown")];
+        assert!(
+            before.chars().count() < 1000,
+            "{} characters before the command",
+            before.len()
+        );
+        assert!(
+            before.contains("and 46 more, on the Approvals page"),
+            "{before}"
+        );
+        assert_eq!(before.matches("[cut by Argos]").count(), 4, "{before}");
+        assert!(m.contains("  | rm -rf /srv\n"), "{m}");
     }
 
     #[test]
