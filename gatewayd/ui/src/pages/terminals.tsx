@@ -135,9 +135,12 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
         // What xterm.js sends is the human's typing and its own answers to the screen's
         // queries (device attributes, cursor position, colours, modes). Answers to queries
         // in the replayed output are stale: they would reach the live program as typed
-        // input (`1;2c` at a prompt, or a command in a root shell). So from the replay's
-        // start until xterm has parsed its last byte, nothing it sends is input.
+        // input (`1;2c` at a prompt, or a command in a root shell). So from an attach until
+        // xterm has parsed the last byte of its replay, nothing it sends is input. Each
+        // attach has its number: a replay's end lets input through only if no attach came
+        // after it (an earlier socket's end, parsed late, must not open the next one's).
         let replaying = false;
+        let attaches = 0;
         term.onData((d) => {
           if (!replaying) send(OP_INPUT, enc.encode(d));
         });
@@ -169,12 +172,15 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
           const ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + t.ws);
           ws.binaryType = "arraybuffer";
           s.ws = ws;
+          const attach_no = ++attaches;
+          replaying = true;
           ws.onopen = () => {
             s.retry = 500;
             resize();
             term.focus();
           };
           ws.onmessage = (ev) => {
+            if (s.ws !== ws) return; // a socket already replaced
             const b = new Uint8Array(ev.data as ArrayBuffer);
             const data = b.subarray(1);
             if (b[0] === OP_OUTPUT) {
@@ -186,12 +192,12 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
                 send(OP_ACK, a);
               });
             } else if (b[0] === OP_REPLAY_BEGIN) {
-              replaying = true;
               term.reset();
               say("replaying…");
             } else if (b[0] === OP_REPLAY_END) {
               // xterm parses in order: this callback runs once the replay is parsed.
               term.write("", () => {
+                if (attach_no !== attaches) return;
                 replaying = false;
                 say("attached");
               });
@@ -207,7 +213,7 @@ function Screen(props: { id: string; onState: (s: string) => void }) {
             }
           };
           ws.onclose = () => {
-            if (s.left || s.ended) return;
+            if (s.ws !== ws || s.left || s.ended) return;
             say("disconnected; reattaching…");
             again();
           };
