@@ -429,15 +429,22 @@ pub fn load_seccomp(filters: &[BpfProgram]) -> Result<(), String> {
 /// The read-only part of the host: every path except the denied ones. Landlock only
 /// allows, so a denied path is carved out by granting its siblings at each level above it.
 pub fn readable_roots(denied: &[PathBuf]) -> Vec<PathBuf> {
+    carve(vec![PathBuf::from("/")], denied).0
+}
+
+/// [`readable_roots`] and the directories split on the way, which keep no right of their
+/// own but listing (an entry made in one later is on no rule: unreadable).
+pub fn readable_view(denied: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     carve(vec![PathBuf::from("/")], denied)
 }
 
-/// Removes each denied path from the trees in `allowed`, keeping everything else.
-fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
+/// Removes each denied path from the trees in `allowed`, keeping everything else, and
+/// returns the directories split to do so. A denied path that does not exist (yet) is
+/// carved down to its deepest existing directory, whose entries are granted one by one:
+/// one made there later, the denied one included, is not.
+fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut split = Vec::new();
     for deny in denied {
-        if std::fs::symlink_metadata(deny).is_err() {
-            continue;
-        }
         let Some(idx) = allowed.iter().position(|a| deny.starts_with(a)) else {
             continue;
         };
@@ -451,20 +458,32 @@ fn carve(mut allowed: Vec<PathBuf>, denied: &[PathBuf]) -> Vec<PathBuf> {
                 break;
             };
             let next = cur.join(step);
-            if let Ok(entries) = std::fs::read_dir(&cur) {
-                // A symlink is left out: a rule on it would grant its target (which may
-                // be what is carved out); landlock judges the path it resolves to, which
-                // is granted, or not, as itself.
-                for e in entries.flatten() {
-                    if e.path() != next && !e.file_type().is_ok_and(|t| t.is_symlink()) {
-                        allowed.push(e.path());
-                    }
+            let Ok(entries) = std::fs::read_dir(&cur) else {
+                // Not a directory (nothing can be under it) or gone: as it was.
+                allowed.push(cur);
+                break;
+            };
+            // A symlink is left out: a rule on it would grant its target (which may
+            // be what is carved out); landlock judges the path it resolves to, which
+            // is granted, or not, as itself.
+            for e in entries.flatten() {
+                if e.path() != next && !e.file_type().is_ok_and(|t| t.is_symlink()) {
+                    allowed.push(e.path());
                 }
+            }
+            split.push(cur);
+            if std::fs::symlink_metadata(&next).is_err() {
+                break;
             }
             cur = next;
         }
     }
-    allowed
+    // What a later denied path's siblings granted inside an earlier one.
+    allowed.retain(|a| !denied.iter().any(|d| a.starts_with(d)));
+    split.retain(|a| !denied.iter().any(|d| a.starts_with(d)));
+    split.sort();
+    split.dedup();
+    (allowed, split)
 }
 
 /// The readable trees without the files of the programs' directories (`dirs`, resolved
@@ -482,7 +501,7 @@ pub fn without_program_files(
         .collect();
     real.sort();
     real.dedup();
-    (carve(readable, &real), real)
+    (carve(readable, &real).0, real)
 }
 
 /// Device files every program expects to read and write.
@@ -496,13 +515,15 @@ const DEVICES: &[&str] = &[
 ];
 
 /// Applies the filesystem policy: read (and execute) the host minus denied paths, list
-/// the entries of `listable` directories (their files unreadable but where granted), write
+/// the entries of `listable` directories and the `program_dirs` (their files unreadable
+/// but where granted), write
 /// only the writable paths. With `executable`, only those files may be executed (and
 /// read: the readable and writable trees are then not executable). Returns what the
 /// kernel enforces.
 pub fn apply_landlock(
     readable: &[PathBuf],
     listable: &[PathBuf],
+    program_dirs: &[PathBuf],
     writable: &[PathBuf],
     executable: Option<&[PathBuf]>,
 ) -> Result<LandlockStatus, String> {
@@ -524,6 +545,11 @@ pub fn apply_landlock(
         .add_rules(path_beneath_rules(existing(readable), read))
         .map_err(e)?
         .add_rules(path_beneath_rules(existing(listable), AccessFs::ReadDir))
+        .map_err(e)?
+        .add_rules(path_beneath_rules(
+            existing(program_dirs),
+            AccessFs::ReadDir,
+        ))
         .map_err(e)?
         .add_rules(path_beneath_rules(existing(writable), all))
         .map_err(e)?
@@ -550,8 +576,8 @@ pub fn apply_landlock(
         fs_enforced,
         scoped,
         executables: executable.map(|x| x.len() as u32),
-        program_dirs: (executable.is_some() && !listable.is_empty())
-            .then_some(listable.len() as u32),
+        program_dirs: (executable.is_some() && !program_dirs.is_empty())
+            .then_some(program_dirs.len() as u32),
     })
 }
 
@@ -1406,7 +1432,7 @@ mod tests {
             std::fs::create_dir_all(root.join(p)).unwrap();
         }
         let deny = root.join("a/secret");
-        let allowed = carve(
+        let (allowed, split) = carve(
             vec![root.to_path_buf()],
             &[deny.clone(), root.join("missing")],
         );
@@ -1414,5 +1440,40 @@ mod tests {
         assert!(allowed.contains(&root.join("a/ok")));
         assert!(!allowed.iter().any(|a| deny.starts_with(a)), "{allowed:?}");
         assert_eq!(allowed.len(), 2, "{allowed:?}");
+        assert_eq!(split, [root.to_path_buf(), root.join("a")]);
+    }
+
+    /// A denied path that does not exist yet carves its deepest existing directory, so
+    /// what is made there later (the secret itself, or anything else) is on no rule; a
+    /// path inside one denied earlier is not granted back by a later carve.
+    #[test]
+    fn a_denied_path_yet_to_be_made_leaves_its_directory_granted_entry_by_entry() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        for p in ["home/u/notes", "home/u/.ssh/k", "home/v", "etc"] {
+            std::fs::create_dir_all(root.join(p)).unwrap();
+        }
+        let (allowed, split) = carve(
+            vec![root.to_path_buf()],
+            &[
+                root.join("home/u/.docker/config.json"),
+                root.join("home/u/.ssh/k"),
+                root.join("home/u/.ssh"),
+            ],
+        );
+        assert_eq!(
+            split,
+            [root.to_path_buf(), root.join("home"), root.join("home/u")]
+        );
+        let mut allowed = allowed;
+        allowed.sort();
+        assert_eq!(
+            allowed,
+            [
+                root.join("etc"),
+                root.join("home/u/notes"),
+                root.join("home/v")
+            ]
+        );
     }
 }

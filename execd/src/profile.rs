@@ -33,8 +33,8 @@ pub struct FsRule {
     #[serde(default)]
     pub read_only_mounts: bool,
     /// Where the host's services and users keep UNIX sockets (`/run`, `/var/tmp`,
-    /// `/dev/shm`): every socket found under them when the launch is taken is masked,
-    /// but those `sockets_reachable` names. A read-only mount does not stop `connect()`
+    /// `/dev/shm`): each is a mirror taken when the launch is taken (`shim/mirror.rs`),
+    /// which holds no socket but those `sockets_reachable` names. A read-only mount does not stop `connect()`
     /// and a socket's file mode is the only other guard, so a socket a profile with the
     /// host's view could reach is one of these, named with its reason.
     #[serde(default)]

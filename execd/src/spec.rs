@@ -182,8 +182,9 @@ pub struct Plan {
     /// too. Empty: none.
     #[serde(default)]
     pub credential_homes: Vec<PathBuf>,
-    /// Directories whose UNIX sockets are masked when the launch is taken, all but
-    /// `sockets_reachable` (`*` in a component matches one level). Empty: none.
+    /// Directories the launch sees as mirrors taken when it is taken, without UNIX
+    /// sockets but `sockets_reachable` (`*` in a component matches one level). Empty:
+    /// none.
     #[serde(default)]
     pub socket_dirs: Vec<PathBuf>,
     #[serde(default)]

@@ -1119,3 +1119,129 @@ print(json.dumps(dict(
     drop((queue, segment));
     stack.stop();
 }
+
+/// Waits until a process of the host's has `marker` in its command line: the launch that
+/// carries it has started (past its masks and landlock).
+fn wait_for_launch(marker: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        });
+        if found {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no launch with {marker} started");
+}
+
+/// A running `inspect` launch cannot read a secret the host puts where a masked one was:
+/// a new `.netrc` renamed over the masked file (as `passwd` replaces `/etc/shadow`), and
+/// a `.docker` removed and made again with a new `config.json` in it (a rename or removal
+/// detaches the mask made in the launch's namespace). Nor one made while it runs where
+/// none was. The launch waits for the host's changes, then reads.
+#[test]
+fn a_secret_renamed_over_a_mask_while_inspect_runs_is_not_read() {
+    require_root("the inspect rename test");
+    let home = test_home("/home", "argos-test-home-");
+    let h = home.path();
+    plant(h, "notes.txt", "visible-notes\n");
+    plant(h, ".netrc", "secret-netrc-before\n");
+    plant(h, ".docker/config.json", "secret-docker-before\n");
+    let stack = StackBuilder::new().start();
+    let marker = format!("argos-rename-{}", std::process::id());
+    let script = format!(
+        "m={marker}; while [ ! -e {h}/go ]; do sleep 0.1; done; \
+         cat {h}/notes.txt {h}/.netrc {h}/.docker/config.json {h}/.pgpass; true",
+        h = h.display()
+    );
+    std::thread::scope(|s| {
+        let launch =
+            s.spawn(|| argv_in_inspect(&stack, &["/bin/sh", "-c", &script], &["cat", "sleep"]));
+        wait_for_launch(&marker);
+        std::fs::write(h.join(".netrc.new"), "secret-netrc-renamed\n").unwrap();
+        std::fs::set_permissions(h.join(".netrc.new"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        std::fs::rename(h.join(".netrc.new"), h.join(".netrc")).unwrap();
+        std::fs::remove_dir_all(h.join(".docker")).unwrap();
+        plant(h, ".docker.new/config.json", "secret-docker-renamed\n");
+        std::fs::rename(h.join(".docker.new"), h.join(".docker")).unwrap();
+        plant(h, ".pgpass", "secret-pgpass-made\n");
+        plant(h, "go", "");
+        let r = launch.join().unwrap();
+        assert!(r.out.contains("visible-notes"), "{} {}", r.out, r.err);
+        assert!(!r.out.contains("secret"), "a secret was read: {}", r.out);
+    });
+    stack.stop();
+}
+
+/// A host service's socket that appears while an `inspect` launch runs cannot be reached
+/// from it: a new listener under `/run` made after the launch started, and a socket the
+/// launch saw at its start that the service unlinks and binds anew (which detached a
+/// mask). The listeners hear nothing.
+#[test]
+fn a_socket_made_or_bound_anew_while_inspect_runs_is_not_reached() {
+    require_root("the inspect late socket test");
+    let stack = StackBuilder::new().start();
+    let flags = test_home("/home", "argos-test-flag-");
+    let dir = tempfile::Builder::new()
+        .prefix("argos-sock-")
+        .tempdir_in("/run")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let early = dir.path().join("early.sock");
+    let late = dir.path().join("late.sock");
+    let first = std::os::unix::net::UnixListener::bind(&early).unwrap();
+    std::fs::set_permissions(&early, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let marker = format!("argos-late-socket-{}", std::process::id());
+    let code = format!(
+        r#"
+import os, socket, time
+m = {marker:?}
+while not os.path.exists({go:?}):
+    time.sleep(0.1)
+for p in ({early:?}, {late:?}):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(p)
+        s.sendall(b"change something")
+        print("connected", p)
+    except OSError as e:
+        print("refused", e.errno)
+"#,
+        go = flags.path().join("go").display().to_string(),
+        early = early.display().to_string(),
+        late = late.display().to_string(),
+    );
+    let listeners = std::thread::scope(|s| {
+        let launch = s.spawn(|| argv_in_inspect(&stack, &["/usr/bin/python3", "-c", &code], &[]));
+        wait_for_launch(&marker);
+        drop(first);
+        std::fs::remove_file(&early).unwrap();
+        let mut listeners = Vec::new();
+        for path in [&early, &late] {
+            let l = std::os::unix::net::UnixListener::bind(path).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+            l.set_nonblocking(true).unwrap();
+            listeners.push(l);
+        }
+        plant(flags.path(), "go", "");
+        let r = launch.join().unwrap();
+        assert!(
+            !r.out.contains("connected") && r.out.matches("refused").count() == 2,
+            "{} {}",
+            r.out,
+            r.err
+        );
+        listeners
+    });
+    for l in &listeners {
+        match l.accept() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => panic!("a listener heard {other:?}"),
+        }
+    }
+    stack.stop();
+}

@@ -30,6 +30,7 @@ use nix::unistd::{ForkResult, Pid};
 use serde::{Deserialize, Serialize};
 
 pub mod follow;
+mod mirror;
 mod supervise;
 mod tree;
 
@@ -561,73 +562,86 @@ fn denied_now(plan: &Plan) -> Vec<PathBuf> {
 /// [`denied_now`] with the text of `/etc/passwd` given.
 fn denied_with(plan: &Plan, passwd: &str) -> Vec<PathBuf> {
     let mut denied = outermost(plan.denied.iter().flat_map(|p| expand(p)).collect());
-    denied.extend(sockets_not_reachable(plan, &denied));
+    for home in homes_with(plan, passwd, &denied) {
+        denied.extend(credentials::stores_in(&home));
+    }
+    outermost(denied)
+}
+
+/// The homes whose credential stores a launch must not see (none where the profile masks
+/// none); a home already hidden whole (`/home` and `/root` for agents) needs no look
+/// inside.
+fn homes_with(plan: &Plan, passwd: &str, denied: &[PathBuf]) -> Vec<PathBuf> {
     if plan.credential_homes.is_empty() {
-        return outermost(denied);
+        return Vec::new();
     }
     let candidates = plan
         .credential_homes
         .iter()
         .flat_map(|p| expand(p))
         .chain(credentials::passwd_homes(passwd));
-    // A home already hidden whole (`/home` and `/root` for agents) needs no look inside.
-    let homes: Vec<PathBuf> = credentials::homes(candidates)
+    credentials::homes(candidates)
         .into_iter()
         .filter(|h| !denied.iter().any(|d| h.starts_with(d)))
-        .collect();
-    for home in homes {
-        denied.extend(credentials::stores_in(&home));
-    }
-    outermost(denied)
+        .collect()
 }
 
-/// Most entries looked at under one socket directory: a host's `/run` holds a few
-/// hundred; past this the rest of that directory is not looked into (and said so).
-const SOCKET_SCAN_LIMIT: usize = 20_000;
-
-/// Every UNIX socket under the plan's `socket_dirs` (one file system each, not through
-/// symlinks), as the host holds them now, but those the plan names reachable and those
-/// inside a path already denied.
-fn sockets_not_reachable(plan: &Plan, denied: &[PathBuf]) -> Vec<PathBuf> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let reachable = outermost(
-        plan.sockets_reachable
-            .iter()
-            .flat_map(|p| expand(p))
-            .collect(),
-    );
-    let mut out = Vec::new();
-    for root in outermost(plan.socket_dirs.iter().flat_map(|p| expand(p)).collect()) {
-        let Ok(dev) = std::fs::symlink_metadata(&root).map(|m| m.dev()) else {
-            continue;
-        };
-        let mut todo = vec![root.clone()];
-        let mut seen = 0;
-        while let Some(dir) = todo.pop() {
-            if denied.iter().any(|d| dir.starts_with(d)) {
-                continue;
-            }
-            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-                seen += 1;
-                if seen > SOCKET_SCAN_LIMIT {
-                    eprintln!(
-                        "argos-shim: more than {SOCKET_SCAN_LIMIT} entries under {}: the rest not looked into for sockets",
-                        root.display()
-                    );
-                    todo.clear();
-                    break;
-                }
-                let Ok(meta) = entry.metadata() else { continue };
-                let path = entry.path();
-                if meta.file_type().is_dir() && meta.dev() == dev {
-                    todo.push(path);
-                } else if meta.file_type().is_socket() && !reachable.contains(&path) {
-                    out.push(path);
-                }
-            }
-        }
+/// What landlock carves out of the readable view when the launch is taken: the denied
+/// paths found ([`denied_now`]), and the places where one may appear while the launch
+/// runs — each denied entry as written (a `*` left in: its directory is carved), each
+/// credential store of every home whether it exists yet or not — so the directories on
+/// the way grant only the entries they hold now. Landlock's rules hold for inodes, not
+/// names: a secret renamed over a masked one, or made after the launch was taken, is on
+/// no rule, and stays unreadable (the masks are mounts, which such a rename detaches).
+fn carved_now(plan: &Plan, denied: &[PathBuf]) -> Vec<PathBuf> {
+    let passwd = if plan.credential_homes.is_empty() {
+        String::new()
+    } else {
+        std::fs::read_to_string("/etc/passwd").unwrap_or_default()
+    };
+    let mut out: Vec<PathBuf> = denied.to_vec();
+    out.extend(plan.denied.iter().map(|p| resolved(p)));
+    for home in homes_with(plan, &passwd, denied) {
+        out.extend(
+            credentials::STORES
+                .iter()
+                .map(|(rel, _)| resolved(&home.join(rel))),
+        );
     }
+    out.sort();
+    out.dedup();
     out
+}
+
+/// `path` with its longest existing head resolved through symlinks (landlock judges the
+/// file a path resolves to), the rest as written.
+fn resolved(path: &Path) -> PathBuf {
+    let mut head = path.to_path_buf();
+    let mut rest = Vec::new();
+    while let Some(name) = head.file_name().map(|n| n.to_os_string()) {
+        if let Ok(real) = std::fs::canonicalize(&head) {
+            return rest
+                .iter()
+                .rev()
+                .fold(real, |p, n: &std::ffi::OsString| p.join(n));
+        }
+        rest.push(name);
+        head.pop();
+    }
+    path.to_path_buf()
+}
+
+/// The plan's socket directories (resolved, outermost) and the sockets in them it leaves
+/// reachable, as the host holds them when the launch is taken.
+fn socket_view(plan: &Plan) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let reachable = plan
+        .sockets_reachable
+        .iter()
+        .flat_map(|p| expand(p))
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let roots = outermost(plan.socket_dirs.iter().flat_map(|p| expand(p)).collect());
+    (roots, reachable)
 }
 
 /// The paths a denied entry names: itself, or, with `*` in a component, every existing

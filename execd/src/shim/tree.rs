@@ -159,10 +159,28 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     // Denied paths disappear from the view, found as the host holds them now (not when
     // the tree was set up: a `~/.ssh` made or replaced since is hidden too): an empty,
     // mode-000 tmpfs over a directory, an empty mode-000 file over a file. Before the
-    // program is resolved, in the view the workload will have. Landlock then grants
-    // reading "/" as one rule.
+    // program is resolved, in the view the workload will have. The masks hide names;
+    // landlock, below, is what keeps a secret unreadable when a host process renames a
+    // new one over a mask (which detaches it).
     let denied = super::denied_now(plan);
-    let mut masked_all = mnt_ok;
+    let carved = super::carved_now(plan, &denied);
+    // The socket directories: a mirror without sockets but the reachable ones, first,
+    // so the masks below find nothing of them left to hide.
+    if mnt_ok && !plan.socket_dirs.is_empty() {
+        let (roots, reachable) = super::socket_view(plan);
+        match super::mirror::mirror_all(&roots, &denied, &reachable) {
+            Ok(m) if m.over_limit > 0 => notes.push(format!(
+                "filesystem: {} entries of the socket directories past the mirror's {} not shown",
+                m.over_limit,
+                super::mirror::MIRROR_LIMIT
+            )),
+            Ok(_) => {}
+            Err(e) => {
+                send(&p.setup_w, &SetupMsg::Failed { error: e });
+                raw::exit_now(EXIT_EXEC);
+            }
+        }
+    }
     if mnt_ok {
         let source = mask_source
             .as_ref()
@@ -170,7 +188,6 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             .unwrap_or(&setup.mask_file);
         for path in &denied {
             if let Err(e) = mask(path, source) {
-                masked_all = false;
                 notes.push(format!("filesystem: masking {}: {e}", path.display()));
             }
         }
@@ -218,15 +235,13 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     }
     send(&p.setup_w, &SetupMsg::Init { notes });
-    let readable = if masked_all {
-        vec![PathBuf::from("/")]
-    } else {
-        // No private mounts: carve the denied paths out of the landlock rules instead.
-        contain::readable_roots(&denied)
-    };
+    // The denied paths carved out of landlock's rules, in the view as now mounted, with
+    // where they may yet appear: the directories on the way keep only their entries'
+    // listing.
+    let (readable, listable) = contain::readable_view(&carved);
     // Where only listed files may run: the programs' directories keep their entries but
     // not their files (a loader run as a program maps whatever it can read).
-    let (readable, listable) = if spec.plan.execute_listed_only {
+    let (readable, program_dirs) = if spec.plan.execute_listed_only {
         contain::without_program_files(readable, &spec.plan.program_dirs)
     } else {
         (readable, Vec::new())
@@ -293,7 +308,15 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     // SAFETY: init is a fork of the single-threaded shim and starts no thread either.
     let workload = match unsafe { raw::fork_single_threaded() } {
         Ok(ForkResult::Child) => workload(
-            &spec, base, &work, &readable, &listable, stdin, out, err, p.setup_w, tty,
+            &spec,
+            base,
+            &work,
+            [&readable, &listable, &program_dirs],
+            stdin,
+            out,
+            err,
+            p.setup_w,
+            tty,
         ),
         Ok(ForkResult::Parent { child }) => child,
         Err(e) => {
@@ -515,8 +538,7 @@ fn workload(
     spec: &LaunchSpec,
     base: &Base,
     work: &Work,
-    readable: &[PathBuf],
-    listable: &[PathBuf],
+    [readable, listable, program_dirs]: [&[PathBuf]; 3],
     stdin: OwnedFd,
     out: OwnedFd,
     err: OwnedFd,
@@ -559,6 +581,7 @@ fn workload(
         match contain::apply_landlock(
             readable,
             listable,
+            program_dirs,
             &work.writable,
             work.executable.as_deref(),
         ) {

@@ -175,7 +175,35 @@ pub fn mask_dir(target: &Path) -> SysResult<()> {
 
 /// Hides a file: `empty` (an empty mode-000 file) bound over it, read-only.
 pub fn mask_file(empty: &Path, target: &Path) -> SysResult<()> {
-    bind(empty, target)?;
+    bind_read_only(empty, target)
+}
+
+/// A directory's mirror: a small tmpfs over `target` with the directory's owner and mode,
+/// filled by the caller and then sealed ([`seal_read_only`]).
+pub fn mount_mirror(target: &Path, mode: u32, owner: (u32, u32), inodes: u64) -> SysResult<()> {
+    let options = format!(
+        "mode={:o},uid={},gid={},size=8m,nr_inodes={inodes}",
+        mode & 0o7777,
+        owner.0,
+        owner.1
+    );
+    tmpfs(target, &options, true, "mount mirror tmpfs")
+}
+
+/// Remounts the mount at `target` read-only, nosuid, nodev and noexec.
+pub fn seal_read_only(target: &Path) -> SysResult<()> {
+    let flags = MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | MsFlags::MS_NOEXEC;
+    mount(NONE, target, NONE, flags, NONE)
+        .map_err(|e| SysError::on("remount read-only", target.display(), e))
+}
+
+/// Binds `source` over `target`, read-only, nosuid, nodev and noexec.
+pub fn bind_read_only(source: &Path, target: &Path) -> SysResult<()> {
+    bind(source, target)?;
     let flags = MsFlags::MS_BIND
         | MsFlags::MS_REMOUNT
         | MsFlags::MS_RDONLY
