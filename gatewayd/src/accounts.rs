@@ -500,11 +500,15 @@ impl Accounts {
     }
 
     pub async fn end_session(&self, secret: &str) -> Result<(), AccountError> {
-        sqlx::query("DELETE FROM sessions WHERE secret_sha256 = ?")
+        let ended = sqlx::query("DELETE FROM sessions WHERE secret_sha256 = ?")
             .bind(sha256(secret))
             .execute(&self.pool)
-            .await?;
-        self.ended.send_modify(|n| *n += 1);
+            .await?
+            .rows_affected();
+        // Only a session that was there wakes the streams (a logout of nothing is free).
+        if ended > 0 {
+            self.ended.send_modify(|n| *n += 1);
+        }
         Ok(())
     }
 
@@ -595,8 +599,12 @@ impl Accounts {
         .await?
         .rows_affected()
             == 1;
-        // After the write: a lookup racing the revocation cannot cache what it read.
-        self.forget_tokens();
+        // After the write: a lookup racing the revocation cannot cache what it read. A
+        // revocation of nothing changes nothing: it neither empties the cache nor wakes
+        // the streams (else any user could make every agent's request miss the cache).
+        if revoked {
+            self.forget_tokens();
+        }
         Ok(revoked)
     }
 

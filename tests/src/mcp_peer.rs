@@ -94,9 +94,33 @@ impl Drop for Everything {
     }
 }
 
+/// A Python MCP server of the tests': killed and reaped when dropped, so a test that
+/// fails leaves none behind (it derefs to its process, to be killed earlier by hand).
+pub struct Python(Child);
+
+impl std::ops::Deref for Python {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Python {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Python {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `tests/mcp/{script}` with the Python SDK's interpreter, `PORT` and `env` set,
-/// and waits until it listens on 127.0.0.1:`port`. The caller kills it.
-pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Child {
+/// and waits until it listens on 127.0.0.1:`port`; it ends when the answer is dropped.
+pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Python {
     let root = crate::workspace_root();
     let python = root.join("target/tools/mcp-py/bin/python");
     assert!(
@@ -112,6 +136,8 @@ pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("starting a Python MCP server");
+    // Held from here: one that never listens is killed with the failing test.
+    let server = Python(child);
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -120,7 +146,7 @@ pub fn python(script: &str, port: u16, env: &[(&str, &str)]) -> Child {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    child
+    server
 }
 
 /// The text pieces of a tool's result, joined.

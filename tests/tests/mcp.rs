@@ -655,7 +655,7 @@ fn a_compromised_mcpd_can_start_nothing_an_admin_did_not_register() {
 
 /// `tests/mcp/rug.py` (PyPI `mcp`) on `port`, its tool described by the file `desc`
 /// (and a second tool with `extra`).
-fn rug_with(port: u16, desc: &Path, extra: bool) -> std::process::Child {
+fn rug_with(port: u16, desc: &Path, extra: bool) -> argos_tests::mcp_peer::Python {
     argos_tests::mcp_peer::python(
         "rug.py",
         port,
@@ -666,7 +666,7 @@ fn rug_with(port: u16, desc: &Path, extra: bool) -> std::process::Child {
     )
 }
 
-fn rug(port: u16, desc: &Path) -> std::process::Child {
+fn rug(port: u16, desc: &Path) -> argos_tests::mcp_peer::Python {
     rug_with(port, desc, false)
 }
 

@@ -252,6 +252,15 @@ impl Acc {
                 Class::Destructive,
                 "runs code fetched from the network (a download fed to a shell or interpreter)",
             );
+            // The most telling reason of all: it leads.
+            if let Some(at) = self
+                .reasons
+                .iter()
+                .position(|r| r.why.contains("fetched from the network"))
+            {
+                let r = self.reasons.remove(at);
+                self.reasons.insert(0, r);
+            }
         }
         if let (Some(sql), true) = (self.sql.take(), self.database) {
             self.raise(Class::Destructive, format!("{sql} for a database client"));

@@ -106,7 +106,7 @@ fn walk(src: &str, acc: &mut Acc) {
                                 continue;
                             }
                         }
-                        i = redirect(op, &tokens, i, acc);
+                        i = redirect(op, &tokens, i, reads_program(&words), acc);
                     }
                     _ => {
                         // A function definition: `name ( )`.
@@ -152,7 +152,13 @@ fn walk(src: &str, acc: &mut Acc) {
 
 /// Whether the simple command in `words` is a shell, an interpreter or `source`, maybe
 /// behind a wrapper (`sudo bash`): a file operand it is given is its program.
-fn runs_what_it_reads(words: &[Word]) -> bool {
+pub(crate) fn runs_what_it_reads(words: &[Word]) -> bool {
+    reads_program(words).is_some()
+}
+
+/// The kind of code reader the simple command in `words` is, maybe behind a wrapper
+/// (`sudo bash`): `Some(true)` a shell, `Some(false)` another interpreter.
+fn reads_program(words: &[Word]) -> Option<bool> {
     const WRAPPERS: &[&str] = &[
         "sudo", "doas", "env", "exec", "command", "builtin", "nice", "nohup", "timeout", "time",
         "setsid", "stdbuf", "ionice", "chrt", "taskset", "busybox",
@@ -164,10 +170,15 @@ fn runs_what_it_reads(words: &[Word]) -> bool {
         })
         .map(|w| w.lit.rsplit('/').next().unwrap_or(&w.lit));
     match programs.next() {
-        Some(first) if rules::runs_code(first) => true,
-        Some(first) if WRAPPERS.contains(&first) => programs.any(rules::runs_code),
-        _ => false,
+        Some(first) if rules::runs_code(first) => rules::code_reader(first),
+        Some(first) if WRAPPERS.contains(&first) => programs.find_map(rules::code_reader),
+        _ => None,
     }
+}
+
+/// Whether `path` names the standard input (what another command writes into it).
+pub(crate) fn is_stdin_path(path: &str) -> bool {
+    matches!(path, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
 }
 
 /// Why the subshells in `tokens` do not pair up, if they do not (a `)` ending a `case`
@@ -193,7 +204,13 @@ fn unbalanced(tokens: &[Token]) -> Option<&'static str> {
 }
 
 /// Handles a redirection whose target starts at `tokens[i]`; returns the next index.
-fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
+fn redirect(
+    op: &str,
+    tokens: &[Token],
+    mut i: usize,
+    reader: Option<bool>,
+    acc: &mut Acc,
+) -> usize {
     acc.compound = true;
     let target = match tokens.get(i) {
         Some(Token::Word(w, _)) => *w,
@@ -216,6 +233,18 @@ fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
                 if !quoted {
                     word::heredoc(body, acc);
                 }
+                // Given to a shell, the body is its script: judged, unless expansions
+                // build it at run time; to another interpreter, code not read.
+                match reader {
+                    Some(true) if quoted || !body.contains(['$', '`']) => script(body, acc),
+                    Some(true) => {
+                        acc.unread("a shell's script in a here-document built by expansions")
+                    }
+                    Some(false) => acc.unread(
+                        "an interpreter's program in a here-document, in a language not read",
+                    ),
+                    None => {}
+                }
                 i += 1;
             }
             acc.raise(Class::ReversibleLow, "here-document");
@@ -223,10 +252,23 @@ fn redirect(op: &str, tokens: &[Token], mut i: usize, acc: &mut Acc) -> usize {
         "<<<" => {
             let w = word::word(target, acc);
             rules::sql_text(&w.lit, acc);
+            match reader {
+                Some(true) if !w.dynamic => script(&w.lit, acc),
+                Some(true) => acc.unread("a shell's script in a here-string built at run time"),
+                Some(false) => {
+                    acc.unread("an interpreter's program in a here-string, in a language not read")
+                }
+                None => {}
+            }
             acc.raise(Class::ReversibleLow, "here-string");
         }
         "<" => {
-            word::word(target, acc);
+            let w = word::word(target, acc);
+            if reader.is_some() && (w.dynamic || is_stdin_path(&w.lit)) {
+                acc.unread(
+                    "a shell or interpreter reads its program from a file named at run time",
+                );
+            }
             acc.raise(Class::ReversibleLow, "input redirection");
         }
         ">&" | "<&" if target == "-" || target.bytes().all(|b| b.is_ascii_digit()) => {

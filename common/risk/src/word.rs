@@ -168,6 +168,11 @@ impl<'a, 'c> Scan<'a, 'c> {
             }
             Some(b'{') => {
                 let close = find_close(b, i + 2, Frame::Brace(b'}')).unwrap_or(b.len());
+                if self.s[i + 2..close.max(i + 2)].ends_with("@P") {
+                    // A prompt expansion runs the command substitutions in the value.
+                    self.acc
+                        .unread("`${…@P}` expands a value as a prompt, running what it holds");
+                }
                 self.inside(i + 2, close, "${…}");
                 self.i = (close + 1).min(b.len());
             }

@@ -343,6 +343,9 @@ impl ServerHandler for Endpoint {
             .map_err(|e| ErrorData::invalid_request(e.message, None))?;
         // Changes are followed from before the statuses are read: none falls between.
         let mut changes = self.api.changes.subscribe();
+        // It belongs to no session: it ends with its token itself.
+        let signed_out = caller.signed_out(&self.api);
+        tokio::pin!(signed_out);
         let mut watched = std::collections::HashMap::new();
         for uri in context.accepted().resource_subscriptions.iter().flatten() {
             if let Some(id) = resources::execution_id(uri)
@@ -355,6 +358,7 @@ impl ServerHandler for Endpoint {
         loop {
             let changed = tokio::select! {
                 _ = context.cancelled() => return Ok(()),
+                () = &mut signed_out => return Ok(()),
                 c = changes.recv() => c,
             };
             let uris: Vec<&String> = match &changed {

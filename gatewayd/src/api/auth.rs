@@ -49,8 +49,11 @@ impl Caller {
         api: &Shared,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
         let (caller, api) = (self.clone(), api.clone());
+        // Taken now, not when first polled, and seen as changed: an ending between the
+        // request's authentication and the stream's start is looked at at once.
+        let mut endings = api.accounts.endings();
+        endings.mark_changed();
         async move {
-            let mut endings = api.accounts.endings();
             loop {
                 tokio::select! {
                     changed = endings.changed() => {

@@ -23,6 +23,26 @@ use super::{Acc, Class};
 
 use Class::{ConfigMutation as Config, Destructive, ReadOnly, ReversibleLow as Low};
 
+/// Builtins whose operands may name array elements, their subscripts evaluated.
+const SUBSCRIPTED: &[&str] = &[
+    "test",
+    "[",
+    "[[",
+    "printf",
+    "declare",
+    "typeset",
+    "local",
+    "read",
+    "unset",
+    "let",
+    "export",
+    "readonly",
+    "mapfile",
+    "readarray",
+    "wait",
+    "((",
+];
+
 /// Shell words that open or close a construct; the command comes after them.
 pub const RESERVED: &[&str] = &[
     "!", "{", "}", "then", "else", "do", "time", "if", "elif", "while", "until", "done", "fi",
@@ -52,11 +72,34 @@ pub fn simple(
         }
         _ => {}
     }
+    // Text the shell evaluates later, where the classifier does not look: an array
+    // subscript in an operand (`test -v 'a[$(…)]'`).
+    let evaluates = |w: &Word| {
+        w.lit
+            .find('[')
+            .is_some_and(|at| w.lit[at..].contains("$(") || w.lit[at..].contains('`'))
+    };
+    let subscripted = rest
+        .first()
+        .is_some_and(|first| SUBSCRIPTED.contains(&first.lit.as_str()))
+        && rest[1..].iter().any(evaluates);
+    if subscripted {
+        acc.unread("the shell evaluates an array subscript in it, running what it holds");
+    }
     // Leading assignments: `NAME=value cmd` (the value may hold commands, already judged).
     let mut assigned = false;
     while let Some(w) = rest.first() {
         if !is_assignment(&w.lit) {
             break;
+        }
+        // Variables whose value the shell runs or expands again later.
+        let name = w.lit.split(['=', '+', '[']).next().unwrap_or("");
+        if matches!(
+            name,
+            "PS4" | "PS1" | "PS2" | "PS0" | "PROMPT_COMMAND" | "BASH_ENV" | "ENV"
+        ) && w.lit.contains(['$', '`'])
+        {
+            acc.unread(format!("`{name}` holds commands the shell runs later"));
         }
         assigned = true;
         rest = &rest[1..];
@@ -104,8 +147,17 @@ pub fn simple(
 
 /// Whether `word` names a shell, an interpreter or `source`: what it reads is its code.
 pub(crate) fn runs_code(word: &str) -> bool {
+    code_reader(word).is_some()
+}
+
+/// What reads code among `word`'s kind: `Some(true)` a shell (or `source`), `Some(false)`
+/// another interpreter, `None` neither.
+pub(crate) fn code_reader(word: &str) -> Option<bool> {
     let name = word.rsplit('/').next().unwrap_or(word);
-    matches!(name, "source" | ".") || names::interpreter(name).is_some()
+    if matches!(name, "source" | ".") {
+        return Some(true);
+    }
+    names::interpreter(name).map(names::is_shell)
 }
 
 /// `NAME=…`, `NAME+=…` or `NAME[i]=…`.
@@ -328,7 +380,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc,
         ),
         "awk" | "gawk" | "mawk" | "nawk" => {
-            if a.iter().any(|x| x.contains("system") || x.contains('|')) {
+            let from_input = flag(args, &['f'], &["file"])
+                && (acc.piped_in || a.iter().any(|x| crate::shell::is_stdin_path(x)));
+            if args.iter().any(|w| w.dynamic)
+                || from_input
+                || a.iter().any(|x| x.contains("system") || x.contains('|'))
+            {
                 // `system(sprintf(…))`, `cmd | getline`: a command the program builds.
                 acc.unread(format!("`{name}` runs commands its program builds"));
             }
@@ -349,6 +406,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 ],
             ) {
                 acc.raise(Config, "`tar` runs a program given in its options");
+                // `--checkpoint-action=exec=…`: a shell command, judged as one.
+                for x in &a {
+                    if let Some(cmd) = x.split_once("exec=").map(|(_, c)| c) {
+                        crate::shell::script(cmd, acc);
+                    }
+                }
             }
             let list = flag(args, &['t'], &["list"])
                 || a.first().is_some_and(|f| {

@@ -13,18 +13,45 @@ pub(super) const DOWNLOADERS: &[&str] = &[
 
 /// Programs that run code they are given (a shell, an interpreter).
 pub(super) const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh", "busybox", "python",
-    "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "tclsh", "pwsh", "deno",
-    "bun",
+    "sh", "bash", "rbash", "dash", "zsh", "ksh", "mksh", "lksh", "posh", "yash", "ash", "fish",
+    "csh", "tcsh", "busybox", "pypy", "pypy3", "python", "python2", "python3", "perl", "ruby",
+    "node", "nodejs", "php", "lua", "tclsh", "pwsh", "deno", "bun",
 ];
 
-/// `name` without a version suffix when it is an interpreter's (`python3.11`, `perl5.36`).
+/// The interpreter `name` is, a version and build suffix left off (`python3.11`,
+/// `perl5.36-x86_64-linux-gnu`): an interpreter's name followed by a digit.
 pub(super) fn interpreter(name: &str) -> Option<&'static str> {
-    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     INTERPRETERS
         .iter()
-        .find(|i| **i == name || **i == base)
+        .filter(|i| {
+            name.strip_prefix(**i).is_some_and(|rest| {
+                rest.is_empty() || rest.starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+        .max_by_key(|i| i.len())
         .copied()
+}
+
+/// Whether interpreter `kind` (as [`interpreter`] names it) is a shell.
+pub(super) fn is_shell(kind: &str) -> bool {
+    !matches!(
+        kind,
+        "python"
+            | "python2"
+            | "python3"
+            | "pypy"
+            | "pypy3"
+            | "perl"
+            | "ruby"
+            | "node"
+            | "nodejs"
+            | "php"
+            | "lua"
+            | "tclsh"
+            | "pwsh"
+            | "deno"
+            | "bun"
+    )
 }
 
 /// Database clients: `DROP TABLE` given to one is destructive.

@@ -1,7 +1,7 @@
 //! Languages carried in arguments: sed scripts (which can write files and run commands)
 //! and SQL or key-value commands that destroy data.
 
-use super::args::{dynamic, flag, lits, operands};
+use super::args::{flag, lits, operands};
 use crate::shell::Word;
 use crate::{Acc, Class};
 
@@ -10,15 +10,24 @@ use Class::{ConfigMutation as Config, ReadOnly};
 /// `sed` reads unless it edits in place, reads its script from a file, or the script
 /// writes (`w`, `W`, `s///w`) or runs (`e`, `s///e`) anything.
 pub(super) fn sed(args: &[Word], acc: &mut Acc) {
-    if flag(args, &['i'], &["in-place"]) {
+    let in_place = flag(args, &['i'], &["in-place"]);
+    if in_place {
         acc.raise(Config, "`sed -i` edits files in place");
-        return;
     }
     if flag(args, &['f'], &["file"]) {
+        if acc.piped_in
+            || args
+                .iter()
+                .any(|w| super::super::shell::is_stdin_path(&w.lit))
+        {
+            acc.unread("`sed -f` runs a script another command prints");
+        }
         acc.raise(Config, "`sed -f` runs a script from a file");
         return;
     }
-    if dynamic(args, "sed", acc) {
+    if args.iter().any(|w| w.dynamic) {
+        // The script may be among them: what it does is known only at run time.
+        acc.unread("`sed` arguments come from expansions: its script is built at run time");
         return;
     }
     // The scripts as sed reads its arguments (`-e…` attached, clustered `-ne …`,
@@ -57,6 +66,7 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
             Config,
             "`sed` script writes files or runs commands (w, W, e)",
         ),
+        _ if in_place => {}
         _ => acc.raise(ReadOnly, "`sed` only reads"),
     }
 }

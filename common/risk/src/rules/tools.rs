@@ -161,6 +161,17 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
                     Config,
                     "`git -c` sets configuration (which can run commands)",
                 );
+                // A command git will run: judged as the shell script it is.
+                if let Some(w) = args.get(i + 1)
+                    && git_runs(&w.lit.to_ascii_lowercase())
+                {
+                    let command = w.lit.split_once('=').map_or("", |(_, v)| v);
+                    if w.dynamic {
+                        acc.unread("`git -c` sets a command built at run time for git to run");
+                    } else {
+                        crate::shell::script(command.trim_start().trim_start_matches('!'), acc);
+                    }
+                }
                 i += 2;
             }
             _ if a.starts_with('-') => i += 1,
@@ -482,4 +493,31 @@ pub(super) fn packages(name: &str, args: &[Word], acc: &mut Acc) {
             format!("`{name} {sub}` installs, removes or upgrades packages"),
         ),
     }
+}
+
+/// Whether a `git -c key=value` makes git run a command: an alias to a shell (`!…`), or
+/// a setting whose value is a command.
+fn git_runs(kv: &str) -> bool {
+    let (key, value) = kv.split_once('=').unwrap_or((kv, ""));
+    (key.starts_with("alias.") && value.trim_start().starts_with('!'))
+        || key.ends_with("sshcommand")
+        || key.ends_with(".command")
+        || key.ends_with(".textconv")
+        || key.ends_with(".clean")
+        || key.ends_with(".smudge")
+        || key.ends_with(".process")
+        || key.ends_with("editor")
+        || key.ends_with("pager")
+        || matches!(
+            key,
+            "core.fsmonitor"
+                | "core.hookspath"
+                | "core.askpass"
+                | "diff.external"
+                | "gpg.program"
+                | "credential.helper"
+                | "uploadpack.packobjectshook"
+                | "core.gitproxy"
+        )
+        || key.starts_with("pager.")
 }

@@ -39,6 +39,21 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             );
             if flag(args, &['S'], &["split-string"]) {
                 acc.raise(Config, "`env -S` splits a string into a command");
+                // The string is the command (and its arguments), split as the shell would.
+                if let Some(i) = a.iter().position(|x| *x == "-S" || *x == "--split-string") {
+                    match args.get(i + 1) {
+                        Some(w) if w.dynamic => {
+                            acc.unread("`env -S` of an expansion runs a command built at run time")
+                        }
+                        Some(w) => shell::script(&w.lit, acc),
+                        None => {}
+                    }
+                } else if let Some(s) = a.iter().find_map(|x| {
+                    x.strip_prefix("--split-string=")
+                        .or_else(|| x.strip_prefix("-S").filter(|r| !r.is_empty()))
+                }) {
+                    shell::script(s, acc);
+                }
             }
             let assigns = rest.iter().take_while(|w| is_assignment(&w.lit)).count();
             if assigns == rest.len() {
@@ -158,14 +173,16 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     "--jobs",
                 ],
             );
-            if let Some(first) = inner.first()
-                && names::interpreter(first.lit.rsplit('/').next().unwrap_or("")).is_some()
-            {
+            if shell::runs_what_it_reads(inner) {
                 // `… | xargs sh -c '…{}…'`: what it reads becomes code.
                 acc.unread(format!(
-                    "`{name}` gives what it reads to `{}`: code built at run time",
-                    first.lit
+                    "`{name}` gives what it reads to a shell or interpreter: code built at run time"
                 ));
+            }
+            if name == "parallel" && (inner.is_empty() || inner[0].lit == ":::") {
+                // With no command, GNU parallel runs each line it reads (or each argument
+                // after `:::`) as a command.
+                acc.unread("`parallel` runs what it reads as commands");
             }
             if !inner.is_empty() {
                 inner_command(inner, acc);
@@ -179,12 +196,25 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 format!("`{name}` runs a command in a changed context"),
             );
             let rest = operands(args);
-            if name == "chroot" && rest.len() > 1 {
-                inner_command(&args[args.len() - (rest.len() - 1)..], acc);
+            if name == "chroot" {
+                if rest.len() > 1 {
+                    inner_command(&args[args.len() - (rest.len() - 1)..], acc);
+                }
+            } else if !rest.is_empty() {
+                // Their options differ one from another: the command they run is not
+                // found among them for certain, so it is not read.
+                acc.unread(format!("the command `{name}` runs is not read"));
             }
         }
         "ssh" => {
             acc.raise(Config, "`ssh` runs commands on another host");
+            let local = ["proxycommand", "localcommand", "knownhostscommand"];
+            if a.iter().any(|x| {
+                let x = x.to_ascii_lowercase();
+                local.iter().any(|k| x.contains(k))
+            }) {
+                acc.unread("`ssh` runs a local command given in its options");
+            }
             let rest = after_options(
                 args,
                 &[
@@ -212,6 +242,27 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         | "trap" | "readonly" | "declare" | "typeset" | "local" | "hash" | "shift" => {
             acc.compound = true;
             acc.raise(Low, format!("`{name}` changes the shell's own state"));
+            // What `trap` and `alias` are given runs later: it is judged as a script now.
+            let bodies: Vec<&Word> = match name {
+                "trap" => operands_words(args).into_iter().take(1).collect(),
+                "alias" => args.iter().filter(|w| w.lit.contains('=')).collect(),
+                _ => Vec::new(),
+            };
+            for w in bodies {
+                let body = if name == "alias" {
+                    w.lit.split_once('=').map_or("", |(_, v)| v)
+                } else {
+                    &w.lit
+                };
+                if w.dynamic {
+                    acc.unread(format!(
+                        "`{name}` of an expansion: commands built at run time"
+                    ));
+                } else {
+                    acc.compound = true;
+                    shell::script(body, acc);
+                }
+            }
         }
 
         _ => return false,
@@ -277,22 +328,7 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
     acc.compound = true;
     // `python3.11` is judged as `python`.
     let kind = names::interpreter(name).unwrap_or(name);
-    let shells = !matches!(
-        kind,
-        "python"
-            | "python2"
-            | "python3"
-            | "perl"
-            | "ruby"
-            | "node"
-            | "nodejs"
-            | "php"
-            | "lua"
-            | "tclsh"
-            | "pwsh"
-            | "deno"
-            | "bun"
-    );
+    let shells = names::is_shell(kind);
     if name == "busybox"
         && let Some((first, rest)) = args.split_first()
         && names::interpreter(&first.lit).is_none()
@@ -329,10 +365,16 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
             }
             acc.raise(Config, format!("`{name}` runs code from its input"));
         }
-        _ => acc.raise(
-            Config,
-            format!("`{name}` runs a program that is not inspected"),
-        ),
+        _ => {
+            if args.iter().any(|w| w.dynamic) {
+                // `bash "$F"`: which program it runs is known only at run time.
+                acc.unread(format!("`{name}` runs a program named by an expansion"));
+            }
+            acc.raise(
+                Config,
+                format!("`{name}` runs a program that is not inspected"),
+            )
+        }
     }
 }
 
@@ -343,13 +385,14 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
 fn inline_code(name: &str, args: &[Word]) -> bool {
     // Letters that give code, letters whose value is the rest of the word.
     let (code, valued): (&str, &str) = match name {
-        "python" | "python2" | "python3" => ("c", "WXQm"),
+        "python" | "python2" | "python3" | "pypy" | "pypy3" => ("c", "WXQm"),
         "perl" => ("eE", "iIxMmdDVC"),
         "ruby" => ("e", "IrCEFKTWx"),
         "lua" => ("e", "l"),
         "php" => ("rRBE", "cdfztS"),
         "node" | "nodejs" | "bun" => ("ep", "rC"),
-        "deno" => return args.first().is_some_and(|a| a.lit == "eval"),
+        // `deno eval …`, or `deno run -` (its input): wherever the word is.
+        "deno" => return args.iter().any(|a| a.lit == "eval" || a.lit == "-"),
         "pwsh" => {
             return args.iter().any(|a| {
                 let l = a.lit.to_ascii_lowercase();
@@ -364,6 +407,11 @@ fn inline_code(name: &str, args: &[Word]) -> bool {
         "--run",
         "--process-code",
         "--process-begin",
+        // node: modules loaded first, a `data:` URL among them.
+        "--import",
+        "--require",
+        "--loader",
+        "--experimental-loader",
     ];
     let mut may_take_value = false;
     for a in args.iter().map(|a| a.lit.as_str()) {
@@ -390,12 +438,49 @@ fn inline_code(name: &str, args: &[Word]) -> bool {
                 return true;
             }
             if valued.contains(c) {
-                if name.starts_with("python") && c == 'm' {
-                    return false; // a module runs
+                if (name.starts_with("python") || name.starts_with("pypy")) && c == 'm' {
+                    // A module runs: some run the code they are given.
+                    let module = &a[a.find('m').unwrap_or(0) + 1..];
+                    return module_runs_code(Some(module).filter(|m| !m.is_empty()), args);
+                }
+                if name == "perl" && matches!(c, 'M' | 'm') && a.contains([';', '(', '{', '\'']) {
+                    return true; // `-M` text is inserted as code
+                }
+                if name.starts_with("node") && c == 'r' {
+                    return true; // a module loaded first
                 }
                 break;
             }
         }
     }
     false
+}
+
+/// Whether the module `python -m` runs (given attached, or else the word after `-m`)
+/// runs code given in its arguments (`timeit`, `pdb -c`, `cProfile -c`, `trace`, …).
+fn module_runs_code(attached: Option<&str>, args: &[Word]) -> bool {
+    let module = attached.or_else(|| {
+        args.iter()
+            .position(|w| w.lit == "-m")
+            .and_then(|i| args.get(i + 1))
+            .map(|w| w.lit.as_str())
+    });
+    matches!(
+        module,
+        Some("timeit" | "pdb" | "cProfile" | "profile" | "trace" | "runpy" | "code" | "doctest")
+    )
+}
+
+/// The words that are not options (after a `--`, all of them).
+fn operands_words(args: &[Word]) -> Vec<&Word> {
+    let mut out = Vec::new();
+    let mut options = true;
+    for w in args {
+        if options && w.lit == "--" {
+            options = false;
+        } else if !options || !w.lit.starts_with('-') || w.lit == "-" {
+            out.push(w);
+        }
+    }
+    out
 }
