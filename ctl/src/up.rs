@@ -179,6 +179,34 @@ fn ensure_path_roots_alone(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// That no directory above `dir` can be written by anyone but its owner (a sticky one
+/// aside): else someone else could move the tree away and put theirs in its place between
+/// the checks and root's running it. Its owner may be anyone (a checkout of the user's
+/// own, whose binaries root runs anyway).
+fn ensure_above_not_shared(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    for above in dir
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+    {
+        let m = match std::fs::metadata(above) {
+            // Not there yet: root makes it, root's alone.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            m => m.with_context(|| format!("examining {}", above.display()))?,
+        };
+        let shared = m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != 0);
+        if shared && m.mode() & 0o1000 == 0 {
+            bail!(
+                "{} can be written by others (mode {:o}), who could swap the tree below it",
+                above.display(),
+                m.mode() & 0o7777
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Creates `path`, which must not exist (O_EXCL, O_NOFOLLOW: nothing found there is
 /// followed or reused), for writing.
 fn create_new(path: &Path, mode: u32) -> anyhow::Result<std::fs::File> {
@@ -199,6 +227,17 @@ fn create_new(path: &Path, mode: u32) -> anyhow::Result<std::fs::File> {
 /// let them swap either. Such a tree is refused, and left as it is.
 fn prepare_tree(opts: &UpOptions, ids: Identities) -> anyhow::Result<()> {
     let root = &opts.root;
+    if let Identities::Separated { .. } = ids {
+        let absolute =
+            std::path::absolute(root).with_context(|| format!("resolving {}", root.display()))?;
+        ensure_above_not_shared(&absolute).with_context(|| {
+            format!(
+                "refusing the dev tree {}: as root, argosctl up runs only from a tree \
+                 nobody else can change; pass a --root below directories only their owners write",
+                root.display()
+            )
+        })?;
+    }
     for dir in [root.clone(), root.join("run"), root.join("state")] {
         if std::fs::symlink_metadata(&dir).is_err() {
             std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -993,6 +1032,17 @@ mod tests {
         let e = prepare(&open).unwrap_err();
         assert!(e.contains("can be written by others (mode 1777)"), "{e}");
         assert_eq!(mode(&open.join("state")), 0o1777);
+
+        // A directory above it that others can write (not sticky): refused.
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = prepare(&shared.join("checkout/.argos")).unwrap_err();
+        assert!(
+            e.contains("can be written by others (mode 777)") && e.contains("swap"),
+            "{e}"
+        );
+        assert!(!shared.join("checkout").exists(), "nothing made below it");
 
         // A symlink at `argos.toml` is replaced, not written through.
         let tree = tmp.path().join("tree");
