@@ -830,18 +830,19 @@ impl Calls {
     /// spend its deadline on nothing and hide from its caller that a bound is reached.
     fn admit(&self, server: &str, caller: &str) -> Result<Place, BrokerError> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let mine = held.get(caller).copied().unwrap_or(0);
-        if mine >= self.per_caller {
-            return Err(BrokerError::Busy(format!(
-                "{caller:?} has {mine} tool calls in flight on server {server}, the most one caller may (mcp.calls_per_caller): this one was not sent; try again once one has answered"
-            )));
-        }
+        // The server's bound first: when it is full, that is what the caller is told.
         let permit = self.all.clone().try_acquire_owned().map_err(|_| {
             BrokerError::Busy(format!(
                 "server {server} has {} tool calls in flight, the most it may (mcp.calls_per_server): this one was not sent; try again once one has answered",
                 self.limit
             ))
         })?;
+        let mine = held.get(caller).copied().unwrap_or(0);
+        if mine >= self.per_caller {
+            return Err(BrokerError::Busy(format!(
+                "{caller:?} has {mine} tool calls in flight on server {server}, the most one caller may (mcp.calls_per_caller): this one was not sent; try again once one has answered"
+            )));
+        }
         *held.entry(caller.to_string()).or_insert(0) += 1;
         Ok(Place {
             _permit: permit,
