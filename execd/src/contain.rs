@@ -581,6 +581,37 @@ pub fn apply_landlock(
     })
 }
 
+/// The mounts in `mountinfo` (the text of /proc/self/mountinfo) that are not `noexec`,
+/// but those at or under one of `places` and those covered by a mount over their root
+/// (reached by no path; the host stacks some, `/dev/pts` twice) — at most four named.
+fn executable_mounts_but(mountinfo: &str, places: &[PathBuf]) -> Vec<String> {
+    let mounts: Vec<(&str, &str, PathBuf, &str)> = mountinfo
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split(' ');
+            let (id, parent) = (f.next()?, f.next()?);
+            let point = f.nth(2)?;
+            let point = PathBuf::from(crate::sys::ns::unescape_mount_path(point));
+            Some((id, parent, point, f.next()?))
+        })
+        .collect();
+    let covered = |id: &str, point: &Path| {
+        mounts
+            .iter()
+            .any(|(_, parent, p, _)| *parent == id && p == point)
+    };
+    mounts
+        .iter()
+        .filter(|(id, _, point, options)| {
+            !places.iter().any(|p| point.starts_with(p))
+                && !options.split(',').any(|o| o == "noexec")
+                && !covered(id, point)
+        })
+        .map(|(_, _, point, _)| point.display().to_string())
+        .take(4)
+        .collect()
+}
+
 /// Programs with what the kernel opens to run each: an ELF program's interpreter (the
 /// dynamic loader), a script's `#!` interpreter (and that one's loader). Symlinks are
 /// followed (landlock's rules hold for the file itself).
@@ -782,6 +813,11 @@ pub struct Readback {
     /// `noexec` mount (None: not asked by the plan).
     #[serde(default)]
     pub writable_noexec: Option<bool>,
+    /// Where only listed files may run and nothing else be mapped executable: the mounts
+    /// outside the places left executable that are not `noexec`, at most a few (None:
+    /// not asked by the plan).
+    #[serde(default)]
+    pub exec_elsewhere: Option<Vec<String>>,
 }
 
 impl Readback {
@@ -791,6 +827,7 @@ impl Readback {
         cgroup_marker: Option<&str>,
         workspace: Option<&WorkspaceLimit>,
         noexec: Option<&[PathBuf]>,
+        executable_places: Option<&[PathBuf]>,
     ) -> Readback {
         Readback {
             status: self_status().unwrap_or_default(),
@@ -814,6 +851,10 @@ impl Readback {
                     nix::sys::statvfs::statvfs(p)
                         .is_ok_and(|v| v.flags().contains(nix::sys::statvfs::FsFlags::ST_NOEXEC))
                 })
+            }),
+            exec_elsewhere: executable_places.map(|places| {
+                let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+                executable_mounts_but(&info, places)
             }),
             workspace: workspace.map(|w| {
                 nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
@@ -842,9 +883,11 @@ impl Readback {
                 self.landlock.fs_enforced
                     && self.namespaces.mnt != host.mnt
                     && (!plan.execute_listed_only || self.writable_noexec == Some(true))
-                    && (plan.program_dirs.is_empty() || self.landlock.program_dirs.is_some()),
+                    && (plan.program_dirs.is_empty() || self.landlock.program_dirs.is_some())
+                    && (plan.library_dirs.is_empty()
+                        || self.exec_elsewhere.as_ref().is_some_and(Vec::is_empty)),
                 format!(
-                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}{}{}{}",
+                    "landlock fully enforced: {}; private mounts: {}; abstract sockets and signals scoped: {}{}{}{}{}",
                     self.landlock.fs_enforced,
                     self.namespaces.mnt != host.mnt,
                     self.landlock.scoped,
@@ -864,6 +907,17 @@ impl Readback {
                         Some(true) => "; written files not executable (noexec)",
                         Some(false) => "; written files NOT kept from being executable",
                         None => "",
+                    },
+                    match &self.exec_elsewhere {
+                        Some(m) if m.is_empty() =>
+                            "; nothing mapped executable but from the programs' and libraries' directories and the listed files (other mounts noexec)".to_string(),
+                        Some(m) => format!(
+                            "; files outside the programs' and libraries' directories NOT kept from a loader (executable: {})",
+                            m.join(", ")
+                        ),
+                        None if !plan.library_dirs.is_empty() =>
+                            "; files outside the programs' and libraries' directories NOT kept from a loader (no mount namespace)".to_string(),
+                        None => String::new(),
                     }
                 ),
             ),
@@ -1385,13 +1439,53 @@ mod tests {
             "{detail}"
         );
         rb.writable_noexec = Some(true);
+        // A loader could still map a program outside the programs' directories.
+        let (holds, detail) = rb.holds(Dimension::Filesystem, &plan, &Namespaces::default());
+        assert!(!holds, "{detail}");
+        assert!(detail.contains("NOT kept from a loader (no mount namespace)"));
+        rb.exec_elsewhere = Some(vec!["/opt".into()]);
+        let (holds, detail) = rb.holds(Dimension::Filesystem, &plan, &Namespaces::default());
+        assert!(
+            !holds && detail.contains("NOT kept from a loader (executable: /opt)"),
+            "{detail}"
+        );
+        rb.exec_elsewhere = Some(Vec::new());
         let (holds, detail) = rb.holds(Dimension::Filesystem, &plan, &Namespaces::default());
         assert!(holds, "{detail}");
         assert!(
             detail.contains("programs' directories (5): only the listed files readable")
-                && detail.contains("written files not executable (noexec)"),
+                && detail.contains("written files not executable (noexec)")
+                && detail.contains("other mounts noexec"),
             "{detail}"
         );
+    }
+
+    /// Every mount but the places left executable must be noexec for the view to hold.
+    #[test]
+    fn only_the_places_left_executable_are_not_noexec() {
+        let info = "\
+22 1 0:21 / / ro,noexec,relatime shared:1 - ext4 /dev/sda1 rw
+23 22 0:22 / /usr/bin ro,nosuid,nodev,relatime - ext4 /dev/sda1 rw
+24 22 0:23 / /usr/lib/x86_64-linux-gnu ro,nosuid,nodev,relatime - ext4 /dev/sda1 rw
+25 24 0:23 / /usr/lib/x86_64-linux-gnu/utempter/utempter ro,nosuid,nodev,noexec - tmpfs x rw
+26 22 0:24 / /tmp rw,nosuid,nodev,noexec - tmpfs tmpfs rw
+27 22 0:25 / /var/cache/tool\\040one/prog ro,nosuid,nodev - ext4 /dev/sda1 rw
+28 22 0:26 / /dev/pts rw,relatime - devpts devpts rw
+29 28 0:27 / /dev/pts rw,noexec,relatime - devpts devpts rw
+";
+        let places: Vec<PathBuf> = ["/usr/bin", "/usr/lib/x86_64-linux-gnu"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(
+            executable_mounts_but(info, &places),
+            ["/var/cache/tool one/prog"]
+        );
+        let mut with_file = places.clone();
+        with_file.push(PathBuf::from("/var/cache/tool one/prog"));
+        assert!(executable_mounts_but(info, &with_file).is_empty());
+        let root_exec = info.replacen("ro,noexec,relatime shared:1", "ro,relatime", 1);
+        assert_eq!(executable_mounts_but(&root_exec, &with_file), ["/"]);
     }
 
     /// The programs' directories keep their entries but not their files; a symlink is

@@ -25,12 +25,19 @@ use crate::protocol::{ACCEPTED, ShimReady, ShimSetup, control_line};
 /// How long a shim may take to set up its tree.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a warm shim may wait for its launch. What its setup found of the host is as
+/// old as it is (the mounts it sees, the programs among the libraries it masked), so an
+/// older one is ended and passed over.
+const MAX_WAIT: Duration = Duration::from_secs(300);
+
 /// A shim whose tree stands, waiting for its launch.
 pub struct Shim {
     child: Child,
     control: ChildStdin,
     out: BufReader<ChildStdout>,
     pub ready: ShimReady,
+    /// When its tree stood.
+    stood: std::time::Instant,
 }
 
 /// A shim running a launch, as execd sees it while it lives.
@@ -178,11 +185,17 @@ impl Pool {
             let queue = ready.entry(profile.to_string()).or_default();
             let mut found = None;
             while let Some(mut s) = queue.pop_front() {
-                // One that died while waiting (killed by hand, say) is passed over.
-                if matches!(s.child.try_wait(), Ok(None)) {
-                    found = Some(s);
-                    break;
+                // One that died while waiting (killed by hand, say) is passed over, and
+                // one that waited too long is ended.
+                if !matches!(s.child.try_wait(), Ok(None)) {
+                    continue;
                 }
+                if s.stood.elapsed() > MAX_WAIT {
+                    tokio::spawn(s.end());
+                    continue;
+                }
+                found = Some(s);
+                break;
             }
             found
         };
@@ -278,6 +291,7 @@ impl Pool {
                 control,
                 out,
                 ready,
+                stood: std::time::Instant::now(),
             }),
             Err(_) => {
                 let status = child.wait().await.ok();

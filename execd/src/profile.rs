@@ -52,6 +52,14 @@ pub struct FsRule {
     /// Their entries may still be listed.
     #[serde(default)]
     pub program_dirs: Vec<String>,
+    /// With `execute_listed_only`: the directories of shared libraries and of the
+    /// interpreters' compiled modules (`*` matches within one level). With the programs'
+    /// directories and each listed file, they are the only places a file can be run or
+    /// mapped executable: every other mount is remounted `noexec`, so a loader run as a
+    /// program maps no ELF program elsewhere. A program in them (a file with an execute
+    /// bit not named as a library, `*.so` or `*.so.N`) is masked.
+    #[serde(default)]
+    pub library_dirs: Vec<String>,
 }
 
 /// The seccomp filters, and what they leave of the socket families.
@@ -325,19 +333,24 @@ impl Profiles {
                     "profile {name}: syscalls: {setting} is held by the seccomp filters, which are off"
                 ));
             }
-            if let Some(d) = p
-                .filesystem
-                .program_dirs
-                .iter()
-                .find(|d| !d.starts_with('/'))
-            {
-                return Err(format!(
-                    "profile {name}: filesystem: program_dirs: {d:?} is not an absolute path"
-                ));
+            for (setting, dirs) in [
+                ("program_dirs", &p.filesystem.program_dirs),
+                ("library_dirs", &p.filesystem.library_dirs),
+            ] {
+                if let Some(d) = dirs.iter().find(|d| !d.starts_with('/')) {
+                    return Err(format!(
+                        "profile {name}: filesystem: {setting}: {d:?} is not an absolute path"
+                    ));
+                }
+                if !dirs.is_empty() && !p.filesystem.execute_listed_only {
+                    return Err(format!(
+                        "profile {name}: filesystem: {setting} keeps programs from a loader only where execute_listed_only names what may run"
+                    ));
+                }
             }
-            if !p.filesystem.program_dirs.is_empty() && !p.filesystem.execute_listed_only {
+            if !p.filesystem.library_dirs.is_empty() && !p.filesystem.read_only_mounts {
                 return Err(format!(
-                    "profile {name}: filesystem: program_dirs hides programs from a loader only where execute_listed_only names what may run"
+                    "profile {name}: filesystem: library_dirs: the other mounts are made noexec as they are remounted read-only, which needs read_only_mounts"
                 ));
             }
             if matches!(p.run_as(), Ok(RunAs::PerLaunch))
@@ -501,6 +514,12 @@ pub fn plan(
         program_dirs: p
             .filesystem
             .program_dirs
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+        library_dirs: p
+            .filesystem
+            .library_dirs
             .iter()
             .map(PathBuf::from)
             .collect(),
@@ -763,10 +782,16 @@ mod tests {
         assert_eq!(planned.ipc, Ipc::ReadOnly);
         assert_eq!(planned.file_locks, FileLocks::None);
         assert!(planned.program_dirs.contains(&PathBuf::from("/usr/bin")));
+        assert!(
+            planned
+                .library_dirs
+                .contains(&PathBuf::from("/usr/lib/*-linux-gnu*"))
+        );
         // The sandbox locks its own files and runs what it builds.
         let agent = p.get("agent").unwrap();
         assert_eq!(agent.syscalls.file_locks, FileLocks::Any);
         assert!(agent.filesystem.program_dirs.is_empty());
+        assert!(agent.filesystem.library_dirs.is_empty());
         for setting in [
             "exec_sources = \"files_only\"",
             "ipc = \"read_only\"",
@@ -795,6 +820,16 @@ mod tests {
             Profiles::parse(&unlisted)
                 .unwrap_err()
                 .contains("execute_listed_only")
+        );
+        let unlisted = PROFILES_TOML.replacen(
+            "[host.filesystem]\nneed = \"off\"\n",
+            "[host.filesystem]\nneed = \"off\"\nlibrary_dirs = [\"/usr/lib\"]\n",
+            1,
+        );
+        assert!(
+            Profiles::parse(&unlisted)
+                .unwrap_err()
+                .contains("library_dirs keeps programs from a loader only where")
         );
     }
 

@@ -234,6 +234,11 @@ pub struct Plan {
     /// be listed.
     #[serde(default)]
     pub program_dirs: Vec<PathBuf>,
+    /// Where shared libraries and interpreters' compiled modules live (`*` within one
+    /// level): with `program_dirs` and each listed file, the only places left executable
+    /// (every other mount `noexec`); the programs in them are masked.
+    #[serde(default)]
+    pub library_dirs: Vec<PathBuf>,
     /// Keep the host's IPC and UTS namespaces (its host name, its System V IPC view).
     #[serde(default)]
     pub host_ipc_uts: bool,

@@ -858,9 +858,10 @@ fn nothing_unjudged_runs_through_the_loader_or_a_descriptor_in_inspect() {
     assert_eq!(
         r.status,
         ExecutionStatus::Succeeded,
-        "{} {}",
+        "{} {} {:?}",
         r.error,
-        r.err
+        r.err,
+        r.containment
     );
     let r = argv_in_inspect(&stack, &["ls", "/usr/bin/python3", "/usr/bin"], &[]);
     assert_eq!(r.exit, Some(0), "{} {}", r.out, r.err);
@@ -915,6 +916,77 @@ except OSError as e:
     assert!(
         !r.out.contains("PWNED") && r.out.contains("memfd_create 1") && r.out.contains("fexecve 1"),
         "a program ran from memory or a descriptor: {} {}",
+        r.out,
+        r.err
+    );
+    stack.stop();
+}
+
+/// A copy of `cat` planted as a program under `parent` (in a directory of its own, open
+/// to every launch uid, removed when dropped), with a marker file beside it.
+fn plant_program(parent: &str) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::Builder::new()
+        .prefix("argos-elf-")
+        .tempdir_in(parent)
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = dir.path().join("prog");
+    std::fs::copy("/usr/bin/cat", &prog).unwrap();
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let marker = dir.path().join("m");
+    std::fs::write(&marker, "PW".to_string() + "NED\n").unwrap();
+    std::fs::set_permissions(&marker, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (prog, marker) = (prog.display().to_string(), marker.display().to_string());
+    (dir, prog, marker)
+}
+
+/// The loader maps no ELF program the launch was not judged on, wherever on the host it
+/// lies: outside the programs' directories every mount is `noexec` but the libraries'
+/// (an unjudged program elsewhere, `/opt/x/prog` say, is not mapped executable), and a
+/// program among the libraries (a helper such as `utempter`) is masked. A judged program
+/// elsewhere still runs, and the interpreters' compiled modules still load.
+#[test]
+fn the_loader_maps_no_unjudged_program_anywhere_in_inspect() {
+    require_root("the inspect loader test");
+    std::fs::create_dir_all("/usr/local/lib").unwrap();
+    let (_elsewhere, prog, marker) = plant_program("/var/cache");
+    let (_among_libraries, helper, _) = plant_program("/usr/local/lib");
+    let stack = StackBuilder::new().start();
+    let loader = the_loader();
+    for unjudged in [&prog, &helper] {
+        let r = argv_in_inspect(&stack, &[loader, unjudged, &marker], &["cat"]);
+        assert!(
+            !r.out.contains("PWNED") && r.exit != Some(0),
+            "the loader ran {unjudged}: {} {}",
+            r.out,
+            r.err
+        );
+        let (_, fs) = &r.containment["filesystem"];
+        assert!(fs.contains("other mounts noexec"), "{fs}");
+    }
+    // Judged, the same program runs where it lies.
+    let r = argv_in_inspect(&stack, &[&prog, &marker], &[]);
+    assert!(
+        r.exit == Some(0) && r.out.contains("PWNED"),
+        "a judged program outside the programs' directories: {:?} {} {} {}",
+        r.status,
+        r.error,
+        r.out,
+        r.err
+    );
+    // A judged python loads its compiled modules (lib-dynload) and the C library's.
+    let r = argv_in_inspect(
+        &stack,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "import bz2, ctypes.util, json; print('loaded', bz2.compress(b'x')[:3])",
+        ],
+        &[],
+    );
+    assert!(
+        r.exit == Some(0) && r.out.contains("loaded b'BZh'"),
+        "{} {}",
         r.out,
         r.err
     );

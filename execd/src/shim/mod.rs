@@ -644,22 +644,83 @@ fn socket_view(plan: &Plan) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (roots, reachable)
 }
 
+/// Where an `execute_listed_only` launch may still run files or map them executable, every
+/// other mount being `noexec`: the programs' and the libraries' directories (each `*`
+/// expanded), resolved, outermost. None where the plan names no library directories:
+/// nothing is remounted `noexec` then.
+fn executable_dirs(plan: &Plan) -> Vec<PathBuf> {
+    if !plan.execute_listed_only || plan.library_dirs.is_empty() {
+        return Vec::new();
+    }
+    outermost(
+        plan.program_dirs
+            .iter()
+            .chain(&plan.library_dirs)
+            .flat_map(|p| expand(p))
+            .collect(),
+    )
+}
+
+/// How many entries of the library directories are looked at for programs: past it, the
+/// rest is named in the launch's notes (and a program there is not masked).
+const LIBRARY_SCAN_LIMIT: usize = 200_000;
+
+/// The programs among the libraries: regular files under the plan's library directories
+/// with an execute bit and a name that is not a shared object's (`*.so`, `*.so.N`), found
+/// without following symlinks; and how many entries were past [`LIBRARY_SCAN_LIMIT`].
+/// Masked, since those directories stay executable: a loader run as a program would map
+/// them. Libraries run that way (`libc.so.6` prints its version) are not programs a
+/// package installs to be run.
+fn programs_among_libraries(plan: &Plan) -> (Vec<PathBuf>, usize) {
+    let mut todo = outermost(plan.library_dirs.iter().flat_map(|p| expand(p)).collect());
+    let mut found = Vec::new();
+    let (mut seen, mut past) = (0usize, 0usize);
+    while let Some(dir) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > LIBRARY_SCAN_LIMIT {
+                past += 1;
+                continue;
+            }
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() {
+                todo.push(e.path());
+            } else if t.is_file() && !is_shared_object(&e.file_name().to_string_lossy()) {
+                use std::os::unix::fs::PermissionsExt;
+                if e.metadata()
+                    .is_ok_and(|m| m.permissions().mode() & 0o111 != 0)
+                {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found.sort();
+    (found, past)
+}
+
+/// Whether a file's name is a shared object's: `lib.so`, `lib.so.6`, `lib.so.1.2.3`.
+fn is_shared_object(name: &str) -> bool {
+    name.ends_with(".so")
+        || name.split_once(".so.").is_some_and(|(_, v)| {
+            !v.is_empty() && v.split('.').all(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
 /// The paths a denied entry names: itself, or, with `*` in a component, every existing
 /// match of that component (`/home/*`, `/etc/ssh/ssh_host_*_key`).
 fn expand(pattern: &Path) -> Vec<PathBuf> {
     let mut found = vec![PathBuf::from("/")];
     for part in pattern.components().skip(1) {
         let part = part.as_os_str().to_string_lossy().into_owned();
-        found = if let Some((head, tail)) = part.split_once('*') {
+        found = if part.contains('*') {
             found
                 .iter()
                 .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
-                .filter(|e| {
-                    let name = e.file_name().to_string_lossy().into_owned();
-                    name.len() >= head.len() + tail.len()
-                        && name.starts_with(head)
-                        && name.ends_with(tail)
-                })
+                .filter(|e| matches_stars(&part, &e.file_name().to_string_lossy()))
                 .map(|e| e.path())
                 .collect()
         } else {
@@ -667,6 +728,26 @@ fn expand(pattern: &Path) -> Vec<PathBuf> {
         };
     }
     found
+}
+
+/// Whether `name` matches `pattern`, in which each `*` stands for any run of characters.
+fn matches_stars(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else {
+        return rest.is_empty();
+    };
+    for part in parts {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// Resolves paths through symlinks (`/var/run` → `/run`; a distribution's `/home` →
@@ -686,6 +767,93 @@ fn outermost(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `*` stands for any run of characters, as often as it is written.
+    #[test]
+    fn stars_match_any_run() {
+        for (pattern, name, yes) in [
+            ("*-linux-gnu*", "x86_64-linux-gnu", true),
+            ("*-linux-gnu*", "arm-linux-gnueabihf", true),
+            ("*-linux-gnu*", "python3", false),
+            ("ssh_host_*_key", "ssh_host_ed25519_key", true),
+            ("ssh_host_*_key", "ssh_host_ed25519_key.pub", false),
+            ("python3*", "python3.11", true),
+            ("a*b*a", "aba", true),
+            ("a*a", "a", false),
+            ("plain", "plain", true),
+            ("plain", "plainer", false),
+        ] {
+            assert_eq!(matches_stars(pattern, name), yes, "{pattern} {name}");
+        }
+    }
+
+    /// A library's name is a shared object's; a program's, or a script's, is not.
+    #[test]
+    fn a_shared_object_is_named_so() {
+        for lib in [
+            "libc.so.6",
+            "ld-linux-x86-64.so.2",
+            "libfoo.so",
+            "libssl.so.3.0.1",
+            "_ssl.cpython-311-x86_64-linux-gnu.so",
+        ] {
+            assert!(is_shared_object(lib), "{lib}");
+        }
+        for prog in ["utempter", "gst-ptp-helper", "x.so.sh", "a.so.", "run.so.d"] {
+            assert!(!is_shared_object(prog), "{prog}");
+        }
+    }
+
+    /// The programs among the libraries are found (an executable file not named as a
+    /// shared object, however deep), the libraries and plain files are not, and a
+    /// symlink is not followed.
+    #[test]
+    fn programs_among_the_libraries_are_found() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let put = |rel: &str, mode: u32| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"x").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        put("lib/libc.so.6", 0o755);
+        put("lib/libz.so.1.3", 0o644);
+        put("lib/helper/deep/prog", 0o755);
+        put("lib/group-only", 0o010);
+        put("lib/data.txt", 0o644);
+        std::os::unix::fs::symlink("/usr/bin/true", root.join("lib/link")).unwrap();
+        let profiles = crate::profile::Profiles::builtin().unwrap();
+        let host = crate::profile::HostPaths {
+            state_dir: root.join("state"),
+            runtime_dir: root.join("run"),
+            extra_homes: Vec::new(),
+        };
+        let mut plan = crate::profile::plan(
+            "inspect",
+            profiles.get("inspect").unwrap(),
+            &root.join("work/1"),
+            &host,
+            &[],
+            1,
+        );
+        plan.program_dirs = vec![root.join("bin")];
+        plan.library_dirs = vec![root.join("l*")];
+        let (found, past) = programs_among_libraries(&plan);
+        assert_eq!(
+            found,
+            vec![
+                root.join("lib/group-only"),
+                root.join("lib/helper/deep/prog")
+            ]
+        );
+        assert_eq!(past, 0);
+        // Only what exists.
+        assert_eq!(executable_dirs(&plan), vec![root.join("lib")]);
+        plan.library_dirs.clear();
+        assert!(executable_dirs(&plan).is_empty());
+    }
 
     /// What a launch must not see is found when it is taken: a credential store made, or
     /// replaced, after an earlier look (a warm shim's setup) is found by the next, in the

@@ -84,6 +84,12 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
             (f, path)
         })
         .ok();
+    // The directories left executable (none unless mounted anew here).
+    let executable = if mnt_ok {
+        super::executable_dirs(plan)
+    } else {
+        Vec::new()
+    };
     if mnt_ok {
         if let Err(e) = ns::make_mounts_private() {
             notes.push(format!("making mounts private: {e}"));
@@ -97,8 +103,39 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         // (landlock denies writing as well; the private /tmp and the workspace are
         // mounted after, writable).
         if plan.read_only_mounts {
-            for (mount, e) in ns::remount_all_read_only() {
+            for (mount, e) in ns::remount_all_read_only(!executable.is_empty()) {
                 notes.push(format!("filesystem: remounting {mount} read-only: {e}"));
+            }
+        }
+        // Where only listed files may run: nothing but the programs' and the libraries'
+        // directories can be mapped executable (a loader run as a program maps any file
+        // it can read, which landlock's execute right does not see), and the programs
+        // among the libraries are masked. The listed files elsewhere are made executable
+        // when the launch is taken.
+        for dir in &executable {
+            if let Err(e) = ns::bind_executable(dir) {
+                notes.push(format!(
+                    "filesystem: keeping {} executable: {e}",
+                    dir.display()
+                ));
+            }
+        }
+        if !executable.is_empty() {
+            let (programs, past) = super::programs_among_libraries(plan);
+            let source = mask_source
+                .as_ref()
+                .map(|(_, p)| p.as_path())
+                .unwrap_or(&setup.mask_file);
+            for path in &programs {
+                if let Err(e) = mask(path, source) {
+                    notes.push(format!("filesystem: masking {}: {e}", path.display()));
+                }
+            }
+            if past > 0 {
+                notes.push(format!(
+                    "filesystem: {past} entries of the library directories past the {} looked at for programs",
+                    super::LIBRARY_SCAN_LIMIT
+                ));
             }
         }
         // A private /tmp. Workspaces that live under the host's /tmp stay reachable: hold
@@ -193,13 +230,29 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         }
     }
     drop(mask_source);
-    let (spec, work, stdin) = match launch(&launches, &go) {
+    let (spec, mut work, stdin) = match launch(&launches, &go) {
         Ok(v) => v,
         Err(error) => {
             send(&p.setup_w, &SetupMsg::Failed { error });
             raw::exit_now(EXIT_EXEC);
         }
     };
+    // The listed files outside the executable directories, executable for this launch.
+    if !executable.is_empty() {
+        let mut places = executable.clone();
+        for file in work.executable.iter().flatten() {
+            if !executable.iter().any(|d| file.starts_with(d)) {
+                match ns::bind_executable(file) {
+                    Ok(()) => places.push(file.clone()),
+                    Err(e) => notes.push(format!(
+                        "filesystem: making {} executable: {e}",
+                        file.display()
+                    )),
+                }
+            }
+        }
+        work.executable_places = Some(places);
+    }
     drop(launches);
     // A name for the launch uid (`whoami`, a shell's prompt), in this mount namespace only.
     if let (Some((uid, gid)), true) = (spec.plan.run_as, spec.plan.wants(Dimension::Filesystem))
@@ -389,6 +442,9 @@ pub(super) struct Work {
     writable: Vec<PathBuf>,
     /// Where the profile lists what may be executed: the files that may be.
     executable: Option<Vec<PathBuf>>,
+    /// Where every other mount is `noexec`: the places left executable (the programs'
+    /// and libraries' directories, the listed files elsewhere).
+    executable_places: Option<Vec<PathBuf>>,
     cgroup_marker: Option<String>,
 }
 
@@ -454,6 +510,7 @@ fn launch(launches: &OwnedFd, go: &Go) -> Result<(LaunchSpec, Work, OwnedFd), St
             .collect::<Result<_, _>>()?,
         writable,
         executable,
+        executable_places: None,
         cgroup_marker: go.cgroup_marker.clone(),
     };
     Ok((spec, work, stdin))
@@ -618,6 +675,7 @@ fn workload(
         work.cgroup_marker.as_deref(),
         plan.workspace_limit.as_ref(),
         plan.execute_listed_only.then_some(work.writable.as_slice()),
+        work.executable_places.as_deref(),
     );
     let mut dims = Vec::new();
     let mut missing = Vec::new();

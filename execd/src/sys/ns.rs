@@ -103,9 +103,11 @@ pub fn mount_workspace(
 }
 
 /// Remounts every mount of this (private) mount namespace read-only, as a bind remount
-/// that keeps its other flags; returns the mounts that would not, with why. Mount points
-/// come from /proc/self/mountinfo (its escapes undone), parents before children.
-pub fn remount_all_read_only() -> Vec<(String, String)> {
+/// that keeps its other flags, and `noexec` too where `noexec` is asked (nothing on it can
+/// then be run or mapped executable, by the kernel or by a loader); returns the mounts
+/// that would not, with why. Mount points come from /proc/self/mountinfo (its escapes
+/// undone), parents before children.
+pub fn remount_all_read_only(noexec: bool) -> Vec<(String, String)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut failed = Vec::new();
     for line in info.lines() {
@@ -117,6 +119,9 @@ pub fn remount_all_read_only() -> Vec<(String, String)> {
             .map(|v| v.flags())
             .unwrap_or(nix::sys::statvfs::FsFlags::empty());
         let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        if noexec {
+            flags |= MsFlags::MS_NOEXEC;
+        }
         for (have, keep) in [
             (nix::sys::statvfs::FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
             (nix::sys::statvfs::FsFlags::ST_NODEV, MsFlags::MS_NODEV),
@@ -133,9 +138,30 @@ pub fn remount_all_read_only() -> Vec<(String, String)> {
     failed
 }
 
+/// Binds `path` (a directory with what is mounted below it, or one file) over itself,
+/// read-only, nosuid and nodev but executable: after [`remount_all_read_only`] with
+/// `noexec`, what may still be run or mapped executable.
+pub fn bind_executable(path: &Path) -> SysResult<()> {
+    mount(
+        Some(path),
+        path,
+        NONE,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        NONE,
+    )
+    .map_err(|e| SysError::on("bind mount", path.display(), e))?;
+    let flags = MsFlags::MS_BIND
+        | MsFlags::MS_REMOUNT
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV;
+    mount(NONE, path, NONE, flags, NONE)
+        .map_err(|e| SysError::on("remount executable", path.display(), e))
+}
+
 /// A mount point as /proc/self/mountinfo writes it: space, tab, newline and backslash
 /// as octal escapes.
-fn unescape_mount_path(s: &str) -> String {
+pub fn unescape_mount_path(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -190,26 +216,22 @@ pub fn mount_mirror(target: &Path, mode: u32, owner: (u32, u32), inodes: u64) ->
     tmpfs(target, &options, true, "mount mirror tmpfs")
 }
 
+/// What a sealed mount is: read-only, no setuid, no devices, nothing executable.
+const SEALED: MsFlags = MsFlags::MS_RDONLY
+    .union(MsFlags::MS_NOSUID)
+    .union(MsFlags::MS_NODEV)
+    .union(MsFlags::MS_NOEXEC);
+
 /// Remounts the mount at `target` read-only, nosuid, nodev and noexec.
 pub fn seal_read_only(target: &Path) -> SysResult<()> {
-    let flags = MsFlags::MS_REMOUNT
-        | MsFlags::MS_RDONLY
-        | MsFlags::MS_NOSUID
-        | MsFlags::MS_NODEV
-        | MsFlags::MS_NOEXEC;
-    mount(NONE, target, NONE, flags, NONE)
+    mount(NONE, target, NONE, MsFlags::MS_REMOUNT | SEALED, NONE)
         .map_err(|e| SysError::on("remount read-only", target.display(), e))
 }
 
 /// Binds `source` over `target`, read-only, nosuid, nodev and noexec.
 pub fn bind_read_only(source: &Path, target: &Path) -> SysResult<()> {
     bind(source, target)?;
-    let flags = MsFlags::MS_BIND
-        | MsFlags::MS_REMOUNT
-        | MsFlags::MS_RDONLY
-        | MsFlags::MS_NOSUID
-        | MsFlags::MS_NODEV
-        | MsFlags::MS_NOEXEC;
+    let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | SEALED;
     mount(NONE, target, NONE, flags, NONE)
         .map_err(|e| SysError::on("remount read-only", target.display(), e))
 }
