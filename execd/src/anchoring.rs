@@ -5,7 +5,10 @@
 //!
 //! execd never calls the gateway. It asks on the gateway's `Watch` stream
 //! (`anchor_wanted`), and waits — a bounded time, and only while a gateway watches —
-//! until an `AnchorAudit` has handed the gateway a head at least that new.
+//! until the gateway shows, in an `AnchorAudit` call's `held` (which execd confirms
+//! against its own trail), that it has stored an anchor at least that new. A head only
+//! handed to the gateway is not held until the gateway stored it: a gateway that dies
+//! between the two would leave the rows unanchored.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,8 +22,8 @@ pub const ROOT_LAUNCH_WAIT: Duration = Duration::from_secs(2);
 pub struct Anchoring {
     /// Asks for an exchange, with the seq to be covered, to every gateway watcher.
     wanted: broadcast::Sender<i64>,
-    /// The newest head `AnchorAudit` handed to the gateway.
-    handed: watch::Sender<i64>,
+    /// The newest anchor of execd's trail the gateway showed it holds, confirmed.
+    held: watch::Sender<i64>,
     /// Gateway `Watch` streams open now.
     watchers: AtomicUsize,
 }
@@ -28,7 +31,7 @@ pub struct Anchoring {
 /// What came of asking.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Anchored {
-    /// The gateway has been handed a head at least as new.
+    /// The gateway holds an anchor at least as new.
     Yes,
     /// No gateway watches execd now: nobody to ask.
     NoGateway,
@@ -52,7 +55,7 @@ impl Anchoring {
     pub fn new() -> Arc<Anchoring> {
         Arc::new(Anchoring {
             wanted: broadcast::channel(16).0,
-            handed: watch::channel(0).0,
+            held: watch::channel(0).0,
             watchers: AtomicUsize::new(0),
         })
     }
@@ -66,9 +69,10 @@ impl Anchoring {
         }
     }
 
-    /// `AnchorAudit` handed the gateway execd's head `seq`.
-    pub fn handed_out(&self, seq: i64) {
-        self.handed.send_if_modified(|h| {
+    /// The gateway showed, in an `AnchorAudit` call, an anchor of execd's trail up to
+    /// `seq` that execd's trail confirmed: it stored it.
+    pub fn held(&self, seq: i64) {
+        self.held.send_if_modified(|h| {
             let newer = seq > *h;
             if newer {
                 *h = seq;
@@ -79,15 +83,15 @@ impl Anchoring {
 
     /// Asks the gateway to anchor execd's trail up to `seq`, and waits up to `within`.
     pub async fn anchor(&self, seq: i64, within: Duration) -> Anchored {
-        let mut handed = self.handed.subscribe();
-        if *handed.borrow() >= seq {
+        let mut held = self.held.subscribe();
+        if *held.borrow() >= seq {
             return Anchored::Yes;
         }
         if self.watchers.load(Ordering::SeqCst) == 0 {
             return Anchored::NoGateway;
         }
         let _ = self.wanted.send(seq);
-        match tokio::time::timeout(within, handed.wait_for(|h| *h >= seq)).await {
+        match tokio::time::timeout(within, held.wait_for(|h| *h >= seq)).await {
             Ok(Ok(_)) => Anchored::Yes,
             _ => Anchored::TimedOut,
         }
@@ -99,7 +103,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn an_ask_is_answered_by_a_hand_out_at_least_as_new() {
+    async fn an_ask_is_answered_by_an_anchor_held_at_least_as_new() {
         let a = Anchoring::new();
         // Nobody watches: nobody to ask, and no wait.
         assert_eq!(
@@ -110,11 +114,12 @@ mod tests {
         let b = a.clone();
         let gateway = tokio::spawn(async move {
             let seq = w.asks.recv().await.unwrap();
-            b.handed_out(seq + 1);
+            // Only held counts (what `AnchorAudit` answers is not yet stored).
+            b.held(seq + 1);
             w
         });
         assert_eq!(a.anchor(5, Duration::from_secs(5)).await, Anchored::Yes);
-        // Already handed out: no ask.
+        // Already held: no ask.
         assert_eq!(a.anchor(6, Duration::from_millis(1)).await, Anchored::Yes);
         let w = gateway.await.unwrap();
         // A gateway that does not answer is waited for only so long.

@@ -95,7 +95,7 @@ pub fn start(e: StartError) -> Status {
         StartError::Invalid(i) => invalid(i.to_string()),
         StartError::ProfileNotAllowed { .. } => denied(e.to_string()),
         StartError::NoUid | StartError::Quota(_) => Status::resource_exhausted(e.to_string()),
-        StartError::Stopping => Status::unavailable(e.to_string()),
+        StartError::Stopping | StartError::Unanchored(_) => Status::unavailable(e.to_string()),
         other => {
             internal("could not start the launch")(format!("{:#}", anyhow::Error::from(other)))
         }

@@ -32,7 +32,7 @@ fn stop_ends_launches(manager: &Arc<Manager>, mut usr2: tokio::signal::unix::Sig
             let n = manager.end_all().await;
             tracing::info!(launches = n, "every launch ended; stopping");
             // Their ends, and everything before, held by the gateway before execd goes.
-            manager
+            let _ = manager
                 .anchor_trail("the service stops", std::time::Duration::from_secs(1))
                 .await;
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGTERM);

@@ -43,6 +43,10 @@ pub enum StartError {
     Launch(#[from] launch::LaunchError),
     #[error("execd is stopping: it ends what runs and starts nothing new")]
     Stopping,
+    #[error(
+        "a launch as root starts only once the gateway holds its audit record, and the gateway did not anchor it within {0} s"
+    )]
+    Unanchored(u64),
 }
 
 /// Whether a launch's audit intent record is still to be written.
@@ -311,9 +315,22 @@ impl Manager {
             .is_ok_and(|p| p.spec.plan.run_as.is_none())
         {
             // Nothing runs as root before the gateway holds its intent (and the approval
-            // it consumed): rows deleted later fail `audit verify`.
-            self.anchor_trail("a launch as root", crate::anchoring::ROOT_LAUNCH_WAIT)
-                .await;
+            // it consumed): rows deleted later fail `audit verify`. A gateway that
+            // watches but does not anchor in time gets the launch refused, ended
+            // unstarted; with no gateway there is nobody to hold them (an operator's
+            // launch while the gateway is down), and the launch goes ahead.
+            if self
+                .anchor_trail("a launch as root", crate::anchoring::ROOT_LAUNCH_WAIT)
+                .await
+                == crate::anchoring::Anchored::TimedOut
+            {
+                drop(shim);
+                self.release_uid(&id);
+                let e = StartError::Unanchored(crate::anchoring::ROOT_LAUNCH_WAIT.as_secs());
+                self.end_without_result(&id, LaunchResult::lost(format!("not started: {e}")))
+                    .await;
+                return Err(e);
+            }
         }
         let started = match prepared {
             Ok(p) => shim.assign(&id).await.map(|running| (running, p)),
@@ -344,17 +361,19 @@ impl Manager {
     }
 
     /// Asks the gateway to anchor every row of the trail so far, waiting up to `within`;
-    /// says so in the log when it could not.
-    pub async fn anchor_trail(&self, before: &str, within: Duration) {
+    /// says so in the log when it could not. A head that cannot be read counts as not
+    /// anchored in time.
+    pub async fn anchor_trail(&self, before: &str, within: Duration) -> crate::anchoring::Anchored {
         use crate::anchoring::Anchored;
         let seq = match self.audit.content_head().await {
             Ok((seq, _)) => seq,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the audit head to anchor it");
-                return;
+                return Anchored::TimedOut;
             }
         };
-        match self.anchoring.anchor(seq, within).await {
+        let anchored = self.anchoring.anchor(seq, within).await;
+        match anchored {
             Anchored::Yes => {}
             Anchored::NoGateway => {
                 tracing::debug!(seq, before, "no gateway watches: audit rows not anchored")
@@ -365,6 +384,7 @@ impl Manager {
                 "the gateway did not anchor execd's newest audit rows in time"
             ),
         }
+        anchored
     }
 
     /// Picks a uid no running launch has (starting from a hash of the id).

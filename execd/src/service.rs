@@ -418,11 +418,14 @@ impl Exec for ExecService {
         const PEER: &str = "gateway";
         let r = req.into_inner();
         let audit = &self.manager.audit;
-        if let Some(held) = r.held.map(wire::anchor)
-            && let Some(why) = audit.confirm(&held).await.map_err(edge::store)?
-        {
-            tracing::error!(%why, "execd's audit trail does not hold what the gateway anchored");
-            return Err(edge::lost(format!("execd's audit trail: {why}")));
+        if let Some(held) = r.held.map(wire::anchor) {
+            if let Some(why) = audit.confirm(&held).await.map_err(edge::store)? {
+                tracing::error!(%why, "execd's audit trail does not hold what the gateway anchored");
+                return Err(edge::lost(format!("execd's audit trail: {why}")));
+            }
+            // The gateway stored this anchor (and execd's trail holds it): the rows up
+            // to it are held.
+            self.manager.anchoring.held(held.seq);
         }
         let mut recorded = false;
         if r.record
@@ -438,7 +441,6 @@ impl Exec for ExecService {
         }
         let (seq, hash) = audit.content_head().await.map_err(edge::store)?;
         let held = audit.anchor_of(PEER).await.map_err(edge::store)?;
-        self.manager.anchoring.handed_out(seq);
         Ok(Response::new(pb::AnchorAuditResponse {
             head: Some(pb::AuditAnchor {
                 seq,

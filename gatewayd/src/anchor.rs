@@ -5,7 +5,9 @@
 //! One exchange: (1) execd confirms that its trail still holds the anchor the gateway has
 //! of it and answers its head and its anchor of the gateway's trail; (2) the gateway
 //! confirms that its own trail still holds that anchor; (3) it records execd's head when
-//! it moved on; (4) it asks execd to record the gateway's head when that moved on. So an
+//! it moved on; (4) it asks execd to record the gateway's head when that moved on, and
+//! shows execd the anchor it now holds when it recorded one (execd waits for that, not
+//! for its answer in (1), before a launch as root). So an
 //! anchor is only ever recorded after the one before it was confirmed: the newest one
 //! vouches for every row up to it. A contradiction is logged as an error and nothing more
 //! is recorded of either trail until an operator looks.
@@ -91,7 +93,8 @@ pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
         done.recorded_execd = api.audit.record_anchor(EXECD, head.seq, &head.hash).await?;
     }
     let (seq, hash) = api.audit.content_head().await.map_err(store)?;
-    if seq > peer.held.as_ref().map_or(0, |h| h.seq) {
+    let moved = seq > peer.held.as_ref().map_or(0, |h| h.seq);
+    if moved || done.recorded_execd {
         let held = api.audit.anchor_of(EXECD).await.map_err(store)?;
         done.recorded_gateway = api
             .exec
@@ -103,7 +106,7 @@ pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
                     by: String::new(),
                 }),
                 held: held.as_ref().map(wire),
-                record: true,
+                record: moved,
             })
             .await?
             .recorded;

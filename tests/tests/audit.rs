@@ -284,3 +284,65 @@ fn newest_rows_cut(cut: &str) {
     );
     stack.stop();
 }
+
+/// Sends SIGCONT to a stopped daemon when dropped, so a failing test leaves none stopped.
+struct Stopped(nix::unistd::Pid);
+
+impl Stopped {
+    fn stop(pid: i32) -> Stopped {
+        let pid = nix::unistd::Pid::from_raw(pid);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(self.0, nix::sys::signal::Signal::SIGCONT);
+    }
+}
+
+/// A launch as root starts only once the gateway holds its audit record, not once the
+/// record was handed to it: a gateway that watches but does not anchor (stopped here)
+/// gets the launch refused, ended unstarted, with the reason; once it answers again,
+/// the same launch runs.
+#[test]
+fn a_root_launch_does_not_start_before_the_gateway_holds_its_record() {
+    use argos_proto::exec::v1::{ExecutionStatus, RunRequest};
+    use argos_tests::runs::{ran, run};
+    argos_tests::require_root("a launch as root");
+    let stack = StackBuilder::new().start();
+    let mark = format!("/var/tmp/argos-anchor-held-{}", std::process::id());
+    let request = || RunRequest {
+        command: format!("touch {mark}"),
+        profile: "host".into(),
+        timeout_ms: Some(10_000),
+        ..Default::default()
+    };
+    // The gateway watches and anchors: the launch runs.
+    let r = ran(run(&stack, request()).unwrap());
+    assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+    std::fs::remove_file(&mark).unwrap();
+    let stopped = Stopped::stop(stack.daemon_pid("gatewayd"));
+    let refused = run(&stack, request()).unwrap_err();
+    assert_eq!(
+        refused.kind,
+        argos_exec_client::ErrorKind::Unavailable,
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .message
+            .contains("starts only once the gateway holds its audit record"),
+        "{refused:?}"
+    );
+    assert!(
+        !std::path::Path::new(&mark).exists(),
+        "the launch ran as root with its record unanchored"
+    );
+    drop(stopped);
+    let r = ran(run(&stack, request()).unwrap());
+    assert_eq!(r.status, ExecutionStatus::Succeeded, "{}", r.error);
+    std::fs::remove_file(&mark).unwrap();
+    stack.stop();
+}

@@ -554,23 +554,56 @@ fn name_the_uid(spec: &LaunchSpec, uid: u32, gid: u32) -> Result<(), String> {
     entry("/etc/group", format!("{name}:x:{gid}:\n"), gid)
 }
 
-/// Hides one denied path in the current mount namespace.
+/// Hides one denied path in the current mount namespace. The path was found resolved;
+/// it is opened again with no symlink allowed on the way, and the mask mounted on what
+/// that opened (by descriptor), so a host user who swaps a component of it for a symlink
+/// meanwhile cannot move the mask onto another path of the view.
 fn mask(path: &Path, masked_file: &Path) -> Result<(), String> {
-    let meta = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e.to_string()),
+    let at = match open_no_symlinks(path) {
+        Ok(fd) => fd,
+        // Removed since it was found (a home's owner at work): nothing left to hide.
+        Err(nix::errno::Errno::ENOENT) => return Ok(()),
+        Err(e) => return Err(format!("opening it with no symlink on the way: {e}")),
     };
-    let masked = if meta.is_dir() {
-        ns::mask_dir(path)
+    let dir = nix::sys::stat::fstat(&at)
+        .map_err(|e| e.to_string())?
+        .st_mode
+        & libc::S_IFMT
+        == libc::S_IFDIR;
+    let masked = if dir {
+        ns::mask_dir(&by_fd(&at))
     } else {
-        ns::mask_file(masked_file, path)
+        // The bind is sealed through the mount it made: the path opened again reaches
+        // it (a descriptor of the file under it would not).
+        ns::bind(masked_file, &by_fd(&at)).and_then(|()| match open_no_symlinks(path) {
+            Ok(top) => ns::seal_bind(&by_fd(&top)),
+            Err(e) => Err(crate::sys::SysError::on(
+                "reopening the mask",
+                path.display(),
+                e,
+            )),
+        })
     };
     match masked {
-        // Removed since it was found (a home's owner at work): nothing left to hide.
         Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => Ok(()),
         other => other.map_err(|e| e.to_string()),
     }
+}
+
+/// `path` opened as a location only (`O_PATH`), refused (`ELOOP`) if any component of it,
+/// the last included, is a symlink.
+fn open_no_symlinks(path: &Path) -> nix::Result<OwnedFd> {
+    use nix::fcntl::{OpenHow, ResolveFlag};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how)
+}
+
+/// The path that reaches what `fd` holds, for a mount onto it.
+fn by_fd(fd: &OwnedFd) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 /// How many processes the command left running are named in its result.
@@ -715,4 +748,38 @@ fn workload(
     // 6. Exec. On success the CLOEXEC setup pipe closes: the shim reads EOF.
     let e = nix::unistd::execve(&work.program, &work.argv, &work.env).unwrap_err();
     fail(format!("exec {}: {e}", work.program.to_string_lossy()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mask goes only where its path leads with no symlink on the way: a path one of
+    /// whose directories was swapped for a symlink (to lead the mask elsewhere) is
+    /// refused, the same path through real directories is opened, and a gone one is
+    /// not found.
+    #[test]
+    fn a_mask_is_never_led_through_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        std::fs::create_dir_all(root.join("home/alice/.ssh")).unwrap();
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        assert!(open_no_symlinks(&root.join("home/alice/.ssh")).is_ok());
+        std::fs::rename(root.join("home/alice"), root.join("home/alice.old")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("home/alice")).unwrap();
+        std::fs::create_dir_all(root.join("elsewhere/.ssh")).unwrap();
+        assert_eq!(
+            open_no_symlinks(&root.join("home/alice/.ssh")).unwrap_err(),
+            nix::errno::Errno::ELOOP
+        );
+        std::os::unix::fs::symlink(root.join("etc"), root.join("home/bob")).unwrap();
+        assert_eq!(
+            open_no_symlinks(&root.join("home/bob")).unwrap_err(),
+            nix::errno::Errno::ELOOP
+        );
+        assert_eq!(
+            open_no_symlinks(&root.join("home/carol/.ssh")).unwrap_err(),
+            nix::errno::Errno::ENOENT
+        );
+    }
 }

@@ -228,12 +228,17 @@ pub fn seal_read_only(target: &Path) -> SysResult<()> {
         .map_err(|e| SysError::on("remount read-only", target.display(), e))
 }
 
-/// Binds `source` over `target`, read-only, nosuid, nodev and noexec.
-pub fn bind_read_only(source: &Path, target: &Path) -> SysResult<()> {
-    bind(source, target)?;
+/// Remounts the bind mount at `target` read-only, nosuid, nodev and noexec.
+pub fn seal_bind(target: &Path) -> SysResult<()> {
     let flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | SEALED;
     mount(NONE, target, NONE, flags, NONE)
         .map_err(|e| SysError::on("remount read-only", target.display(), e))
+}
+
+/// Binds `source` over `target`, read-only, nosuid, nodev and noexec.
+pub fn bind_read_only(source: &Path, target: &Path) -> SysResult<()> {
+    bind(source, target)?;
+    seal_bind(target)
 }
 
 /// A new session with this process as its leader (no controlling terminal).
