@@ -152,6 +152,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         open_stdin: false,
         executables: Vec::new(),
         registered_env: false,
+        client_ref: String::new(),
     }
 }
 
@@ -541,6 +542,7 @@ pub async fn request_run(
         init: unstarted,
         tty: false,
         timeout_ms: spec.timeout_ms,
+        client_ref: String::new(),
     };
     let ttl_ms = i64::try_from(m.approval_ttl_s.saturating_mul(1000)).unwrap_or(i64::MAX);
     let (a, created) = m

@@ -47,6 +47,8 @@ pub struct LaunchRequest {
     /// The environment's keys were registered by an admin for this launch (a stdio MCP
     /// server started through `StartMcpServer`): they need not be on the allow-list.
     pub registered_env: bool,
+    /// The caller's own reference for the launch, kept in the ledger (empty: none).
+    pub client_ref: String,
 }
 
 /// Recent terminal output a shim keeps for a client that attaches again.
@@ -213,6 +215,17 @@ impl Launcher {
         };
         if argv[0].is_empty() {
             return Err(invalid("argv", "argv[0] is empty"));
+        }
+        if req.client_ref.len() > 64
+            || !req
+                .client_ref
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(invalid(
+                "client_ref",
+                "at most 64 characters of A-Z, a-z, 0-9, '-' and '_'",
+            ));
         }
         if argv.len() > MAX_ARGS {
             return Err(invalid("argv", format!("more than {MAX_ARGS} arguments")));

@@ -86,6 +86,8 @@ pub struct NewExecution {
     pub tty: bool,
     /// Its wall clock in milliseconds (0: none).
     pub timeout_ms: u64,
+    /// The caller's own reference for it (empty: none).
+    pub client_ref: String,
 }
 
 /// Filters of a ledger listing.
@@ -100,6 +102,8 @@ pub struct ListFilter {
     pub limit: u32,
     /// Only terminal launches.
     pub terminals: bool,
+    /// Only the launch started with this reference of its caller's.
+    pub client_ref: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +227,7 @@ impl Ledger {
              WHERE (?1 IS NULL OR principal = ?1) AND (?2 IS NULL OR status = ?2)
                AND (?3 IS NULL OR created_at_ms >= ?3) AND (?4 IS NULL OR created_at_ms < ?4)
                AND (?5 IS NULL OR id < ?5) AND (?7 = 0 OR tty = 1)
+               AND (?8 IS NULL OR client_ref = ?8)
              ORDER BY id DESC LIMIT ?6",
         )
         .bind(&f.principal)
@@ -232,6 +237,7 @@ impl Ledger {
         .bind(&f.before_id)
         .bind(i64::from(f.limit))
         .bind(f.terminals)
+        .bind(&f.client_ref)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(record).collect())
@@ -244,8 +250,8 @@ impl Ledger {
 /// retired without a result keeps this.
 pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -> sqlx::Result<()> {
     let done = sqlx::query(
-        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty, timeout_ms, started_at_ms)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        "INSERT INTO executions (id, requested_by_role, principal, argv, cwd, profile, status, created_at_ms, shim_identity, init_identity, tty, timeout_ms, started_at_ms, client_ref)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (id) DO UPDATE SET status = excluded.status, argv = excluded.argv,
            cwd = excluded.cwd, profile = excluded.profile, shim_identity = excluded.shim_identity,
            init_identity = excluded.init_identity, timeout_ms = excluded.timeout_ms,
@@ -265,6 +271,7 @@ pub async fn insert_running(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .bind(r.tty)
     .bind(i64::try_from(r.timeout_ms).unwrap_or(i64::MAX))
     .bind(r.created_at_ms)
+    .bind(&r.client_ref)
     .execute(tx)
     .await?;
     if done.rows_affected() != 1 {
@@ -392,6 +399,7 @@ mod tests {
             },
             tty: false,
             timeout_ms: 0,
+            client_ref: String::new(),
         }
     }
 

@@ -259,6 +259,7 @@ impl Manager {
             init: shim.ready.init.clone(),
             tty: spec.tty.is_some(),
             timeout_ms: spec.timeout_ms,
+            client_ref: req.client_ref.clone(),
         };
         let spec = LaunchSpec {
             shim: Some(shim.ready.shim.clone()),

@@ -176,6 +176,7 @@ mod tests {
                     init: none,
                     tty: false,
                     timeout_ms: 0,
+                    client_ref: String::new(),
                 },
             )
             .await

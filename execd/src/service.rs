@@ -855,6 +855,7 @@ impl Exec for ExecService {
             before_id: (!r.page_token.is_empty()).then_some(r.page_token),
             limit,
             terminals: r.terminals,
+            client_ref: (!r.client_ref.is_empty()).then_some(r.client_ref),
         };
         let rows = self
             .manager

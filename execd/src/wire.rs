@@ -28,6 +28,7 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         executables: r.executables,
         // Only StartMcpServer, from an admin's registration, sets it.
         registered_env: false,
+        client_ref: r.client_ref,
     }
 }
 

@@ -470,12 +470,19 @@ impl Stack {
     /// Kills several daemons with SIGKILL at once (none hears of the others' end), then
     /// starts the stack again on the same root.
     pub fn crash_all_and_restart(&mut self, daemons: &[&str]) {
+        self.crash_all_and_restart_with(daemons, |_| {});
+    }
+
+    /// As [`Stack::crash_all_and_restart`], with `between` run on the stack's root while
+    /// they are down (someone with the disk, or what the crash left behind).
+    pub fn crash_all_and_restart_with(&mut self, daemons: &[&str], between: impl FnOnce(&Path)) {
         let pids: Vec<i32> = daemons.iter().map(|d| self.daemon_pid(d)).collect();
         for pid in &pids {
             kill(Pid::from_raw(*pid), Signal::SIGKILL).expect("SIGKILL");
         }
         let _ = self.wait_exit(Duration::from_secs(30));
         self.child = None;
+        between(self.root.path());
         self.launch();
         let now = self.daemon_pids();
         for pid in pids {

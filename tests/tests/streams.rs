@@ -191,6 +191,86 @@ fn a_stream_whose_client_left_is_killed_across_a_gateway_restart() {
     stack.stop();
 }
 
+/// A gateway that dies between execd's Start and keeping the command's id kept nothing
+/// of it: the command outlived the promise to end it once its client left. The start's
+/// reference is now kept before the start (given to execd as `client_ref`), and the next
+/// gateway finds the command by it and ends it after the grace. Here the gateway dies in
+/// that moment: the reference is in its database, the command runs in execd under it.
+#[test]
+fn a_stream_command_whose_start_was_not_kept_is_killed_by_the_next_gateway() {
+    let mut stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__STREAM_RESUME_S", "2")
+        .start();
+    let (mut admin, _) = stack.admin_and_user();
+    let reference = format!("stream-test-{}", std::process::id());
+    let started = argos_tests::runs::rt()
+        .block_on(async {
+            stack
+                .exec()
+                .start(argos_proto::exec::v1::RunRequest {
+                    command: "sleep 120".into(),
+                    timeout_ms: Some(300_000),
+                    client_ref: reference.clone(),
+                    ..Default::default()
+                })
+                .await
+        })
+        .unwrap();
+    let bad = argos_tests::runs::rt()
+        .block_on(async {
+            stack
+                .exec()
+                .start(argos_proto::exec::v1::RunRequest {
+                    command: "true".into(),
+                    client_ref: "not/a ref".into(),
+                    ..Default::default()
+                })
+                .await
+        })
+        .unwrap_err();
+    assert!(bad.message.contains("client_ref"), "{bad:?}");
+    stack.crash_all_and_restart_with(&["gatewayd"], |root| {
+        let db = root.join("state/gatewayd/gateway.db");
+        let owner = std::fs::metadata(&db).unwrap();
+        argos_tests::runs::rt().block_on(async {
+            use sqlx::{ConnectOptions, Connection};
+            let mut conn = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&db)
+                .connect()
+                .await
+                .unwrap();
+            sqlx::query(
+                "INSERT INTO shell_stream_starts (client_ref, started_at_ms) VALUES (?, 0)",
+            )
+            .bind(&reference)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            conn.close().await.unwrap();
+        });
+        use std::os::unix::fs::MetadataExt;
+        for suffix in ["", "-wal", "-shm"] {
+            let p = std::path::PathBuf::from(format!("{}{suffix}", db.display()));
+            if p.exists() {
+                std::os::unix::fs::chown(&p, Some(owner.uid()), Some(owner.gid())).unwrap();
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let e = loop {
+        let e = admin.get(&format!("/api/executions/{}", started.id)).json()["execution"].clone();
+        if e["status"] != "running" || std::time::Instant::now() > deadline {
+            break e;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(
+        e["status"], "killed",
+        "the command whose start was not kept outlived the gateway: {e}"
+    );
+    stack.stop();
+}
+
 /// `/api/events`: execution changes as they happen; admins see every execution, a user
 /// only their own; cross-site and anonymous subscribers are refused.
 #[test]

@@ -434,6 +434,7 @@ mod tests {
             },
             tty: false,
             timeout_ms: 0,
+            client_ref: String::new(),
         };
 
         // Asking twice gives the same pending approval; its execution waits.

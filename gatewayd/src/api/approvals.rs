@@ -51,6 +51,7 @@ pub async fn agent_run(
                 tty: None,
                 open_stdin: false,
                 executables: Vec::new(),
+                client_ref: String::new(),
             }),
             purpose: b.purpose,
             declared_risk: declared_risk(b.risk.as_deref())?,

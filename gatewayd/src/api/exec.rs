@@ -45,6 +45,7 @@ impl ExecBody {
             tty: None,
             open_stdin: false,
             executables: Vec::new(),
+            client_ref: String::new(),
         }
     }
 }
@@ -282,6 +283,29 @@ impl Streams {
         .map(|_| ())
     }
 
+    /// Before a stream's command is started: its reference kept, so that a gateway that
+    /// dies before it keeps the command's id leaves the next one a way to find it.
+    async fn starting(&self) -> Result<String, sqlx::Error> {
+        let reference = format!("stream-{}", crate::accounts::new_secret());
+        sqlx::query("INSERT INTO shell_stream_starts (client_ref, started_at_ms) VALUES (?, ?)")
+            .bind(&reference)
+            .bind(crate::accounts::now_ms())
+            .execute(&self.db)
+            .await?;
+        Ok(reference)
+    }
+
+    /// The start is over: kept as its command (or refused, nothing to keep).
+    async fn started(&self, reference: &str) {
+        if let Err(e) = sqlx::query("DELETE FROM shell_stream_starts WHERE client_ref = ?")
+            .bind(reference)
+            .execute(&self.db)
+            .await
+        {
+            tracing::warn!(reference, error = %e, "forgetting a stream's start");
+        }
+    }
+
     /// The command ended, or was killed: nothing more to keep.
     async fn done(&self, id: &str) {
         if let Err(e) = sqlx::query("DELETE FROM shell_streams WHERE execution_id = ?")
@@ -353,7 +377,27 @@ pub async fn shell_stream(
             (id, at, e)
         }
         None => {
-            let e = execd.start(b.run_request()).await.map_err(from_exec)?;
+            // Its reference is kept before it starts: a gateway that dies before its id
+            // is kept below leaves the next one the way to find and end it.
+            let reference = api.streams.starting().await.map_err(ApiError::internal)?;
+            let mut req = b.run_request();
+            req.client_ref = reference.clone();
+            let started = execd.start(req).await;
+            let e = match started {
+                Ok(e) => e,
+                Err(e) => {
+                    api.streams.started(&reference).await;
+                    return Err(from_exec(e));
+                }
+            };
+            let kept = api.streams.keep(&e.id).await;
+            api.streams.started(&reference).await;
+            if let Err(why) = kept {
+                // Not kept, it could outlive a gateway restart with nobody reading: end
+                // it now.
+                let _ = api.exec.kill(&e.id).await;
+                return Err(ApiError::internal(why));
+            }
             (e.id.clone(), [0, 0], Some(e))
         }
     };
@@ -507,6 +551,60 @@ pub(crate) async fn relay(
     kill_unless_resumed(&api, &id, generation).await;
 }
 
+/// The commands of the starts a previous gateway made and did not keep (it died
+/// between its Start and keeping the id), found in execd by their references, each
+/// kept as a stream now; a reference execd has no launch for is forgotten. execd away
+/// is waited for (a minute at most; the rows stay for the next start then).
+async fn unkept_starts(api: &Shared) -> Vec<String> {
+    let refs: Vec<String> = match sqlx::query_scalar("SELECT client_ref FROM shell_stream_starts")
+        .fetch_all(&api.streams.db)
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "reading the streams a previous gateway was starting");
+            return Vec::new();
+        }
+    };
+    let mut ids = Vec::new();
+    for reference in refs {
+        let mut tries = 0;
+        let found = loop {
+            let listed = api
+                .exec
+                .list(pb::ListRequest {
+                    client_ref: reference.clone(),
+                    page_size: 10,
+                    ..Default::default()
+                })
+                .await;
+            match listed {
+                Ok(l) => break Some(l.executions),
+                Err(e) if tries < 60 => {
+                    tries += 1;
+                    tracing::debug!(reference, error = %e, "finding a stream's command");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+                Err(e) => {
+                    tracing::warn!(reference, error = %e, "finding a stream's command");
+                    break None;
+                }
+            }
+        };
+        let Some(found) = found else { continue };
+        let mut kept = true;
+        for e in found {
+            tracing::info!(id = %e.id, "a stream's command whose start was not kept");
+            kept &= api.streams.keep(&e.id).await.is_ok();
+            ids.push(e.id);
+        }
+        if kept {
+            api.streams.started(&reference).await;
+        }
+    }
+    ids
+}
+
 /// After the grace period, kills the stream's command unless a client resumed it.
 async fn kill_unless_resumed(api: &Shared, id: &str, generation: u64) {
     tokio::time::sleep(api.resume_grace).await;
@@ -533,11 +631,12 @@ async fn kill_unless_resumed(api: &Shared, id: &str, generation: u64) {
     }
 }
 
-/// At start: every stream the last gateway had open lost its client with it. Each is
-/// given the grace period to be resumed, then its command is killed, as if its client
-/// had just left.
+/// At start: every stream the last gateway had open lost its client with it, and so
+/// did a command it was starting when it died (found by its reference). Each is given
+/// the grace period to be resumed, then its command is killed, as if its client had just
+/// left.
 pub async fn kill_orphans(api: Shared) {
-    let ids: Vec<String> = match sqlx::query_scalar("SELECT execution_id FROM shell_streams")
+    let mut ids: Vec<String> = match sqlx::query_scalar("SELECT execution_id FROM shell_streams")
         .fetch_all(&api.streams.db)
         .await
     {
@@ -547,6 +646,9 @@ pub async fn kill_orphans(api: Shared) {
             return;
         }
     };
+    ids.extend(unkept_starts(&api).await);
+    ids.sort();
+    ids.dedup();
     for id in ids {
         let generation = api.streams.attach(&id);
         let api = api.clone();

@@ -128,6 +128,7 @@ pub async fn open_terminal(
             }),
             open_stdin: false,
             executables: Vec::new(),
+            client_ref: String::new(),
         })
         .await
         .map_err(from_exec)?;
