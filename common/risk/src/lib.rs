@@ -177,6 +177,13 @@ fn plain_argv(top: &[Vec<shell::Word>]) -> Option<Vec<String>> {
         .collect()
 }
 
+/// A file's name without its directories (and a download's query), if it names one.
+fn file_name(path: &str) -> Option<String> {
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let name = path.trim_end_matches('/').rsplit('/').next()?;
+    (!name.is_empty() && !matches!(name, "." | ".." | "-")).then(|| name.to_string())
+}
+
 /// What classification has found so far.
 #[derive(Debug, Default)]
 pub(crate) struct Acc {
@@ -205,6 +212,11 @@ pub(crate) struct Acc {
     sql: Option<String>,
     /// …and, somewhere, a database client.
     database: bool,
+    /// The names of files the command writes (redirections, `tee`, `cp`, downloads)…
+    written: Vec<String>,
+    /// …and of the files it runs (programs, scripts given to a shell or interpreter,
+    /// command files): one of them written too is code made at run time.
+    ran: Vec<String>,
     depth: u32,
 }
 
@@ -232,6 +244,21 @@ impl Acc {
             Class::Destructive,
             format!("{why}: not read whole, held as destructive"),
         );
+    }
+
+    /// Notes a file the command writes, by its name: whatever directory it is written in,
+    /// the shell may have changed to it before the file is run.
+    pub(crate) fn wrote(&mut self, path: &str) {
+        if let Some(name) = file_name(path) {
+            self.written.push(name);
+        }
+    }
+
+    /// Notes a file the command runs as a program or as code, by its name.
+    pub(crate) fn runs_file(&mut self, path: &str) {
+        if let Some(name) = file_name(path) {
+            self.ran.push(name);
+        }
     }
 
     /// Takes in what `inner` found in text the request carries (its input), each reason
@@ -264,6 +291,12 @@ impl Acc {
         }
         if let (Some(sql), true) = (self.sql.take(), self.database) {
             self.raise(Class::Destructive, format!("{sql} for a database client"));
+        }
+        // `echo '…' > f; sh f`: what runs is what the command wrote, not what was read.
+        if let Some(name) = self.ran.iter().find(|r| self.written.contains(r)).cloned() {
+            self.unread(format!(
+                "runs `{name}`, a file the same command writes (its content is made at run time)"
+            ));
         }
     }
 

@@ -71,3 +71,48 @@ pub(super) fn dynamic(args: &[Word], name: &str, acc: &mut Acc) -> bool {
         false
     }
 }
+
+/// The values given to an option, as a program with GNU-style options reads them: `-xV`,
+/// `-x V`, at the end of a cluster (`-avx V`: the letters before it taken for flags),
+/// `--name=V`, `--name V`, or an abbreviation of `--name`. An attached value is from an
+/// expansion when its word is.
+pub(super) fn values(args: &[Word], short: &[char], long: &[&str]) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].lit.as_str();
+        let dynamic = args[i].dynamic;
+        i += 1;
+        if a == "--" {
+            break;
+        }
+        let attached = if let Some(l) = a.strip_prefix("--") {
+            let (n, v) = l.split_once('=').map_or((l, None), |(n, v)| (n, Some(v)));
+            if n.is_empty() || !long.iter().any(|name| name.starts_with(n)) {
+                continue;
+            }
+            v
+        } else if let Some(s) = a.strip_prefix('-') {
+            let Some(at) = s.find(|c: char| short.contains(&c)) else {
+                continue;
+            };
+            let rest = &s[at + 1..];
+            (!rest.is_empty()).then_some(rest)
+        } else {
+            continue;
+        };
+        match attached {
+            Some(v) => out.push(Word {
+                lit: v.to_string(),
+                dynamic,
+            }),
+            None => {
+                if let Some(w) = args.get(i) {
+                    out.push(w.clone());
+                    i += 1;
+                }
+            }
+        }
+    }
+    out
+}

@@ -5,6 +5,7 @@
 mod args;
 pub mod models;
 mod names;
+mod runners;
 mod texts;
 mod tools;
 mod wrappers;
@@ -12,8 +13,9 @@ mod wrappers;
 pub use names::SHELL_ONLY;
 pub use texts::sql_text;
 
-use args::{after_options, dynamic, flag, lits, operands};
+use args::{after_options, dynamic, flag, lits, operands, values};
 use names::{BIN_DIRS, DATABASES, DOWNLOADERS, SYSTEM_ROOTS};
+use runners::{gdb, is_vim, less, vim};
 use texts::{sed, sql_words};
 use tools::{containers, firewall, git, ip, kubectl, packages, systemctl};
 use wrappers::inner_command;
@@ -88,6 +90,7 @@ pub fn simple(
     }
     // Leading assignments: `NAME=value cmd` (the value may hold commands, already judged).
     let mut assigned = false;
+    let assignments = rest;
     while let Some(w) = rest.first() {
         if !is_assignment(&w.lit) {
             break;
@@ -110,6 +113,9 @@ pub fn simple(
             acc.raise(Low, "sets a shell variable");
             return None;
         }
+        for w in &assignments[..assignments.len() - rest.len()] {
+            assignment(w, acc);
+        }
         acc.raise(
             Config,
             "sets variables for the command it runs (PATH, LD_PRELOAD and the like change what runs)",
@@ -121,6 +127,7 @@ pub fn simple(
         return None;
     }
     acc.programs.push(first.lit.clone());
+    acc.runs_file(&first.lit);
     let name = program(&first.lit, acc);
     if functions.contains(&name) {
         acc.raise(Low, format!("calls shell function `{name}`"));
@@ -158,6 +165,52 @@ pub(crate) fn code_reader(word: &str) -> Option<bool> {
         return Some(true);
     }
     names::interpreter(name).map(names::is_shell)
+}
+
+/// Judges a variable given to the command after it (`VAR=value cmd`, `env VAR=value cmd`)
+/// by what the variable makes programs run: a command in its value (`PAGER`,
+/// `GIT_SSH_COMMAND`) is judged as one; code it makes them load (`LD_PRELOAD`, `BASH_ENV`,
+/// `PERL5OPT`) is not read; a prompt with expansions is run by the shell.
+pub(super) fn assignment(w: &Word, acc: &mut Acc) {
+    let Some((name, value)) = w.lit.split_once('=') else {
+        return;
+    };
+    let name = name.trim_end_matches('+');
+    let name = name.split('[').next().unwrap_or(name);
+    match names::variable(name) {
+        Some(names::Variable::Command) if w.dynamic => acc.unread(format!(
+            "`{name}` holds a command programs run, built at run time"
+        )),
+        Some(names::Variable::Command) => {
+            // LESSOPEN's `|` and `||` say its output is piped; `%s` is the file.
+            let value = value.trim_start_matches(['|', '-']);
+            let mut inner = Acc {
+                depth: acc.depth,
+                ..Acc::default()
+            };
+            super::shell::script(value, &mut inner);
+            acc.absorb(inner, &format!("in `{name}`: "));
+        }
+        Some(names::Variable::Code(what)) => acc.unread(format!(
+            "`{name}` makes programs load {what}, code not read"
+        )),
+        Some(names::Variable::Expanded) if w.lit.contains(['$', '`']) => {
+            acc.unread(format!("`{name}` holds commands the shell runs later"))
+        }
+        // less's options: a `+CMD` among them runs CMD as `less +CMD` would.
+        Some(names::Variable::LessOptions)
+            if w.dynamic
+                || value
+                    .split_whitespace()
+                    .filter_map(|o| o.find('+').map(|at| &o[at..]))
+                    .any(|o| !runners::less_shows(o)) =>
+        {
+            acc.unread(format!(
+                "`{name}` gives less a command to run first, not read"
+            ))
+        }
+        _ => {}
+    }
 }
 
 /// `NAME=…`, `NAME+=…` or `NAME[i]=…`.
@@ -237,6 +290,13 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     let a = lits(args);
     let sub = operands(args).first().copied().unwrap_or("");
     if DOWNLOADERS.contains(&name) {
+        // What it saves: the file its options name, or the URL's own name.
+        for o in operands(args) {
+            acc.wrote(o);
+        }
+        for v in values(args, &['o', 'O'], &["output", "output-document"]) {
+            acc.wrote(&v.lit);
+        }
         acc.downloads = true;
         acc.raise(
             Config,
@@ -283,6 +343,11 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Low, format!("`{name}` creates files or directories"))
         }
         "ln" => {
+            copies(
+                &operands(args),
+                flag(args, &['t'], &["target-directory"]),
+                acc,
+            );
             if flag(args, &['f'], &["force"]) {
                 acc.raise(Config, "`ln -f` replaces files");
             } else {
@@ -292,6 +357,18 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "cp" | "mv" | "install" | "rsync" | "scp" | "rename" => {
             acc.raise(Config, format!("`{name}` writes or replaces files"));
             let ops = operands(args);
+            let runs = if name == "rsync" {
+                rsync_commands(args, acc)
+            } else {
+                Vec::new()
+            };
+            // (The commands rsync runs are its options' values, not its files.)
+            let files: Vec<&str> = ops
+                .iter()
+                .copied()
+                .filter(|o| !runs.iter().any(|r| r.lit == *o))
+                .collect();
+            copies(&files, flag(args, &['t'], &["target-directory"]), acc);
             if ops.iter().any(|o| block_device(o)) {
                 acc.raise(Destructive, format!("`{name}` writes to a block device"));
             }
@@ -324,6 +401,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         }
         "tee" => {
             let ops = operands(args);
+            for o in ops.iter().filter(|o| !harmless_sink(o)) {
+                acc.wrote(o);
+            }
             if ops.iter().any(|o| block_device(o)) {
                 acc.raise(Destructive, "`tee` writes to a block device");
             } else if ops.iter().all(|o| harmless_sink(o)) {
@@ -333,7 +413,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             }
         }
         "truncate" | "fallocate" => acc.raise(Config, format!("`{name}` resizes files")),
-        "dd" => acc.raise(Destructive, "`dd` writes raw blocks"),
+        "dd" => {
+            for of in a.iter().filter_map(|x| x.strip_prefix("of=")) {
+                acc.wrote(of);
+            }
+            acc.raise(Destructive, "`dd` writes raw blocks")
+        }
         "shred" | "wipefs" | "blkdiscard" | "mkswap" | "mke2fs" | "fdisk" | "sfdisk" | "cfdisk"
         | "gdisk" | "sgdisk" | "cgdisk" | "parted" | "partx" | "sgdisk2" | "zerofree" => acc.raise(
             Destructive,
@@ -341,12 +426,21 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         ),
         "find" => find(args, acc),
         "sed" => sed(args, acc),
+        "gdb" | "gdb-multiarch" => gdb(args, acc),
+        n if is_vim(n) => vim(n, args, acc),
+        "less" => less(args, acc),
         "sort" => {
             if flag(args, &[], &["compress-program"]) {
                 acc.raise(
                     Config,
                     "`sort --compress-program` runs a program on its temporary files",
                 );
+            }
+            for p in values(args, &[], &["compress-program"]) {
+                compressor(&p, acc);
+            }
+            for o in values(args, &['o'], &["output"]) {
+                acc.wrote(&o.lit);
             }
             reader_unless(
                 name,
@@ -380,6 +474,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc,
         ),
         "awk" | "gawk" | "mawk" | "nawk" => {
+            for f in values(args, &['f'], &["file"]) {
+                acc.runs_file(&f.lit);
+            }
             let from_input = flag(args, &['f'], &["file"])
                 && (acc.piped_in || a.iter().any(|x| crate::shell::is_stdin_path(x)));
             if args.iter().any(|w| w.dynamic)
@@ -709,6 +806,59 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     }
 }
 
+/// Notes what copying `files` (the sources, then the destination) writes: the
+/// destination, and each source by its name when the destination is a directory (`-t`,
+/// a trailing `/`, several sources, a bin directory, `.`).
+fn copies(files: &[&str], into_directory: bool, acc: &mut Acc) {
+    let Some((dest, sources)) = files.split_last() else {
+        return;
+    };
+    acc.wrote(dest);
+    let directory = into_directory
+        || sources.len() > 1
+        || dest.ends_with('/')
+        || matches!(*dest, "." | "..")
+        || BIN_DIRS.contains(&dest.trim_end_matches('/'));
+    if directory {
+        for s in sources {
+            acc.wrote(s);
+        }
+    }
+}
+
+/// `rsync -e CMD` runs CMD to reach the other host, whose shell runs `--rsync-path`:
+/// both are commands, judged as such. Returns them.
+fn rsync_commands(args: &[Word], acc: &mut Acc) -> Vec<Word> {
+    let commands = values(args, &['e'], &["rsh", "rsync-path"]);
+    for v in &commands {
+        if v.dynamic {
+            acc.unread("`rsync` runs a command built at run time (-e, --rsh, --rsync-path)");
+        } else {
+            super::shell::script(&v.lit, acc);
+        }
+    }
+    commands
+}
+
+/// `sort --compress-program=PROG` runs PROG with its data on PROG's input: a known
+/// compressor is judged as the program it is; any other may run that data as its code
+/// (`sh`, `python3`, `dc`, `ed`).
+fn compressor(prog: &Word, acc: &mut Acc) {
+    const COMPRESSORS: &[&str] = &[
+        "gzip", "pigz", "bzip2", "pbzip2", "lbzip2", "xz", "pixz", "zstd", "pzstd", "lz4", "lzop",
+        "lzip", "plzip", "lzma", "brotli", "compress",
+    ];
+    let base = prog.lit.rsplit('/').next().unwrap_or(&prog.lit);
+    if prog.dynamic || !COMPRESSORS.contains(&base) {
+        acc.unread(format!(
+            "`sort --compress-program` gives its data to `{}`, not known to be a compressor",
+            prog.lit
+        ));
+    } else {
+        wrappers::inner_command(std::slice::from_ref(prog), acc);
+    }
+}
+
 /// `kill [-s SIG | -SIG] PID…`: every process (-1) or init (1) is destructive; pids from an
 /// expansion could be either.
 fn kill(args: &[Word], acc: &mut Acc) {
@@ -809,6 +959,7 @@ pub fn write_target(target: &Word, acc: &mut Acc) {
     } else if harmless_sink(&target.lit) {
         acc.raise(Low, format!("redirection to {}", target.lit));
     } else {
+        acc.wrote(&target.lit);
         acc.raise(Config, format!("writes to {}", target.lit));
     }
 }

@@ -87,3 +87,44 @@ pub(super) const SYSTEM_ROOTS: &[&str] = &[
     "/", "/*", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt",
     "/proc", "/root", "/sbin", "/srv", "/sys", "/usr", "/var", "~", "~/", "/.", "/..",
 ];
+
+/// What a variable in a command's environment makes programs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Variable {
+    /// Its value is a command some program runs (a pager, an editor, a remote shell).
+    Command,
+    /// It makes programs load code (a library, a startup script, options that load
+    /// modules): what that code does is not read.
+    Code(&'static str),
+    /// A prompt the shell expands, running the commands it holds.
+    Expanded,
+    /// Options for less, which may hold a command for it to run first (`+!…`).
+    LessOptions,
+}
+
+/// What variable `name` makes programs run, if anything.
+pub(super) fn variable(name: &str) -> Option<Variable> {
+    use Variable::{Code, Command, Expanded, LessOptions};
+    let code = match name {
+        "PS0" | "PS1" | "PS2" | "PS4" => return Some(Expanded),
+        "LESS" => return Some(LessOptions),
+        "PAGER" | "MANPAGER" | "EDITOR" | "VISUAL" | "BROWSER" | "PROMPT_COMMAND" | "GIT_SSH"
+        | "GIT_SSH_COMMAND" | "GIT_PROXY_COMMAND" | "GIT_EXTERNAL_DIFF" | "RSYNC_RSH"
+        | "LESSOPEN" | "LESSCLOSE" => return Some(Command),
+        _ if name.ends_with("_PAGER") || name.ends_with("_EDITOR") || name.ends_with("ASKPASS") => {
+            return Some(Command);
+        }
+        "LD_PRELOAD" | "LD_AUDIT" | "LD_LIBRARY_PATH" | "GCONV_PATH" => "libraries",
+        "BASH_ENV" | "ENV" => "a startup script",
+        "PYTHONSTARTUP" | "PYTHONPATH" | "PYTHONHOME" => "Python code",
+        "PERL5OPT" | "PERL5LIB" | "PERLLIB" | "PERL5DB" => "Perl code",
+        "RUBYOPT" | "RUBYLIB" => "Ruby code",
+        "NODE_OPTIONS" | "NODE_PATH" => "JavaScript code",
+        "JAVA_TOOL_OPTIONS" | "_JAVA_OPTIONS" | "JDK_JAVA_OPTIONS" => "Java agents",
+        "GIT_EXEC_PATH" => "git's programs",
+        _ if name.starts_with("BASH_FUNC_") => "shell functions",
+        _ if name.starts_with("GIT_CONFIG") => "git configuration (pagers, hooks, aliases)",
+        _ => return None,
+    };
+    Some(Code(code))
+}

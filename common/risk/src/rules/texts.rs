@@ -1,7 +1,7 @@
 //! Languages carried in arguments: sed scripts (which can write files and run commands)
 //! and SQL or key-value commands that destroy data.
 
-use super::args::{flag, lits, operands};
+use super::args::{flag, lits, operands, values};
 use crate::shell::Word;
 use crate::{Acc, Class};
 
@@ -13,8 +13,14 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
     let in_place = flag(args, &['i'], &["in-place"]);
     if in_place {
         acc.raise(Config, "`sed -i` edits files in place");
+        for o in operands(args) {
+            acc.wrote(o);
+        }
     }
     if flag(args, &['f'], &["file"]) {
+        for f in values(args, &['f'], &["file"]) {
+            acc.runs_file(&f.lit);
+        }
         if acc.piped_in
             || args
                 .iter()
@@ -31,23 +37,24 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
         return;
     }
     // The scripts as sed reads its arguments (`-e…` attached, clustered `-ne …`,
-    // `--expr=…`), by its option model; when the model refuses an option, the command is
-    // not read-only anyway, and the first operand is judged as the script.
+    // `--expr=…`), by its option model. When the model refuses an option, the command is
+    // not read-only anyway, but what that option takes is not known: every `-e` value
+    // found, and the first operand too, is judged as a script (`sed -Q --expression='e …'`
+    // runs the command all the same).
     let parsed = super::models::get("sed").and_then(|m| super::models::check("sed", m, args).ok());
-    let mut scripts: Vec<String> = parsed
-        .as_ref()
-        .map(|p| {
-            p.values(&["-e", "--expression"])
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut scripts: Vec<String> = match &parsed {
+        Some(p) => p
+            .values(&["-e", "--expression"])
+            .map(str::to_string)
+            .collect(),
+        None => values(args, &['e'], &["expression"])
+            .into_iter()
+            .map(|w| w.lit)
+            .chain(operands(args).first().map(|s| s.to_string()))
+            .collect(),
+    };
     if scripts.is_empty() {
-        let first = match &parsed {
-            Some(p) => p.operands.first().cloned(),
-            None => operands(args).first().map(|s| s.to_string()),
-        };
-        scripts.extend(first);
+        scripts.extend(parsed.as_ref().and_then(|p| p.operands.first().cloned()));
     }
     let mut commands = Vec::new();
     let acts = scripts

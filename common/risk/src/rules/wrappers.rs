@@ -63,6 +63,9 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     acc.compound = true;
                     acc.raise(Config, "runs a command with a changed environment");
                 }
+                for w in &rest[..assigns] {
+                    super::assignment(w, acc);
+                }
                 inner_command(&rest[assigns..], acc);
             }
         }
@@ -234,6 +237,9 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         "source" | "." => {
             acc.interprets = true;
             acc.raise(Config, format!("`{name}` runs a script file in the shell"));
+            if let Some(file) = operands_words(args).first() {
+                acc.runs_file(&file.lit);
+            }
             if args.first().is_some_and(|w| w.dynamic) {
                 acc.unread(format!("`{name}` of a file named by an expansion"));
             }
@@ -347,12 +353,10 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
                 inner_script(script, acc);
             }
         }
-        _ if !shells && inline_code(kind, args) => {
+        _ if !shells && let Some(what) = inline_code(kind, args) => {
             // The classifier reads shell, not Python or Perl: `exec(b64decode(…))` hides
             // anything from the human who would say yes.
-            acc.unread(format!(
-                "`{name}` runs code given inline, in a language not read"
-            ));
+            acc.unread(format!("`{name}` {what}"));
         }
         _ if reads_script_from_input(args, shells) => {
             acc.interprets = true;
@@ -366,6 +370,9 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Config, format!("`{name}` runs code from its input"));
         }
         _ => {
+            if let Some(script) = script_operand(args, shells) {
+                acc.runs_file(script);
+            }
             if args.iter().any(|w| w.dynamic) {
                 // `bash "$F"`: which program it runs is known only at run time.
                 acc.unread(format!("`{name}` runs a program named by an expansion"));
@@ -378,11 +385,41 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
     }
 }
 
-/// Whether a (non-shell) interpreter's arguments hold its program (`python3 -c`,
-/// `perl -lne`, `node --eval=…`, `deno eval`) before its script operand. An operand right
-/// after an option that may take a value (`-W`, `--title`) is taken for that value, so a
-/// flag after it is still found: when unsure, the program is held to be inline.
-fn inline_code(name: &str, args: &[Word]) -> bool {
+/// The script file an interpreter runs: its first operand, the values of the options
+/// that take one passed over (`bash -o posix f`, `python3 -W error f.py`).
+fn script_operand(args: &[Word], shell: bool) -> Option<&str> {
+    let valued: &[&str] = if shell {
+        &["-o", "+o", "-O", "+O"]
+    } else {
+        &[
+            "-W", "-X", "-Q", "-I", "-M", "-m", "-r", "-C", "-E", "-F", "-x",
+        ]
+    };
+    let mut rest = args.iter().map(|a| a.lit.as_str());
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            return rest.next();
+        }
+        if !shell && a.starts_with("-m") {
+            return None; // a module is run, not a file
+        }
+        if valued.contains(&a) {
+            rest.next();
+        } else if !a.starts_with(['-', '+']) {
+            return Some(a);
+        }
+    }
+    None
+}
+
+/// Why a (non-shell) interpreter's arguments hold code the classifier does not read, if
+/// they do: its program given inline (`python3 -c`, `perl -lne`, `node --eval=…`,
+/// `deno eval`) before its script operand, or a module run that is not known to only
+/// read. An operand right after an option that may take a value (`-W`, `--title`) is
+/// taken for that value, so a flag after it is still found: when unsure, the program is
+/// held to be inline.
+fn inline_code(name: &str, args: &[Word]) -> Option<String> {
+    let inline = Some("runs code given inline, in a language not read".to_string());
     // Letters that give code, letters whose value is the rest of the word.
     let (code, valued): (&str, &str) = match name {
         "python" | "python2" | "python3" | "pypy" | "pypy3" => ("c", "WXQm"),
@@ -392,14 +429,16 @@ fn inline_code(name: &str, args: &[Word]) -> bool {
         "php" => ("rRBE", "cdfztS"),
         "node" | "nodejs" | "bun" => ("ep", "rC"),
         // `deno eval …`, or `deno run -` (its input): wherever the word is.
-        "deno" => return args.iter().any(|a| a.lit == "eval" || a.lit == "-"),
+        "deno" => return inline.filter(|_| args.iter().any(|a| a.lit == "eval" || a.lit == "-")),
         "pwsh" => {
-            return args.iter().any(|a| {
-                let l = a.lit.to_ascii_lowercase();
-                (l.starts_with("-c") || l.starts_with("-e")) && !l.starts_with("-ex")
+            return inline.filter(|_| {
+                args.iter().any(|a| {
+                    let l = a.lit.to_ascii_lowercase();
+                    (l.starts_with("-c") || l.starts_with("-e")) && !l.starts_with("-ex")
+                })
             });
         }
-        _ => return false,
+        _ => return None,
     };
     let long = [
         "--eval",
@@ -414,20 +453,21 @@ fn inline_code(name: &str, args: &[Word]) -> bool {
         "--experimental-loader",
     ];
     let mut may_take_value = false;
-    for a in args.iter().map(|a| a.lit.as_str()) {
+    for w in args {
+        let a = w.lit.as_str();
         if a == "--" {
-            return false;
+            return None;
         }
         if !a.starts_with('-') || a == "-" {
             if !may_take_value {
-                return false; // the script
+                return None; // the script
             }
             may_take_value = false;
             continue;
         }
         if let Some(l) = a.strip_prefix("--") {
             if long.contains(&a.split('=').next().unwrap_or(a)) {
-                return true;
+                return inline;
             }
             may_take_value = !l.contains('=');
             continue;
@@ -435,40 +475,72 @@ fn inline_code(name: &str, args: &[Word]) -> bool {
         may_take_value = a.len() == 2;
         for c in a[1..].chars() {
             if code.contains(c) {
-                return true;
+                return inline;
             }
             if valued.contains(c) {
                 if (name.starts_with("python") || name.starts_with("pypy")) && c == 'm' {
-                    // A module runs: some run the code they are given.
+                    // A module runs: most run code or programs they are given or find.
                     let module = &a[a.find('m').unwrap_or(0) + 1..];
-                    return module_runs_code(Some(module).filter(|m| !m.is_empty()), args);
+                    let attached = Some((module, w.dynamic)).filter(|(m, _)| !m.is_empty());
+                    return module_not_read(attached, args);
                 }
                 if name == "perl" && matches!(c, 'M' | 'm') && a.contains([';', '(', '{', '\'']) {
-                    return true; // `-M` text is inserted as code
+                    return inline; // `-M` text is inserted as code
                 }
                 if name.starts_with("node") && c == 'r' {
-                    return true; // a module loaded first
+                    return inline; // a module loaded first
                 }
                 break;
             }
         }
     }
-    false
+    None
 }
 
-/// Whether the module `python -m` runs (given attached, or else the word after `-m`)
-/// runs code given in its arguments (`timeit`, `pdb -c`, `cProfile -c`, `trace`, …).
-fn module_runs_code(attached: Option<&str>, args: &[Word]) -> bool {
-    let module = attached.or_else(|| {
+/// Modules `python -m` runs that neither run code or programs given to them (`timeit`,
+/// `pdb`, `runpy`, `unittest`, `webbrowser`, `http.server`'s CGI, `pip`'s builds) nor
+/// read code from their input (`code`, `asyncio`): they read, convert or pack files.
+const QUIET_MODULES: &[&str] = &[
+    "json",
+    "json.tool",
+    "base64",
+    "quopri",
+    "calendar",
+    "platform",
+    "sysconfig",
+    "locale",
+    "mimetypes",
+    "uuid",
+    "random",
+    "tokenize",
+    "ast",
+    "dis",
+    "pickletools",
+    "py_compile",
+    "compileall",
+    "gzip",
+    "zipfile",
+    "tarfile",
+    "filecmp",
+    "this",
+];
+
+/// Why the module `python -m` runs (given attached, or else the word after `-m`) is code
+/// not read, unless it is one known not to run what it is given.
+fn module_not_read(attached: Option<(&str, bool)>, args: &[Word]) -> Option<String> {
+    let word = attached.or_else(|| {
         args.iter()
             .position(|w| w.lit == "-m")
             .and_then(|i| args.get(i + 1))
-            .map(|w| w.lit.as_str())
+            .map(|w| (w.lit.as_str(), w.dynamic))
     });
-    matches!(
-        module,
-        Some("timeit" | "pdb" | "cProfile" | "profile" | "trace" | "runpy" | "code" | "doctest")
-    )
+    match word {
+        Some((m, false)) if QUIET_MODULES.contains(&m) => None,
+        Some((m, _)) => Some(format!(
+            "runs module `{m}`, not known to only read: what it runs is not read"
+        )),
+        None => None,
+    }
 }
 
 /// The words that are not options (after a `--`, all of them).
