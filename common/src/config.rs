@@ -210,6 +210,8 @@ pub struct GatewayConfig {
     /// Requests per second one API token may make at `/mcp` (bursts of twice that); 0:
     /// unlimited.
     pub mcp_requests_per_s: u64,
+    /// …and one user over all their tokens.
+    pub mcp_requests_per_user_s: u64,
 }
 
 /// A user or group given by number or by name; names are resolved after parsing.
@@ -434,6 +436,11 @@ impl Config {
                     "gateway.mcp_requests_per_s",
                     50u64,
                     "Requests per second one API token may make at /mcp, over all its sessions, with bursts of twice that; beyond it a request is refused (429 with Retry-After, naming this setting). Bounds what one agent can make the gateway hold (each answered request is kept 2 s for a client that resumes its stream). 0: unlimited.",
+                ),
+                mcp_requests_per_user_s: r.get(
+                    "gateway.mcp_requests_per_user_s",
+                    200u64,
+                    "Requests per second one user may make at /mcp over all their tokens, with bursts of twice that; beyond it a request is refused (429 with Retry-After, naming this setting), so a user who makes many tokens does not multiply what they can make the gateway hold. 0: unlimited.",
                 ),
             },
             exec: ExecConfig {

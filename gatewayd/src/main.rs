@@ -133,7 +133,7 @@ fn main() -> ExitCode {
                     g.mcp_sessions_per_user,
                     g.mcp_session_idle_s,
                 )),
-                mcp_rate: agent_mcp::Rate::new(g.mcp_requests_per_s),
+                mcp_rate: agent_mcp::Rate::new(g.mcp_requests_per_s, g.mcp_requests_per_user_s),
                 key,
                 audit,
                 tickets: api::Tickets::default(),

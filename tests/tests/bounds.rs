@@ -266,6 +266,7 @@ fn mcp_sessions_are_bounded_per_token_and_user_and_end_when_idle() {
         )
         // Sessions, not the request rate, are bounded here.
         .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_S", "0")
+        .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_USER_S", "0")
         .start();
     let (mut admin, mut bob) = stack.admin_and_user();
     let mut scraper = admin.token(&["metrics"]);
@@ -401,5 +402,50 @@ fn mcp_requests_are_rate_limited_per_token() {
     // Waited for, the rate lets the first one in again.
     std::thread::sleep(Duration::from_millis(1_100));
     assert!(alive(&mut agent, &id));
+    stack.stop();
+}
+
+/// A user who makes many tokens does not multiply the rate: their tokens share
+/// `gateway.mcp_requests_per_user_s`, and another user is not held by it.
+#[test]
+fn mcp_requests_are_rate_limited_per_user_over_all_their_tokens() {
+    const RATE: u64 = 5;
+    let stack = StackBuilder::new()
+        .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_S", "0")
+        .env("ARGOS_GATEWAY__MCP_REQUESTS_PER_USER_S", &RATE.to_string())
+        .start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    // Each new token opens a session and pings: the user's burst runs out however many
+    // tokens share it.
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        let mut agent = bob.token(&["mcp"]);
+        let r = initialize(&mut agent);
+        statuses.push(r.status);
+        if r.status == 429 {
+            assert_eq!(r.code(), "rate", "{r:?}");
+            assert!(
+                r.message()
+                    .contains(&format!("gateway.mcp_requests_per_user_s = {RATE}")),
+                "{r:?}"
+            );
+            continue;
+        }
+        let id = r.header("mcp-session-id").unwrap().to_string();
+        statuses.push(
+            agent
+                .call("POST", "/mcp", Some(&ping), &in_session(&id))
+                .status,
+        );
+    }
+    let answered = statuses.iter().filter(|s| **s == 200).count() as u64;
+    assert!(
+        answered <= 2 * RATE && statuses.contains(&429),
+        "{answered} requests of one user's 6 tokens answered at {RATE}/s: {statuses:?}"
+    );
+    // Another user's token has its own budget.
+    let mut other = admin.token(&["mcp"]);
+    open_session(&mut other);
     stack.stop();
 }

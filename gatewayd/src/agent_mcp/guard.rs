@@ -64,13 +64,11 @@ pub async fn guard(
             token,
         }) if scopes.iter().all(|s| s == SCOPE) && !scopes.is_empty() => {
             let token = token.map_or(0, |t| t.id);
-            if let Err(wait) = api.mcp_rate.take(token) {
-                let mut r = crate::api::ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate",
-                    api.mcp_rate.refusal(wait),
-                )
-                .into_response();
+            if let Err(over) = api.mcp_rate.take(token, user.id) {
+                let wait = over.wait;
+                let mut r =
+                    crate::api::ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate", over.message)
+                        .into_response();
                 let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 r.headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));

@@ -1,7 +1,9 @@
-//! `/mcp`'s request rate per API token (`gateway.mcp_requests_per_s`). rmcp keeps each
-//! answered request's messages for a late resume ([`COMPLETED_TTL`]); with the rate
-//! bounded, what one token can pin that way is bounded too (rate × TTL answers), however
-//! many sessions it holds. A token over its rate is answered 429 with `Retry-After`.
+//! `/mcp`'s request rates: per API token (`gateway.mcp_requests_per_s`) and per user over
+//! all their tokens (`gateway.mcp_requests_per_user_s`: a user who makes many tokens does
+//! not multiply what they may make the gateway hold). rmcp keeps each answered request's
+//! messages for a late resume ([`COMPLETED_TTL`]); with the rates bounded, what one user
+//! can pin that way is bounded too (rate × TTL answers), however many sessions and tokens
+//! they hold. A request over either rate is answered 429 with `Retry-After`.
 
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -12,48 +14,97 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter, clock::Clock as _};
 /// stream (`Last-Event-ID`): enough for a reconnect, not rmcp's minute.
 pub const COMPLETED_TTL: Duration = Duration::from_secs(2);
 
-/// Requests per second per token, with bursts of two seconds' worth; none when the
-/// setting is 0.
-pub struct Rate {
+/// One keyed rate: so many requests per second per key, with bursts of two seconds'
+/// worth; none when the setting is 0.
+struct Keyed {
     limiter: Option<DefaultKeyedRateLimiter<i64>>,
     per_s: u64,
+    setting: &'static str,
+    whose: &'static str,
 }
 
-impl Rate {
-    pub fn new(per_s: u64) -> Rate {
+impl Keyed {
+    fn new(per_s: u64, setting: &'static str, whose: &'static str) -> Keyed {
         let limiter = NonZeroU32::new(u32::try_from(per_s).unwrap_or(u32::MAX)).map(|n| {
             let burst = n.saturating_mul(NonZeroU32::new(2).expect("2 is not 0"));
             RateLimiter::keyed(Quota::per_second(n).allow_burst(burst))
         });
-        Rate { limiter, per_s }
+        Keyed {
+            limiter,
+            per_s,
+            setting,
+            whose,
+        }
     }
 
-    /// Takes one request of `token`, or says how long until one is allowed.
-    pub fn take(&self, token: i64) -> Result<(), Duration> {
+    fn take(&self, key: i64) -> Result<(), Duration> {
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
         limiter
-            .check_key(&token)
+            .check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(limiter.clock().now()))
     }
 
-    /// The refusal for a request over the rate.
-    pub fn refusal(&self, wait: Duration) -> String {
-        format!(
-            "this token is over its request rate at /mcp (gateway.mcp_requests_per_s = {}): retry in {} ms",
-            self.per_s,
-            wait.as_millis().max(1)
-        )
-    }
-
-    /// Forgets tokens whose budget is whole again (run now and then: the table does not
-    /// grow with every token ever seen).
-    pub fn forget_idle(&self) {
+    fn forget_idle(&self) {
         if let Some(l) = &self.limiter {
             l.retain_recent();
             l.shrink_to_fit();
         }
+    }
+}
+
+/// A request over a rate: how long to wait, and what to say.
+#[derive(Debug)]
+pub struct Over {
+    pub wait: Duration,
+    pub message: String,
+}
+
+/// The two rates.
+pub struct Rate {
+    token: Keyed,
+    user: Keyed,
+}
+
+impl Rate {
+    pub fn new(per_token_s: u64, per_user_s: u64) -> Rate {
+        Rate {
+            token: Keyed::new(per_token_s, "gateway.mcp_requests_per_s", "this token"),
+            user: Keyed::new(
+                per_user_s,
+                "gateway.mcp_requests_per_user_s",
+                "this token's user (over all their tokens)",
+            ),
+        }
+    }
+
+    /// Takes one request of `token`, owned by `user`, or says how long until one is
+    /// allowed and which rate it is over. The user's rate is asked first, so a request
+    /// refused there takes nothing of the token's.
+    pub fn take(&self, token: i64, user: i64) -> Result<(), Over> {
+        for (rate, key) in [(&self.user, user), (&self.token, token)] {
+            if let Err(wait) = rate.take(key) {
+                return Err(Over {
+                    wait,
+                    message: format!(
+                        "{} is over its request rate at /mcp ({} = {}): retry in {} ms",
+                        rate.whose,
+                        rate.setting,
+                        rate.per_s,
+                        wait.as_millis().max(1)
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets keys whose budget is whole again (run now and then: the tables do not grow
+    /// with every token and user ever seen).
+    pub fn forget_idle(&self) {
+        self.token.forget_idle();
+        self.user.forget_idle();
     }
 }
 
@@ -63,23 +114,45 @@ mod tests {
 
     #[test]
     fn a_token_gets_its_burst_then_waits_and_others_are_not_held() {
-        let rate = Rate::new(5);
+        let rate = Rate::new(5, 0);
         for i in 0..10 {
-            assert!(rate.take(1).is_ok(), "request {i} of the burst");
+            assert!(rate.take(1, 7).is_ok(), "request {i} of the burst");
         }
-        let wait = rate.take(1).expect_err("over the burst");
+        let over = rate.take(1, 7).expect_err("over the burst");
         assert!(
-            wait > Duration::ZERO && wait <= Duration::from_millis(200),
-            "{wait:?}"
+            over.wait > Duration::ZERO && over.wait <= Duration::from_millis(200),
+            "{over:?}"
         );
         assert!(
-            rate.refusal(wait)
-                .contains("gateway.mcp_requests_per_s = 5")
+            over.message.contains("this token is over")
+                && over.message.contains("gateway.mcp_requests_per_s = 5"),
+            "{over:?}"
         );
-        assert!(rate.take(2).is_ok(), "another token has its own budget");
-        std::thread::sleep(wait);
-        assert!(rate.take(1).is_ok(), "allowed again after the wait");
-        let unlimited = Rate::new(0);
-        assert!((0..10_000).all(|_| unlimited.take(1).is_ok()));
+        assert!(rate.take(2, 7).is_ok(), "another token has its own budget");
+        std::thread::sleep(over.wait);
+        assert!(rate.take(1, 7).is_ok(), "allowed again after the wait");
+        let unlimited = Rate::new(0, 0);
+        assert!((0..10_000).all(|_| unlimited.take(1, 1).is_ok()));
+    }
+
+    /// A user's tokens share the user's rate: many tokens do not multiply it, and
+    /// another user is not held.
+    #[test]
+    fn a_users_tokens_share_the_users_rate() {
+        let rate = Rate::new(5, 8);
+        // 16 in the user's burst, over 4 tokens of 4 each (within each token's 10).
+        for token in 1..=4 {
+            for i in 0..4 {
+                assert!(rate.take(token, 7).is_ok(), "token {token}, request {i}");
+            }
+        }
+        let over = rate
+            .take(5, 7)
+            .expect_err("a fifth token is over the user's rate");
+        assert!(
+            over.message.contains("gateway.mcp_requests_per_user_s = 8"),
+            "{over:?}"
+        );
+        assert!(rate.take(5, 8).is_ok(), "another user has their own budget");
     }
 }

@@ -110,7 +110,7 @@ pub struct Api {
     /// `/mcp`'s sessions (2025-11-25): whose each is, their bounds per token and user,
     /// their expiry.
     pub mcp_sessions: crate::agent_mcp::Sessions,
-    /// `/mcp`'s request rate per token (`gateway.mcp_requests_per_s`).
+    /// `/mcp`'s request rates per token and per user.
     pub mcp_rate: crate::agent_mcp::Rate,
     /// The host's last 10 minutes, for the dashboard's charts (`host::sample_host`).
     pub host_history: HostHistory,
