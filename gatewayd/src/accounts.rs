@@ -177,9 +177,44 @@ pub struct Accounts {
     /// one does not cache what it read.
     token_generation: std::sync::atomic::AtomicU64,
     /// Bumped whenever a credential may have ended (a logout, a revocation, a password
-    /// change, a deletion): the streams that outlive their request (terminals, event
-    /// streams, `/mcp` sessions) look again whether theirs still lets them in.
-    ended: tokio::sync::watch::Sender<u64>,
+    /// change, a deletion), per user: the streams that outlive their request (terminals,
+    /// event streams, `/mcp` sessions) look again whether theirs still lets them in.
+    ended: Endings,
+}
+
+/// What wakes the streams when a credential may have ended: one watch per user with
+/// streams open (a change wakes only that user's), and one for any user (the `/mcp`
+/// sessions' sweep, a single task).
+#[derive(Default)]
+struct Endings {
+    any: tokio::sync::watch::Sender<u64>,
+    users: std::sync::Mutex<std::collections::HashMap<i64, tokio::sync::watch::Sender<u64>>>,
+}
+
+impl Endings {
+    fn users(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<i64, tokio::sync::watch::Sender<u64>>>
+    {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One of `user`'s credentials may have ended. Watches nobody holds any more go.
+    fn bump(&self, user: i64) {
+        self.any.send_modify(|n| *n += 1);
+        let mut users = self.users();
+        if let Some(w) = users.get(&user) {
+            w.send_modify(|n| *n += 1);
+        }
+        users.retain(|_, w| w.receiver_count() > 0);
+    }
+
+    fn of(&self, user: i64) -> tokio::sync::watch::Receiver<u64> {
+        self.users()
+            .entry(user)
+            .or_insert_with(|| tokio::sync::watch::Sender::new(0))
+            .subscribe()
+    }
 }
 
 /// How long a looked-up token is believed without asking the database again.
@@ -208,7 +243,7 @@ impl Accounts {
             decoy: tokio::sync::OnceCell::new(),
             live_tokens: Default::default(),
             token_generation: Default::default(),
-            ended: tokio::sync::watch::Sender::new(0),
+            ended: Endings::default(),
         })
     }
 
@@ -368,12 +403,13 @@ impl Accounts {
     /// Deletes an account with its sessions and tokens. The last admin cannot go.
     pub async fn delete_user(&self, name: &str) -> Result<bool, AccountError> {
         let mut tx = self.pool.begin().await?;
-        let target: Option<String> = sqlx::query("SELECT role FROM users WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&mut *tx)
-            .await?
-            .map(|r| r.get(0));
-        let Some(role) = target else {
+        let target: Option<(i64, String)> =
+            sqlx::query("SELECT id, role FROM users WHERE name = ?")
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?
+                .map(|r| (r.get(0), r.get(1)));
+        let Some((id, role)) = target else {
             return Ok(false);
         };
         if role == "admin" {
@@ -391,7 +427,7 @@ impl Accounts {
             .await?;
         tx.commit().await?;
         // After the commit: a lookup racing the deletion cannot cache what it read.
-        self.forget_tokens();
+        self.forget_tokens(id);
         Ok(true)
     }
 
@@ -450,7 +486,7 @@ impl Accounts {
         .await?;
         tx.commit().await?;
         // After the commit: a lookup racing the change cannot cache what it read.
-        self.forget_tokens();
+        self.forget_tokens(who.id);
         Ok(())
     }
 
@@ -500,14 +536,15 @@ impl Accounts {
     }
 
     pub async fn end_session(&self, secret: &str) -> Result<(), AccountError> {
-        let ended = sqlx::query("DELETE FROM sessions WHERE secret_sha256 = ?")
-            .bind(sha256(secret))
-            .execute(&self.pool)
-            .await?
-            .rows_affected();
-        // Only a session that was there wakes the streams (a logout of nothing is free).
-        if ended > 0 {
-            self.ended.send_modify(|n| *n += 1);
+        let ended: Option<i64> =
+            sqlx::query_scalar("DELETE FROM sessions WHERE secret_sha256 = ? RETURNING user_id")
+                .bind(sha256(secret))
+                .fetch_optional(&self.pool)
+                .await?;
+        // Only a session that was there wakes its user's streams (a logout of nothing is
+        // free).
+        if let Some(user) = ended {
+            self.ended.bump(user);
         }
         Ok(())
     }
@@ -530,10 +567,15 @@ impl Accounts {
         .is_some())
     }
 
-    /// Changes each time a credential may have ended ([`Accounts::session_live`] and
-    /// [`Accounts::token_live`] tell whose).
+    /// Changes each time one of `user`'s credentials may have ended
+    /// ([`Accounts::session_live`] and [`Accounts::token_live`] tell which).
+    pub fn endings_of(&self, user: i64) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.of(user)
+    }
+
+    /// Changes each time anyone's credential may have ended.
     pub fn endings(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.ended.subscribe()
+        self.ended.any.subscribe()
     }
 
     /// Creates an API token; returns its id and its secret (shown once).
@@ -603,7 +645,7 @@ impl Accounts {
         // revocation of nothing changes nothing: it neither empties the cache nor wakes
         // the streams (else any user could make every agent's request miss the cache).
         if revoked {
-            self.forget_tokens();
+            self.forget_tokens(user_id);
         }
         Ok(revoked)
     }
@@ -652,15 +694,15 @@ impl Accounts {
         Ok(found)
     }
 
-    /// Forgets every cached token (after a revocation, a password change or a deletion is
-    /// written).
-    fn forget_tokens(&self) {
+    /// Forgets every cached token (after a revocation, a password change or a deletion of
+    /// `user`'s is written) and wakes that user's streams.
+    fn forget_tokens(&self, user: i64) {
         let mut cache = self.cached_tokens();
         self.token_generation
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         cache.clear();
         drop(cache);
-        self.ended.send_modify(|n| *n += 1);
+        self.ended.bump(user);
     }
 
     fn cached_tokens(
@@ -728,4 +770,30 @@ fn user(r: &sqlx::sqlite::SqliteRow) -> Option<User> {
         role: Role::parse(&r.get::<String, _>("role"))?,
         created_at_ms: r.get("created_at_ms"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A change to one user's credentials wakes that user's streams and the sweep of any
+    /// user's, never another user's; a watch nobody holds is forgotten.
+    #[test]
+    fn an_ending_wakes_only_its_users_streams() {
+        let e = Endings::default();
+        let mut alice = e.of(1);
+        let mut bob = e.of(2);
+        let mut any = e.any.subscribe();
+        e.bump(1);
+        assert!(alice.has_changed().unwrap());
+        assert!(!bob.has_changed().unwrap());
+        assert!(any.has_changed().unwrap());
+        alice.mark_unchanged();
+        any.mark_unchanged();
+        drop(bob);
+        e.bump(3);
+        assert!(!alice.has_changed().unwrap());
+        assert!(any.has_changed().unwrap());
+        assert_eq!(e.users().keys().copied().collect::<Vec<_>>(), vec![1]);
+    }
 }

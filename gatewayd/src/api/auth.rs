@@ -42,7 +42,7 @@ impl Caller {
 
     /// Resolves once this caller's credential no longer lets it in: what outlives its
     /// request (a terminal, an event stream) ends with it. Looked at on every logout,
-    /// revocation, password change or deletion, and every [`RECHECK`] (a session's
+    /// revocation, password change or deletion of the caller's user, and every [`RECHECK`] (a session's
     /// idle and absolute expiry).
     pub fn signed_out(
         &self,
@@ -51,7 +51,7 @@ impl Caller {
         let (caller, api) = (self.clone(), api.clone());
         // Taken now, not when first polled, and seen as changed: an ending between the
         // request's authentication and the stream's start is looked at at once.
-        let mut endings = api.accounts.endings();
+        let mut endings = api.accounts.endings_of(caller.user.id);
         endings.mark_changed();
         async move {
             loop {
