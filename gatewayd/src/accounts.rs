@@ -782,7 +782,7 @@ mod tests {
     fn an_ending_wakes_only_its_users_streams() {
         let e = Endings::default();
         let mut alice = e.of(1);
-        let mut bob = e.of(2);
+        let bob = e.of(2);
         let mut any = e.any.subscribe();
         e.bump(1);
         assert!(alice.has_changed().unwrap());
