@@ -582,9 +582,16 @@ pub fn apply_landlock(
 }
 
 /// The mounts in `mountinfo` (the text of /proc/self/mountinfo) that are not `noexec`,
-/// but those at or under one of `places` and those covered by a mount over their root
-/// (reached by no path; the host stacks some, `/dev/pts` twice) — at most four named.
-fn executable_mounts_but(mountinfo: &str, places: &[PathBuf]) -> Vec<String> {
+/// but those at or under one of `places` and those reached by no path: covered by a
+/// mount over their root (the host stacks some, `/dev/pts` twice), or below a mount
+/// that is (what a container's manager mounted in `/proc` or `/run`, under the launch's
+/// own `/proc` and mirror), as `reaches` tells: the id of the mount a path leads to now
+/// — at most four named.
+fn executable_mounts_but(
+    mountinfo: &str,
+    places: &[PathBuf],
+    reaches: impl Fn(&Path) -> Option<String>,
+) -> Vec<String> {
     let mounts: Vec<(&str, &str, PathBuf, &str)> = mountinfo
         .lines()
         .filter_map(|line| {
@@ -606,6 +613,8 @@ fn executable_mounts_but(mountinfo: &str, places: &[PathBuf]) -> Vec<String> {
             !places.iter().any(|p| point.starts_with(p))
                 && !options.split(',').any(|o| o == "noexec")
                 && !covered(id, point)
+                // Unknown (a symlink now on its way): counted, never assumed covered.
+                && reaches(point).is_none_or(|at| at == *id)
         })
         .map(|(_, _, point, _)| point.display().to_string())
         .take(4)
@@ -854,7 +863,7 @@ impl Readback {
             }),
             exec_elsewhere: executable_places.map(|places| {
                 let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-                executable_mounts_but(&info, places)
+                executable_mounts_but(&info, places, crate::sys::ns::mount_id_at)
             }),
             workspace: workspace.map(|w| {
                 nix::sys::statvfs::statvfs(&w.path).map_or((0, 0), |v| {
@@ -925,14 +934,22 @@ impl Readback {
                 !self.namespaces.pid.is_empty() && self.namespaces.pid != host.pid,
                 "own PID namespace with a reaping init".into(),
             ),
+            // The host's network namespace holds its abstract UNIX sockets too (a bus,
+            // a display, a runtime's): only landlock's scope (ABI 6, Linux 6.12) keeps a
+            // launch from connecting to them, so without it the view is not read-only.
             Dimension::Network if plan.network_mode == NetworkMode::HostLocal => (
-                self.no_inet,
+                self.no_inet && self.landlock.scoped,
                 format!(
-                    "host network namespace, to look at only: sockets of AF_INET, AF_INET6 and AF_PACKET {}",
+                    "host network namespace, to look at only: sockets of AF_INET, AF_INET6 and AF_PACKET {}; the host's abstract UNIX sockets {}",
                     if self.no_inet {
                         "refused"
                     } else {
                         "NOT refused"
+                    },
+                    if self.landlock.scoped {
+                        "out of reach (landlock scope)"
+                    } else {
+                        "NOT out of reach (landlock without scopes: Linux before 6.12)"
                     }
                 ),
             ),
@@ -1458,6 +1475,17 @@ mod tests {
                 && detail.contains("other mounts noexec"),
             "{detail}"
         );
+        // The host's network, to look at only: no IP or packet socket, and none of the
+        // host's abstract sockets reached (a kernel without landlock's scope cannot say so).
+        rb.no_inet = true;
+        let (holds, detail) = rb.holds(Dimension::Network, &plan, &Namespaces::default());
+        assert!(holds, "{detail}");
+        rb.landlock.scoped = false;
+        let (holds, detail) = rb.holds(Dimension::Network, &plan, &Namespaces::default());
+        assert!(
+            !holds && detail.contains("abstract UNIX sockets NOT out of reach"),
+            "{detail}"
+        );
     }
 
     /// Every mount but the places left executable must be noexec for the view to hold.
@@ -1477,15 +1505,59 @@ mod tests {
             .iter()
             .map(PathBuf::from)
             .collect();
+        // Each path reaches its own mount (none is hidden below another).
+        let own = |p: &Path| {
+            info.lines()
+                .find(|l| {
+                    l.split(' ').nth(4).map(crate::sys::ns::unescape_mount_path)
+                        == Some(p.display().to_string())
+                })
+                .and_then(|l| l.split(' ').next())
+                .map(str::to_string)
+        };
         assert_eq!(
-            executable_mounts_but(info, &places),
+            executable_mounts_but(info, &places, own),
             ["/var/cache/tool one/prog"]
         );
         let mut with_file = places.clone();
         with_file.push(PathBuf::from("/var/cache/tool one/prog"));
-        assert!(executable_mounts_but(info, &with_file).is_empty());
+        assert!(executable_mounts_but(info, &with_file, own).is_empty());
         let root_exec = info.replacen("ro,noexec,relatime shared:1", "ro,relatime", 1);
-        assert_eq!(executable_mounts_but(&root_exec, &with_file), ["/"]);
+        assert_eq!(executable_mounts_but(&root_exec, &with_file, own), ["/"]);
+        // Under a container's manager (systemd-nspawn): what it mounted in /proc and /run
+        // lies below the launch's own /proc and the /run mirror, reached by no path (each
+        // path leads to the launch's mount there). Those are not counted; one that a path
+        // still leads to, or whose path cannot be told, is.
+        let nspawn = format!(
+            "{info}\
+40 22 0:30 / /run rw,nosuid,nodev - tmpfs tmpfs rw
+41 40 0:31 /os-release /run/host/os-release ro,nosuid,nodev - ext4 /dev/sda1 rw
+42 22 0:32 / /proc rw,nosuid,nodev - proc proc rw
+43 42 0:32 /sys/kernel/random/boot_id /proc/sys/kernel/random/boot_id ro,nosuid,nodev - tmpfs t rw
+50 40 0:40 / /run ro,nosuid,nodev,noexec - tmpfs mirror rw
+51 42 0:41 / /proc rw,nosuid,nodev,noexec - proc proc rw
+"
+        );
+        let reaches = |hidden: bool| {
+            move |p: &Path| match p.to_str() {
+                Some("/run/host/os-release") if hidden => Some("50".to_string()),
+                Some("/proc/sys/kernel/random/boot_id") if hidden => Some("51".to_string()),
+                Some("/run/host/os-release") => Some("41".to_string()),
+                Some("/run") => Some("50".to_string()),
+                Some("/proc") => Some("51".to_string()),
+                Some("/proc/sys/kernel/random/boot_id") => None,
+                _ => own(p),
+            }
+        };
+        assert!(
+            executable_mounts_but(&nspawn, &with_file, reaches(true)).is_empty(),
+            "{:?}",
+            executable_mounts_but(&nspawn, &with_file, reaches(true))
+        );
+        assert_eq!(
+            executable_mounts_but(&nspawn, &with_file, reaches(false)),
+            ["/run/host/os-release", "/proc/sys/kernel/random/boot_id"]
+        );
     }
 
     /// The programs' directories keep their entries but not their files; a symlink is

@@ -161,6 +161,22 @@ pub fn bind_executable(path: &Path) -> SysResult<()> {
 
 /// A mount point as /proc/self/mountinfo writes it: space, tab, newline and backslash
 /// as octal escapes.
+/// The id (as /proc/self/mountinfo gives it) of the mount that `path` reaches now, with
+/// no symlink on the way; None when that cannot be told. A mount listed in mountinfo
+/// whose point reaches another one is covered: no path leads into it.
+pub fn mount_id_at(path: &Path) -> Option<String> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+    use std::os::fd::AsRawFd;
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    let fd = nix::fcntl::openat2(nix::fcntl::AT_FDCWD, path, how).ok()?;
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("mnt_id:"))
+        .map(|id| id.trim().to_string())
+}
+
 pub fn unescape_mount_path(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
