@@ -179,8 +179,17 @@ pub fn definition(description: &str, schema: &Value, l: &Limits) -> (String, Val
         serde_json::json!({"type": "object"})
     } else {
         let mut schema = schema.clone();
-        shown_words(&mut schema, d);
-        schema
+        if shown_words(&mut schema, d) {
+            schema
+        } else {
+            // Two names that look the same once shown: the agent would read one
+            // property's words and fill in the other's.
+            capped = true;
+            text.push_str(
+                " [input schema left out by Argos: two of its property names look the same once shown]",
+            );
+            serde_json::json!({"type": "object"})
+        }
     };
     (text, schema, capped)
 }
@@ -190,10 +199,14 @@ pub fn title(title: &str) -> String {
     argos_net::text::visible(title).chars().take(200).collect()
 }
 
-/// A tool's annotations with their `title` made safe to show (as [`shown_words`]).
+/// A tool's annotations with their `title` made safe to show (as [`shown_words`]); two
+/// keys that would look the same once shown leave them out (`{}`: nothing is hinted).
 pub fn annotations(mut v: Value) -> Value {
-    shown_words(&mut v, 4);
-    v
+    if shown_words(&mut v, 4) {
+        v
+    } else {
+        Value::Object(serde_json::Map::new())
+    }
 }
 
 /// Every string in a schema made safe to show, `depth` levels down at most (the schema's
@@ -201,31 +214,46 @@ pub fn annotations(mut v: Value) -> Value {
 /// (`shown_lines`), every other string and every property name on one line (`visible`:
 /// `enum` and `const` values, defaults, examples, patterns, comments). Plain text is left
 /// as it is; a value with a hidden character in it reaches the agent as its escape, which
-/// the server may then refuse — no text an agent reads hides anything.
-fn shown_words(v: &mut Value, depth: usize) {
+/// the server may then refuse — no text an agent reads hides anything. False when two
+/// keys of one object look the same once shown (`a\u{200b}` spelled out beside `a`
+/// followed by U+200B): one would silently stand for the other.
+#[must_use]
+fn shown_words(v: &mut Value, depth: usize) -> bool {
     use argos_net::text::{shown_lines, visible};
     if depth == 0 {
         if let Value::String(s) = v {
             *s = visible(s);
         }
-        return;
+        return true;
     }
     match v {
         Value::Object(map) => {
             let old = std::mem::take(map);
+            let mut distinct = true;
             for (k, mut child) in old {
                 match &mut child {
                     Value::String(s) if k == "description" || k == "title" => {
                         *s = shown_lines(s);
                     }
-                    _ => shown_words(&mut child, depth - 1),
+                    _ => distinct &= shown_words(&mut child, depth - 1),
                 }
-                map.insert(visible(&k), child);
+                distinct &= map.insert(visible(&k), child).is_none();
             }
+            distinct
         }
-        Value::Array(items) => items.iter_mut().for_each(|i| shown_words(i, depth - 1)),
-        Value::String(s) => *s = visible(s),
-        _ => {}
+        Value::Array(items) => {
+            // Every item is made visible, whatever an earlier one found.
+            let mut distinct = true;
+            for i in items {
+                distinct &= shown_words(i, depth - 1);
+            }
+            distinct
+        }
+        Value::String(s) => {
+            *s = visible(s);
+            true
+        }
+        _ => true,
     }
 }
 
@@ -342,6 +370,41 @@ mod tests {
         assert_eq!(title("Clock\u{2066}\n"), "Clock\\u{2066}\\u{a}");
         let a = annotations(json!({"title": "T\u{202E}", "readOnlyHint": true}));
         assert_eq!(a, json!({"title": "T\\u{202e}", "readOnlyHint": true}));
+    }
+
+    /// The second review: once names are shown, `y` followed by U+200B and the name
+    /// `y\u{200b}` spelled out are one key, and the agent would read one property's words
+    /// while filling in the other's. Such a schema is left out, and said to be.
+    #[test]
+    fn names_that_look_the_same_once_shown_leave_the_schema_out() {
+        let schema = json!({"type": "object", "properties": {
+            "y\\u{200b}": {"type": "string", "description": "a harmless note"},
+            "y\u{200B}": {"type": "string", "description": "the path to delete"}}});
+        let (d, s, capped) = definition("Writes.", &schema, &Limits::default());
+        assert!(capped);
+        assert_eq!(s, json!({"type": "object"}));
+        assert!(d.contains("two of its property names look the same"), "{d}");
+        // Deeper down too, and in annotations.
+        let deep = json!({"type": "object", "properties": {"o": {"type": "object",
+            "properties": {"k\u{2066}": {}, "k\\u{2066}": {}}}}});
+        assert_eq!(
+            definition("", &deep, &Limits::default()).1,
+            json!({"type": "object"})
+        );
+        assert_eq!(
+            annotations(json!({"title": "T", "destructiveHint\u{200B}": false,
+                "destructiveHint\\u{200b}": false})),
+            json!({})
+        );
+        // Names that stay apart once shown are kept.
+        let fine = json!({"type": "object", "properties": {"a": {}, "a\u{200B}": {}}});
+        assert_eq!(
+            definition("", &fine, &Limits::default()).1["properties"]
+                .as_object()
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]

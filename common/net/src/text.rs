@@ -150,8 +150,12 @@ fn dropped(c: char) -> bool {
 /// break to a renderer that honours them), every format character (bidi embeddings,
 /// overrides, isolates and marks, zero-width ones, the BOM, interlinear annotations, the
 /// Unicode tag characters), private-use and unassigned code points, variation selectors
-/// and the other default-ignorable characters, and every space but the ASCII one (a
-/// no-break or wide space passes for a plain one).
+/// and the other default-ignorable characters, every space but the ASCII one (a
+/// no-break or wide space passes for a plain one), the letters and symbols drawn blank
+/// (Braille's blank, Hangul's fillers, the musical null notehead), and the marks drawn
+/// over what they follow: enclosing marks and the combining overlays (canonical
+/// combining class 1: strokes and slashes through a letter, which can make one read as
+/// another or strike it out). Other combining marks (accents) are text.
 pub fn hidden(c: char) -> bool {
     use unicode_general_category::{GeneralCategory as G, get_general_category};
     matches!(
@@ -163,10 +167,20 @@ pub fn hidden(c: char) -> bool {
             | G::PrivateUse
             | G::Surrogate
             | G::Unassigned
+            | G::EnclosingMark
     ) || (get_general_category(c) == G::SpaceSeparator && c != ' ')
         || matches!(c, '\u{034F}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
             | '\u{180B}'..='\u{180F}' | '\u{2800}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FFA0}' | '\u{E0100}'..='\u{E01EF}')
+            | '\u{FFA0}' | '\u{E0100}'..='\u{E01EF}' | '\u{1D159}')
+        || overlay(c)
+}
+
+/// The combining overlays (Unicode's canonical combining class 1, as Unicode 14 lists them).
+fn overlay(c: char) -> bool {
+    matches!(c, '\u{0334}'..='\u{0338}' | '\u{1CD4}' | '\u{1CE2}'..='\u{1CE8}'
+        | '\u{20D2}' | '\u{20D3}' | '\u{20D8}'..='\u{20DA}' | '\u{20E5}' | '\u{20E6}'
+        | '\u{20EA}' | '\u{20EB}' | '\u{10A39}' | '\u{16AF0}'..='\u{16AF4}'
+        | '\u{1BC9E}' | '\u{1D167}'..='\u{1D169}')
 }
 
 /// Longest run of plain spaces shown as it is by [`visible`]; a longer one is named.
@@ -283,6 +297,15 @@ mod tests {
             visible("rm\u{2800}-rf\u{3164}/"),
             "rm\\u{2800}-rf\\u{3164}/"
         );
+        // The second review: the musical null notehead draws nothing; overlays and
+        // enclosing marks draw over the letter before them (`-rf` struck through, a
+        // slash that turns `=` into `≠`).
+        assert_eq!(
+            visible("a\u{1D159}b -\u{0336}r\u{0336}f\u{0336} =\u{0338} x\u{20DD}"),
+            "a\\u{1d159}b -\\u{336}r\\u{336}f\\u{336} =\\u{338} x\\u{20dd}"
+        );
+        // Accents stay text.
+        assert_eq!(visible("nai\u{0308}ve"), "nai\u{0308}ve");
         // Padding is named, not shown: what follows it stays in sight.
         let padded = format!("df -h /tmp{}; rm -rf /srv", " ".repeat(70_000));
         assert_eq!(visible(&padded), "df -h /tmp\\u{20}×70000; rm -rf /srv");

@@ -72,9 +72,12 @@ export function commandOf(a: { command?: string; argv: string[] }): string {
 
 // What a renderer could break a line with, reorder or hide text with: controls, line and
 // paragraph separators, format characters (bidi, zero-width, tags), private use,
-// unassigned and default-ignorable code points, and every space but the ASCII one. The
-// same set as the gateway's `argos_net::text::hidden`.
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\p{Default_Ignorable_Code_Point}]|(?! )\p{Zs}/u;
+// unassigned and default-ignorable code points, every space but the ASCII one, the
+// characters drawn blank (Braille's blank, the musical null notehead), enclosing marks and
+// the combining overlays (a stroke or slash drawn through a letter). The same set as the
+// gateway's `argos_net::text::hidden`.
+const HIDDEN =
+  /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\p{Default_Ignorable_Code_Point}\p{Me}\u2800\u{1D159}\u0334-\u0338\u1CD4\u1CE2-\u1CE8\u20D2\u20D3\u20D8-\u20DA\u20E5\u20E6\u20EA\u20EB\u{10A39}\u{16AF0}-\u{16AF4}\u{1BC9E}\u{1D167}-\u{1D169}]|(?! )\p{Zs}/u;
 const HIDDEN_G = new RegExp(HIDDEN.source, "gu");
 
 /** `s` as a person can read it for what it is: each hidden character (line breaks too,
