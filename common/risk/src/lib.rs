@@ -217,6 +217,10 @@ pub(crate) struct Acc {
     /// …and of the files it runs (programs, scripts given to a shell or interpreter,
     /// command files): one of them written too is code made at run time.
     ran: Vec<String>,
+    /// It writes a file not named where it is read (sed's `w`).
+    written_unnamed: bool,
+    /// It runs a Python module (looked for in the current directory first).
+    module: bool,
     depth: u32,
 }
 
@@ -261,14 +265,31 @@ impl Acc {
         }
     }
 
+    /// Notes that the command writes a file it does not name where it is read (sed's
+    /// `w`): any file it runs may be that one.
+    pub(crate) fn wrote_unnamed(&mut self) {
+        self.written_unnamed = true;
+    }
+
+    /// Notes that the command runs a Python module, which Python looks for in the
+    /// current directory first: a file the command writes may be that module.
+    pub(crate) fn runs_module(&mut self) {
+        self.module = true;
+    }
+
     /// Takes in what `inner` found in text the request carries (its input), each reason
-    /// prefixed with where it was found; its findings pair among themselves only.
+    /// prefixed with where it was found. Its findings pair among themselves, and what it
+    /// writes and runs with what the command does (`sh; sh f` with `echo … > f` as input).
     pub(crate) fn absorb(&mut self, mut inner: Acc, prefix: &str) {
         inner.pairings();
         for r in inner.reasons {
             self.raise(r.class, format!("{prefix}{}", r.why));
         }
         self.compound |= inner.compound;
+        self.written.append(&mut inner.written);
+        self.ran.append(&mut inner.ran);
+        self.written_unnamed |= inner.written_unnamed;
+        self.module |= inner.module;
     }
 
     /// What two findings mean together: a download and an interpreter, destructive SQL
@@ -297,6 +318,36 @@ impl Acc {
             self.unread(format!(
                 "runs `{name}`, a file the same command writes (its content is made at run time)"
             ));
+        }
+        let wrote = !self.written.is_empty() || self.written_unnamed;
+        // `sh ./s*` or `sh [s]`: which file a pattern names is known only at run time.
+        if wrote
+            && let Some(name) = self
+                .ran
+                .iter()
+                .find(|r| r.contains(['*', '?', '[']))
+                .cloned()
+        {
+            self.unread(format!(
+                "runs `{name}`, a pattern that may match a file the same command writes"
+            ));
+        }
+        // A file it runs (not a program it names, found in PATH, as `sed` itself).
+        if self.written_unnamed
+            && let Some(name) = self
+                .ran
+                .iter()
+                .find(|r| !self.programs.contains(r))
+                .cloned()
+        {
+            self.unread(format!(
+                "runs `{name}`, which may be the file the same command writes (sed's w)"
+            ));
+        }
+        if self.module && wrote {
+            self.unread(
+                "runs a Python module while writing a file, which Python may import first (it looks in the current directory)",
+            );
         }
     }
 

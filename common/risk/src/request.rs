@@ -291,6 +291,10 @@ mod tests {
             );
             assert_eq!(v.class, Class::Destructive, "{argv:?}: {v:?}");
         }
+        // What the input writes and the command then runs (the third review): the
+        // command's file is the one its input made.
+        let v = verdict("sh; sh f", &[], "echo 'rm -rf /srv' > f\n");
+        assert_eq!(v.class, Class::Destructive, "{v:?}");
         // A harmless script is still run by a shell: never a read.
         let v = verdict("bash", &[], "ls\n");
         assert!(v.class > Class::ReadOnly, "{v:?}");

@@ -269,6 +269,10 @@ fn redirect(
                     "a shell or interpreter reads its program from a file named at run time",
                 );
             }
+            if reader.is_some() {
+                // `sh < f`: f is the program (paired with what the command writes).
+                acc.runs_file(&w.lit);
+            }
             acc.raise(Class::ReversibleLow, "input redirection");
         }
         ">&" | "<&" if target == "-" || target.bytes().all(|b| b.is_ascii_digit()) => {

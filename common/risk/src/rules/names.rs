@@ -122,6 +122,9 @@ pub(super) fn variable(name: &str) -> Option<Variable> {
         "NODE_OPTIONS" | "NODE_PATH" => "JavaScript code",
         "JAVA_TOOL_OPTIONS" | "_JAVA_OPTIONS" | "JDK_JAVA_OPTIONS" => "Java agents",
         "GIT_EXEC_PATH" => "git's programs",
+        // A repository named outright: git does not check who owns it, and runs the
+        // commands its configuration names.
+        "GIT_DIR" | "GIT_WORK_TREE" | "GIT_COMMON_DIR" => "a repository's configuration",
         _ if name.starts_with("BASH_FUNC_") => "shell functions",
         _ if name.starts_with("GIT_CONFIG") => "git configuration (pagers, hooks, aliases)",
         _ => return None,

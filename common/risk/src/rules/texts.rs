@@ -69,10 +69,13 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
             // `e` alone, `s///e`: runs the text sed made, a command built at run time.
             acc.unread("`sed` script runs the text it edits as a command (e)");
         }
-        Some(Acts::Changes) => acc.raise(
-            Config,
-            "`sed` script writes files or runs commands (w, W, e)",
-        ),
+        Some(Acts::Changes) => {
+            acc.wrote_unnamed();
+            acc.raise(
+                Config,
+                "`sed` script writes files or runs commands (w, W, e)",
+            );
+        }
         _ if in_place => {}
         _ => acc.raise(ReadOnly, "`sed` only reads"),
     }

@@ -154,6 +154,19 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
     let mut i = 0;
     while i < args.len() {
         let a = args[i].lit.as_str();
+        // A repository named outright is one git does not check the owner of
+        // (`safe.directory` guards only one it finds): its configuration's commands
+        // (`core.fsmonitor`, diff drivers, pagers) run, whoever planted them.
+        if a == "--git-dir"
+            || a.starts_with("--git-dir=")
+            || a == "--work-tree"
+            || a.starts_with("--work-tree=")
+        {
+            acc.raise(
+                Config,
+                "`git --git-dir`/`--work-tree` reads a named repository's configuration, whose commands git runs, without checking who owns it",
+            );
+        }
         match a {
             "-C" | "--namespace" | "--git-dir" | "--work-tree" => i += 2,
             "-c" | "--config-env" => {

@@ -238,6 +238,16 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             acc.interprets = true;
             acc.raise(Config, format!("`{name}` runs a script file in the shell"));
             if let Some(file) = operands_words(args).first() {
+                if crate::shell::is_stdin_path(&file.lit) {
+                    // `… | base64 -d | . /dev/stdin`: the shell runs what it is fed, as
+                    // `sh` reading its input does.
+                    acc.shell_input = true;
+                    if acc.piped_in {
+                        acc.unread(format!(
+                            "`{name}` runs code another command prints into its input"
+                        ));
+                    }
+                }
                 acc.runs_file(&file.lit);
             }
             if args.first().is_some_and(|w| w.dynamic) {
@@ -372,6 +382,16 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
         _ => {
             if let Some(script) = script_operand(args, shells) {
                 acc.runs_file(script);
+            }
+            if !shells
+                && args.iter().any(|a| {
+                    a.lit.starts_with("-m")
+                        || (a.lit.starts_with('-')
+                            && !a.lit.starts_with("--")
+                            && a.lit.ends_with('m'))
+                })
+            {
+                acc.runs_module();
             }
             if args.iter().any(|w| w.dynamic) {
                 // `bash "$F"`: which program it runs is known only at run time.
