@@ -80,10 +80,10 @@ impl Rate {
     }
 
     /// Takes one request of `token`, owned by `user`, or says how long until one is
-    /// allowed and which rate it is over. The user's rate is asked first, so a request
-    /// refused there takes nothing of the token's.
+    /// allowed and which rate it is over. The token's rate is asked first, so a token
+    /// hammering past its own rate takes nothing of what its user's other tokens share.
     pub fn take(&self, token: i64, user: i64) -> Result<(), Over> {
-        for (rate, key) in [(&self.user, user), (&self.token, token)] {
+        for (rate, key) in [(&self.token, token), (&self.user, user)] {
             if let Err(wait) = rate.take(key) {
                 return Err(Over {
                     wait,
@@ -111,6 +111,16 @@ impl Rate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The third review: with the user's rate asked first, one token past its own rate
+    /// still spent the user's, and the user's other tokens were refused.
+    #[test]
+    fn a_token_past_its_own_rate_spends_nothing_of_its_users() {
+        let rate = Rate::new(5, 100);
+        let refused = (0..1000).filter(|_| rate.take(1, 7).is_err()).count();
+        assert!(refused > 900, "{refused}");
+        assert!(rate.take(2, 7).is_ok(), "the user's other token is served");
+    }
 
     #[test]
     fn a_token_gets_its_burst_then_waits_and_others_are_not_held() {

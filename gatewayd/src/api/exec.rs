@@ -386,7 +386,24 @@ pub async fn shell_stream(
             let e = match started {
                 Ok(e) => e,
                 Err(e) => {
-                    api.streams.started(&reference).await;
+                    // A start whose answer was lost (a dropped connection) may have
+                    // started: found by its reference, it is ended now; while execd
+                    // cannot say, the reference stays for the next sweep to end it.
+                    let listed = api
+                        .exec
+                        .list(pb::ListRequest {
+                            client_ref: reference.clone(),
+                            page_size: 10,
+                            ..Default::default()
+                        })
+                        .await;
+                    if let Ok(l) = listed {
+                        for x in l.executions {
+                            tracing::warn!(id = %x.id, "ending a command whose start answered an error");
+                            let _ = api.exec.kill(&x.id).await;
+                        }
+                        api.streams.started(&reference).await;
+                    }
                     return Err(from_exec(e));
                 }
             };
@@ -567,8 +584,9 @@ async fn unkept_starts(api: &Shared) -> Vec<String> {
         }
     };
     let mut ids = Vec::new();
+    // One minute for them all: with execd away, the rest wait for the next start.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     for reference in refs {
-        let mut tries = 0;
         let found = loop {
             let listed = api
                 .exec
@@ -580,8 +598,7 @@ async fn unkept_starts(api: &Shared) -> Vec<String> {
                 .await;
             match listed {
                 Ok(l) => break Some(l.executions),
-                Err(e) if tries < 60 => {
-                    tries += 1;
+                Err(e) if tokio::time::Instant::now() < deadline => {
                     tracing::debug!(reference, error = %e, "finding a stream's command");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
