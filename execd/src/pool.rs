@@ -25,6 +25,13 @@ use crate::protocol::{ACCEPTED, ShimReady, ShimSetup, control_line};
 /// How long a shim may take to set up its tree.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a waiting shim has to exit once its pipe closes before it is killed.
+const END_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a stop waits for the shims refills are still setting up (a setup takes
+/// milliseconds; the stop itself has two seconds).
+const REFILL_WAIT: Duration = Duration::from_secs(2);
+
 /// How long a warm shim may wait for its launch. What its setup found of the host is as
 /// old as it is (the mounts it sees, the programs among the libraries it masked), so an
 /// older one is ended and passed over.
@@ -67,10 +74,7 @@ impl Shim {
             mut child, control, ..
         } = self;
         drop(control);
-        if tokio::time::timeout(Duration::from_secs(2), child.wait())
-            .await
-            .is_err()
-        {
+        if tokio::time::timeout(END_WAIT, child.wait()).await.is_err() {
             let _ = child.start_kill();
             let _ = child.wait().await;
         }
@@ -119,6 +123,8 @@ pub struct Pool {
     filling: Mutex<HashMap<String, usize>>,
     /// execd is stopping: no new shims; one that finishes its setup now is ended.
     closed: std::sync::atomic::AtomicBool,
+    /// Told each time a refill's shim is placed or ended, so a stop can wait for them.
+    settled: tokio::sync::Notify,
 }
 
 impl Pool {
@@ -154,19 +160,47 @@ impl Pool {
             ready: Mutex::new(HashMap::new()),
             filling: Mutex::new(HashMap::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            settled: tokio::sync::Notify::new(),
         })
     }
 
     /// Ends every waiting shim and reaps it (execd is stopping): closing its end of the
     /// shim's pipe tells it to go, and it is killed if it has not within 2 s. Shims still
-    /// being set up are ended as their setup finishes.
+    /// being set up are ended as their setup finishes, and waited for (at most
+    /// [`REFILL_WAIT`]), so that none outlives execd unreaped.
     pub async fn drain(&self) {
-        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let waiting: Vec<Shim> = {
+            // Closed under the lock a refill places its shim under: a shim is either
+            // placed before this (and ended here) or sees the pool closed (and ends).
             let mut ready = self.ready.lock().unwrap_or_else(|e| e.into_inner());
+            self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
             ready.drain().flat_map(|(_, q)| q).collect()
         };
         futures_util::future::join_all(waiting.into_iter().map(Shim::end)).await;
+        let refills_done = async {
+            loop {
+                let settled = self.settled.notified();
+                if self.filling_now() == 0 {
+                    return;
+                }
+                settled.await;
+            }
+        };
+        if tokio::time::timeout(REFILL_WAIT, refills_done)
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                shims = self.filling_now(),
+                "warm shims still being set up at the stop: they end when execd's pipe to them closes"
+            );
+        }
+    }
+
+    /// How many shims refills are setting up now.
+    fn filling_now(&self) -> usize {
+        let filling = self.filling.lock().unwrap_or_else(|e| e.into_inner());
+        filling.values().sum()
     }
 
     /// Fills every profile's pool (in the background).
@@ -224,23 +258,31 @@ impl Pool {
             let profile = profile.to_string();
             tokio::spawn(async move {
                 let made = me.spawn(&profile).await;
-                if me.closed.load(std::sync::atomic::Ordering::SeqCst) {
-                    if let Ok(s) = made {
-                        s.end().await;
+                let late = {
+                    let mut ready = me.ready.lock().unwrap_or_else(|e| e.into_inner());
+                    match made {
+                        Ok(s) if me.closed.load(std::sync::atomic::Ordering::SeqCst) => Some(s),
+                        Ok(s) => {
+                            ready.entry(profile.clone()).or_default().push_back(s);
+                            None
+                        }
+                        Err(e) => {
+                            tracing::warn!(profile, error = %e, "setting up a warm shim");
+                            None
+                        }
                     }
-                    return;
+                };
+                // Stopping: this one is ended and reaped before it counts as settled.
+                if let Some(s) = late {
+                    s.end().await;
                 }
-                let mut ready = me.ready.lock().unwrap_or_else(|e| e.into_inner());
-                let mut filling = me.filling.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(n) = filling.get_mut(&profile) {
-                    *n = n.saturating_sub(1);
-                }
-                match made {
-                    Ok(s) => ready.entry(profile).or_default().push_back(s),
-                    Err(e) => {
-                        tracing::warn!(profile, error = %e, "setting up a warm shim");
+                {
+                    let mut filling = me.filling.lock().unwrap_or_else(|e| e.into_inner());
+                    if let Some(n) = filling.get_mut(&profile) {
+                        *n = n.saturating_sub(1);
                     }
                 }
+                me.settled.notify_waiters();
             });
         }
     }
