@@ -206,6 +206,9 @@ pub struct Serve {
     pub routes: Routes,
     pub policy: MethodPolicy,
     pub background: Vec<Task>,
+    /// The stop's last steps, once every call and background task has ended (closing
+    /// the daemon's database).
+    pub at_last: Vec<Task>,
 }
 
 impl Serve {
@@ -227,12 +230,20 @@ impl Serve {
             routes: Routes::new().route(service),
             policy,
             background: Vec::new(),
+            at_last: Vec::new(),
         }
     }
 
     /// Adds a background task.
     pub fn with_task(mut self, task: Task) -> Serve {
         self.background.push(task);
+        self
+    }
+
+    /// Adds a last step of the stop, run once no call or background task can write any
+    /// more: a database closed there holds everything the daemon committed.
+    pub fn at_last(mut self, step: Task) -> Serve {
+        self.at_last.push(step);
         self
     }
 }
@@ -609,6 +620,12 @@ where
         }
         Ok(Err(join)) => anyhow::bail!("background task panicked: {join}"),
         Err(_) => tracing::warn!("background tasks outlived the grace period"),
+    }
+    for step in served.at_last {
+        match tokio::time::timeout(grace, step).await {
+            Ok(r) => r.context("the stop's last step")?,
+            Err(_) => tracing::warn!("a last step of the stop outlived the grace period"),
+        }
     }
     tracing::info!("stopped");
     Ok(())

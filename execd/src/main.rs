@@ -119,6 +119,7 @@ fn main() -> ExitCode {
         launcher.ensure_dirs()?;
         let warm_shims = ctx.config.exec.warm_shims;
         let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
+        let db = ledger.pool().clone();
         let key = Arc::new(
             argos_store::key::Key::load_or_create(&ctx.state_dir.join("execd.key"))
                 .context("execd's key")?,
@@ -191,6 +192,12 @@ fn main() -> ExitCode {
             }),
         );
         // On stop, the warm shims end with execd rather than a moment after it.
-        Ok(serve.with_task(ctx.on_shutdown(move || async move { manager.pool.drain().await })))
+        Ok(serve
+            .with_task(ctx.on_shutdown(move || async move { manager.pool.drain().await }))
+            .at_last(Box::pin(async move {
+                argos_store::close(&db)
+                    .await
+                    .context("closing execd's database")
+            })))
     })
 }

@@ -53,6 +53,7 @@ fn main() -> ExitCode {
                 },
             )
             .await?;
+            let db = accounts.pool().clone();
             // First start: a one-time link creates the first admin. It is written to a
             // file only the gateway's uid (and root) reads, and logged unless the config
             // says the log is read more widely (the packaged config does).
@@ -221,7 +222,12 @@ fn main() -> ExitCode {
             Ok(
                 Serve::new(GatewayServer::new(GatewayService), MethodPolicy::new())
                     .with_task(Box::pin(server))
-                    .with_task(at_stop),
+                    .with_task(at_stop)
+                    .at_last(Box::pin(async move {
+                        argos_store::close(&db)
+                            .await
+                            .context("closing the gateway's database")
+                    })),
             )
         },
     )

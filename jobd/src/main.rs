@@ -33,6 +33,7 @@ fn main() -> ExitCode {
             let store = store::Store::open(&ctx.state_dir.join("jobd.db"))
                 .await
                 .context("jobd's database")?;
+            let db = store.pool().clone();
             // Jobs run through execd's risk gate (its socket must be served by root, or by
             // the uid the peer table gives execd).
             let exec = argos_exec_client::ExecClient::connect_socket(
@@ -61,7 +62,12 @@ fn main() -> ExitCode {
             Ok(Serve::new(
                 JobServer::new(service::JobService { engine }),
                 service::policy(),
-            ))
+            )
+            .at_last(Box::pin(async move {
+                argos_store::close(&db)
+                    .await
+                    .context("closing jobd's database")
+            })))
         },
     )
 }

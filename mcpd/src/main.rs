@@ -37,6 +37,7 @@ fn main() -> ExitCode {
             let store = store::Store::open(&ctx.state_dir.join("mcpd.db"), key)
                 .await
                 .context("mcpd's database")?;
+            let db = store.pool().clone();
             // execd starts the stdio servers (its socket must be served by root, or by
             // the uid the peer table gives execd).
             let exec = argos_exec_client::ExecClient::connect_socket(
@@ -66,7 +67,12 @@ fn main() -> ExitCode {
             Ok(Serve::new(
                 McpServer::new(service::McpService { broker }),
                 service::policy(),
-            ))
+            )
+            .at_last(Box::pin(async move {
+                argos_store::close(&db)
+                    .await
+                    .context("closing mcpd's database")
+            })))
         },
     )
 }

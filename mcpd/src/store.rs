@@ -59,6 +59,11 @@ impl Store {
         Ok(Store { pool, key })
     }
 
+    /// The database, for closing it at the stop.
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
     /// The configuration as stored: secrets sealed.
     fn seal(&self, c: &ServerConfig) -> String {
         let mut c = c.clone();

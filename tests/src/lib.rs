@@ -560,7 +560,8 @@ impl Stack {
         }
     }
 
-    /// Stops the stack with SIGTERM and asserts a clean stop.
+    /// Stops the stack with SIGTERM and asserts a clean stop: nothing of it left, and
+    /// each daemon's database whole in its file (its write-ahead log checkpointed away).
     pub fn stop(mut self) {
         let status = self.terminate();
         assert!(
@@ -570,6 +571,21 @@ impl Stack {
         );
         self.assert_nothing_left();
         self.child = None;
+        for (dir, db) in [
+            ("execd", "execd.db"),
+            ("gatewayd", "gateway.db"),
+            ("jobd", "jobd.db"),
+            ("mcpd", "mcpd.db"),
+        ] {
+            let wal = self.root().join(format!("state/{dir}/{db}-wal"));
+            let left = std::fs::metadata(&wal).map_or(0, |m| m.len());
+            assert_eq!(
+                left,
+                0,
+                "{} holds {left} bytes after a clean stop: rows only in the log",
+                wal.display()
+            );
+        }
     }
 }
 

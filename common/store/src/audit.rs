@@ -151,6 +151,9 @@ pub struct Txn<'a> {
     head: tokio::sync::MutexGuard<'a, Option<(i64, String)>>,
     /// The head once this transaction's appends commit.
     next: Option<(i64, String)>,
+    /// The rows appended, logged once they commit (a row logged before its commit could
+    /// be one that never reached the trail).
+    written: Vec<Record>,
     pub tx: sqlx::Transaction<'static, Sqlite>,
     key: Arc<Key>,
 }
@@ -200,16 +203,21 @@ impl Txn<'_> {
         .bind(&r.mac)
         .execute(&mut *self.tx)
         .await?;
-        tracing::info!(target: "audit", seq = r.seq, hash = %r.hash, kind = %r.kind,
-            actor = %r.actor, subject = %r.subject, "audit");
-        self.next = Some((r.seq, r.hash));
-        Ok(r.seq)
+        let seq = r.seq;
+        self.next = Some((r.seq, r.hash.clone()));
+        self.written.push(r);
+        Ok(seq)
     }
 
+    /// Commits the transaction; only then are its rows the trail's (and logged).
     pub async fn commit(mut self) -> sqlx::Result<()> {
         self.tx.commit().await?;
         if let Some(h) = self.next.take() {
             *self.head = Some(h);
+        }
+        for r in &self.written {
+            tracing::info!(target: "audit", seq = r.seq, hash = %r.hash, kind = %r.kind,
+                actor = %r.actor, subject = %r.subject, "audit");
         }
         Ok(())
     }
@@ -289,6 +297,7 @@ impl Audit {
         Ok(Txn {
             head,
             next: None,
+            written: Vec::new(),
             tx,
             key: self.key.clone(),
         })

@@ -37,6 +37,14 @@ pub async fn open(
     path: &Path,
     migrator: &sqlx::migrate::Migrator,
 ) -> Result<SqlitePool, StoreError> {
+    open_with(path, migrator, 4).await
+}
+
+async fn open_with(
+    path: &Path,
+    migrator: &sqlx::migrate::Migrator,
+    connections: u32,
+) -> Result<SqlitePool, StoreError> {
     let shown = path.display().to_string();
     let opts = SqliteConnectOptions::from_str(&format!("sqlite://{shown}"))
         .map_err(|source| StoreError::Open {
@@ -49,7 +57,27 @@ pub async fn open(
         .foreign_keys(true)
         .busy_timeout(std::time::Duration::from_secs(5));
     let pool = SqlitePoolOptions::new()
-        .max_connections(4)
+        .max_connections(connections)
+        // A write that fails for want of space (SQLITE_FULL) or an I/O error rolls its
+        // transaction back inside SQLite, so the ROLLBACK that follows fails and sqlx goes
+        // on believing the connection is in a transaction: its next "transaction" would
+        // be a SAVEPOINT, whose RELEASE commits nothing while an outer one stays open —
+        // rows reported committed that never reach the file, and, once a ROLLBACK TO
+        // leaves that outer transaction open, the write lock held for good. A
+        // connection that comes back in a transaction is closed (SQLite rolls back
+        // whatever it still held) and a fresh one is opened in its place.
+        .before_acquire(|conn, _| {
+            Box::pin(async move {
+                use sqlx::Connection as _;
+                let clean = !conn.is_in_transaction();
+                if !clean {
+                    tracing::warn!(
+                        "a database connection came back still in a transaction (a write failed): it is closed"
+                    );
+                }
+                Ok(clean)
+            })
+        })
         .connect_with(opts)
         .await
         .map_err(|source| StoreError::Open {
@@ -65,4 +93,149 @@ pub async fn open(
             source,
         })?;
     Ok(pool)
+}
+
+/// A daemon's last step at a stop: every committed row moved from the write-ahead log
+/// into the database file (`wal_checkpoint(TRUNCATE)`, which leaves the `-wal` empty),
+/// then every connection closed. Stopped, the `.db` alone holds all the daemon knew: a
+/// copy of it, or a `-wal` lost or damaged while stopped, loses nothing.
+pub async fn close(pool: &SqlitePool) -> sqlx::Result<()> {
+    let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+        .fetch_one(pool)
+        .await?;
+    pool.close().await;
+    if busy != 0 {
+        // Nothing is lost: what the checkpoint could not move stays in the WAL, and the
+        // next start reads it from there.
+        tracing::warn!(
+            "the checkpoint at the stop could not finish (a connection was still at work): some rows stay in the write-ahead log"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Connection as _;
+
+    static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+
+    /// A write refused for want of space (`SQLITE_FULL`, here from `max_page_count`, as a
+    /// full disk gives it) is rolled back by SQLite itself, and sqlx's ROLLBACK after it
+    /// fails: the connection went back to the pool believed still in a transaction. Its
+    /// next transactions were savepoints: one left without a commit kept SQLite's
+    /// transaction open (ROLLBACK TO does not end it), and the next "committed" rows
+    /// inside it that never reached the file, holding the write lock for good — the
+    /// review's wedged daemon and its launches run with no record.
+    #[tokio::test]
+    async fn a_write_refused_for_want_of_space_leaves_no_transaction_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        // One connection: every transaction below gets the one the failure touched.
+        let pool = super::open_with(&path, &MIGRATOR, 1).await.unwrap();
+        sqlx::query("CREATE TABLE t (v TEXT)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        {
+            let mut c = pool.acquire().await.unwrap();
+            let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+                .fetch_one(&mut *c)
+                .await
+                .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "PRAGMA max_page_count = {}",
+                pages + 1
+            )))
+            .execute(&mut *c)
+            .await
+            .unwrap();
+            let mut tx = c.begin().await.unwrap();
+            let mut full = None;
+            for _ in 0..100 {
+                if let Err(e) = sqlx::query("INSERT INTO t VALUES (?)")
+                    .bind("x".repeat(1000))
+                    .execute(&mut *tx)
+                    .await
+                {
+                    full = Some(e);
+                    break;
+                }
+            }
+            let full = full.expect("the page limit refuses a write");
+            assert!(full.to_string().contains("full"), "{full}");
+            drop(tx);
+            sqlx::query("PRAGMA max_page_count = 1000000")
+                .execute(&mut *c)
+                .await
+                .unwrap();
+        }
+        // A transaction left without a commit (a refusal found inside it), then one that
+        // commits a row.
+        {
+            let mut t = pool.begin().await.unwrap();
+            sqlx::query("SELECT COUNT(*) FROM t")
+                .execute(&mut *t)
+                .await
+                .unwrap();
+        }
+        let mut t = pool.begin().await.unwrap();
+        sqlx::query("INSERT INTO t VALUES ('recorded')")
+            .execute(&mut *t)
+            .await
+            .unwrap();
+        t.commit().await.unwrap();
+        // Another connection sees the row, and the write lock is free.
+        let mut other =
+            sqlx::sqlite::SqliteConnection::connect(&format!("sqlite://{}", path.display()))
+                .await
+                .unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t WHERE v = 'recorded'")
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+        assert_eq!(n, 1, "a committed row is in the file");
+        sqlx::query("PRAGMA busy_timeout = 100")
+            .execute(&mut other)
+            .await
+            .unwrap();
+        sqlx::raw_sql("BEGIN IMMEDIATE; ROLLBACK;")
+            .execute(&mut other)
+            .await
+            .expect("no connection of the pool holds the write lock");
+    }
+    /// After `close`, the database file alone holds every row: the `-wal` is empty or gone.
+    #[tokio::test]
+    async fn a_closed_database_holds_everything_in_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        sqlx::query("CREATE TABLE t (v TEXT)")
+            .execute(&pool)
+            .await
+            .unwrap();
+        for i in 0..200 {
+            sqlx::query("INSERT INTO t VALUES (?)")
+                .bind(format!("row {i}"))
+                .execute(&pool)
+                .await
+                .unwrap();
+        }
+        let wal = dir.path().join("d.db-wal");
+        assert!(
+            std::fs::metadata(&wal).unwrap().len() > 0,
+            "rows are in the WAL first"
+        );
+        super::close(&pool).await.unwrap();
+        assert!(pool.is_closed());
+        assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
+        // The WAL lost while stopped loses nothing.
+        let _ = std::fs::remove_file(&wal);
+        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(n, 200);
+    }
 }

@@ -1,0 +1,210 @@
+//! Storage faults through the real daemon: its state on a small file system of its own,
+//! filled until writes fail (ENOSPC), then freed.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use argos_exec_client::ExecClient;
+use argos_proto::exec::v1::{ExecutionStatus, ListAuditRequest, ListRequest, RunRequest};
+use argos_tests::{Standalone, require_root};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A small tmpfs mounted over a daemon's state dir (holding what the dir held), taken
+/// off again when dropped, whatever the test did.
+struct SmallDisk {
+    at: PathBuf,
+}
+
+impl SmallDisk {
+    fn over(dir: &Path, size_kib: u32) -> SmallDisk {
+        let aside = dir.with_extension("aside");
+        std::fs::rename(dir, &aside).unwrap();
+        std::fs::create_dir(dir).unwrap();
+        nix::mount::mount(
+            Some("tmpfs"),
+            dir,
+            Some("tmpfs"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some(format!("size={size_kib}k,mode=0700").as_str()),
+        )
+        .unwrap();
+        let disk = SmallDisk { at: dir.into() };
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", aside.display()))
+            .arg(dir)
+            .status()
+            .unwrap();
+        assert!(copied.success(), "copying the state onto the small disk");
+        std::fs::remove_dir_all(&aside).unwrap();
+        disk
+    }
+
+    /// Fills what is left of it; returns the filler's path.
+    fn fill(&self) -> PathBuf {
+        use std::io::Write as _;
+        let path = self.at.join("filler");
+        let mut f = std::fs::File::create(&path).unwrap();
+        let block = vec![0u8; 4096];
+        loop {
+            match f.write_all(&block).and_then(|()| f.flush()) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => return path,
+                Err(e) => panic!("filling: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.at, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// Whether another connection can take the database's write lock now.
+async fn write_lock_free(db: &Path) -> Result<(), String> {
+    use sqlx::{ConnectOptions as _, Executor as _};
+    let mut c = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(db)
+        .busy_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .map_err(|e| e.to_string())?;
+    c.execute("BEGIN IMMEDIATE; ROLLBACK;")
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+/// The review: once execd's disk had been full, a pooled connection kept the write lock
+/// after space came back (execd wedged until restarted), and commands ran whose ledger
+/// row and `launch.intent` were never committed. Now a launch whose record cannot be
+/// committed does not run, every command that ran has its record, and execd takes
+/// launches again as soon as there is room, without a restart.
+#[test]
+fn a_full_disk_runs_nothing_unrecorded_and_execd_recovers_by_itself() {
+    require_root("mounting a small file system over execd's state");
+    let mut s = Standalone::start("execd");
+    s.stop();
+    let disk = SmallDisk::over(&s.root.path().join("state/execd"), 4096);
+    s.restart();
+    let evidence = s.root.path().join("evidence");
+    std::fs::create_dir(&evidence).unwrap();
+    let db = s.root.path().join("state/execd/execd.db");
+    let socket = s.socket();
+    rt().block_on(async {
+        let c = ExecClient::connect_socket(&socket, argos_tests::servers());
+        let launch = |tag: String| {
+            let c = c.clone();
+            let evidence = evidence.clone();
+            async move {
+                c.run(RunRequest {
+                    command: format!("touch {}/{tag}", evidence.display()),
+                    profile: "host".into(),
+                    timeout_ms: Some(20_000),
+                    ..Default::default()
+                })
+                .await
+            }
+        };
+        // A launch while there is room.
+        let before = launch("before".into()).await.expect("a launch with room");
+        assert_eq!(
+            before.execution.unwrap().status,
+            ExecutionStatus::Succeeded as i32
+        );
+        // No room: launches are refused, none runs unrecorded.
+        let filler = disk.fill();
+        let mut refused = 0;
+        for i in 0..40 {
+            if launch(format!("full-{i}")).await.is_err() {
+                refused += 1;
+            }
+        }
+        assert!(refused > 0, "with the disk full every launch was recorded?");
+        // Room again: execd takes launches without a restart, and no connection of its
+        // pool holds the write lock.
+        std::fs::remove_file(&filler).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match launch("after".into()).await {
+                Ok(r) => {
+                    assert_eq!(
+                        r.execution.unwrap().status,
+                        ExecutionStatus::Succeeded as i32
+                    );
+                    break;
+                }
+                Err(e) => assert!(
+                    Instant::now() < deadline,
+                    "execd did not recover once there was room: {e:?}"
+                ),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        write_lock_free(&db)
+            .await
+            .expect("execd's connections hold no write lock once there is room");
+    });
+    // What the file holds after a restart is what was committed: every command that ran
+    // has its record, and the trail verifies.
+    s.stop();
+    s.restart();
+    rt().block_on(async {
+        let c = ExecClient::connect_socket(&s.socket(), argos_tests::servers());
+        let listed = c
+            .list(ListRequest {
+                page_size: 500,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .executions;
+        let ran: Vec<String> = std::fs::read_dir(&evidence)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(ran.iter().any(|t| t == "before") && ran.iter().any(|t| t == "after"));
+        for tag in &ran {
+            let recorded = listed.iter().find(|e| {
+                e.argv
+                    .iter()
+                    .any(|a| a.ends_with(&format!("/evidence/{tag}")))
+            });
+            let recorded =
+                recorded.unwrap_or_else(|| panic!("{tag} ran with no record: {listed:#?}"));
+            assert_eq!(
+                recorded.status,
+                ExecutionStatus::Succeeded as i32,
+                "{tag}: {recorded:?}"
+            );
+        }
+        let v = c.verify_audit(None).await.unwrap();
+        assert!(v.ok, "{v:?}");
+        let intents = c
+            .list_audit(ListAuditRequest {
+                kind_prefix: "launch.intent".into(),
+                page_size: 500,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .records
+            .into_iter()
+            .filter(|r| {
+                ran.iter()
+                    .any(|t| r.detail.contains(&format!("/evidence/{t}")))
+            })
+            .count();
+        assert_eq!(intents, ran.len(), "one launch.intent per command that ran");
+    });
+    drop(s);
+    drop(disk);
+}
