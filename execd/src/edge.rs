@@ -91,6 +91,16 @@ pub fn gate(e: GateError) -> Status {
 
 /// A launch that could not start.
 pub fn start(e: StartError) -> Status {
+    if let Some(f) = match &e {
+        StartError::Ledger(s) => argos_store::Fault::of(s),
+        StartError::Launch(crate::launch::LaunchError::Prepare { source, .. }) => {
+            argos_store::Fault::of_io(source)
+        }
+        _ => None,
+    } {
+        tracing::error!(error = %format!("{:#}", anyhow::Error::from(e)), "could not start the launch");
+        return Status::unavailable(f.say("execd"));
+    }
     match e {
         StartError::Invalid(i) => invalid(i.to_string()),
         StartError::ProfileNotAllowed { .. } => denied(e.to_string()),
@@ -122,6 +132,20 @@ mod tests {
         assert_eq!(s.message(), "could not start the launch");
         let s = start(StartError::NoUid);
         assert_eq!(s.code(), tonic::Code::ResourceExhausted);
+        // The disk's faults are named: the caller can act on them.
+        let full = std::io::Error::from_raw_os_error(nix::libc::ENOSPC);
+        let s = start(StartError::Launch(crate::launch::LaunchError::Prepare {
+            what: "launch dir",
+            path: "/var/lib/argos/execd/launches/x".into(),
+            source: full,
+        }));
+        assert_eq!(s.code(), tonic::Code::Unavailable);
+        assert!(
+            s.message()
+                .starts_with("the disk holding execd's state is full"),
+            "{s:?}"
+        );
+        assert!(!s.message().contains("/var/lib"), "{s:?}");
     }
 
     #[test]

@@ -122,13 +122,23 @@ fn a_full_disk_runs_nothing_unrecorded_and_execd_recovers_by_itself() {
         );
         // No room: launches are refused, none runs unrecorded.
         let filler = disk.fill();
-        let mut refused = 0;
+        let mut refused = Vec::new();
         for i in 0..40 {
-            if launch(format!("full-{i}")).await.is_err() {
-                refused += 1;
+            if let Err(e) = launch(format!("full-{i}")).await {
+                refused.push(e);
             }
         }
-        assert!(refused > 0, "with the disk full every launch was recorded?");
+        assert!(
+            !refused.is_empty(),
+            "with the disk full every launch was recorded?"
+        );
+        // Said as what it is, to a caller who can act on it.
+        assert!(
+            refused.iter().all(|e| e
+                .message
+                .starts_with("the disk holding execd's state is full")),
+            "{refused:#?}"
+        );
         // Room again: execd takes launches without a restart, and no connection of its
         // pool holds the write lock.
         std::fs::remove_file(&filler).unwrap();

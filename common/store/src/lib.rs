@@ -31,6 +31,64 @@ pub enum StoreError {
     },
 }
 
+/// A storage fault worth naming to whoever asked: what the disk or the file did, not what
+/// the daemon got wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// No room left (ENOSPC, or the file's size limit).
+    Full,
+    /// The database cannot be written (a read-only file or file system).
+    ReadOnly,
+    /// The disk failed a read or a write.
+    Io,
+}
+
+impl Fault {
+    /// The fault an error shows, if it is one of the disk's: SQLite's primary result
+    /// code (`SQLITE_FULL` 13, `SQLITE_READONLY` 8, `SQLITE_IOERR` 10), or an I/O
+    /// error's.
+    pub fn of(e: &sqlx::Error) -> Option<Fault> {
+        match e {
+            sqlx::Error::Database(d) => {
+                let code: i64 = d.code()?.parse().ok()?;
+                match code & 0xff {
+                    13 => Some(Fault::Full),
+                    8 => Some(Fault::ReadOnly),
+                    10 => Some(Fault::Io),
+                    _ => None,
+                }
+            }
+            sqlx::Error::Io(io) => Fault::of_io(io),
+            _ => None,
+        }
+    }
+
+    /// The fault an I/O error shows, if it is one of the disk's.
+    pub fn of_io(e: &std::io::Error) -> Option<Fault> {
+        match e.raw_os_error() {
+            Some(nix::libc::ENOSPC | nix::libc::EDQUOT | nix::libc::EFBIG) => Some(Fault::Full),
+            Some(nix::libc::EROFS) => Some(Fault::ReadOnly),
+            Some(nix::libc::EIO) => Some(Fault::Io),
+            _ => None,
+        }
+    }
+
+    /// What happened, for `daemon`'s state, in words a caller can act on.
+    pub fn say(self, daemon: &str) -> String {
+        match self {
+            Fault::Full => format!(
+                "the disk holding {daemon}'s state is full: nothing can be recorded, so nothing that needs a record is done until there is room"
+            ),
+            Fault::ReadOnly => format!(
+                "{daemon}'s database cannot be written (a read-only file or file system): nothing that needs a record is done"
+            ),
+            Fault::Io => format!(
+                "the disk holding {daemon}'s state failed a read or a write: nothing that needs a record is done"
+            ),
+        }
+    }
+}
+
 /// Opens (creating if needed) `path` in WAL mode and applies `migrator`. The file is
 /// made 0600: only the daemon reads it.
 pub async fn open(
