@@ -118,12 +118,14 @@ fn main() -> ExitCode {
         launcher.check_work_root().map_err(anyhow::Error::msg)?;
         launcher.ensure_dirs()?;
         let warm_shims = ctx.config.exec.warm_shims;
-        let ledger = Ledger::open(&ctx.state_dir.join("execd.db")).await?;
-        let db = ledger.pool().clone();
         let key = Arc::new(
             argos_store::key::Key::load_or_create(&ctx.state_dir.join("execd.key"))
                 .context("execd's key")?,
         );
+        let path = ctx.state_dir.join("execd.db");
+        argos_store::check_kept(&path, "execd", !key.is_new()).await?;
+        let ledger = Ledger::open(&path).await?;
+        let db = ledger.pool().clone();
         let audit = Arc::new(
             Audit::open(ledger.pool().clone(), key, "execd")
                 .await

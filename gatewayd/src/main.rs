@@ -44,8 +44,17 @@ fn main() -> ExitCode {
             }
             let bound = bound.context("no HTTP listener")?;
             let g = &ctx.config.gateway;
+            // The key first: a database that lost everything while the gateway has run
+            // here before is refused, never taken for a first start (which would offer
+            // a new first-admin link to whoever opens it).
+            let key = std::sync::Arc::new(
+                argos_store::key::Key::load_or_create(&ctx.state_dir.join("gateway.key"))
+                    .context("the gateway's key")?,
+            );
+            let path = ctx.state_dir.join("gateway.db");
+            argos_store::check_kept(&path, "gateway", !key.is_new()).await?;
             let accounts = accounts::Accounts::open(
-                &ctx.state_dir.join("gateway.db"),
+                &path,
                 g.max_concurrent_hashes as usize,
                 accounts::SessionLimits {
                     idle: std::time::Duration::from_secs(g.session_idle_s),
@@ -103,10 +112,6 @@ fn main() -> ExitCode {
                     .map(|h| h.to_ascii_lowercase())
                     .collect(),
             };
-            let key = std::sync::Arc::new(
-                argos_store::key::Key::load_or_create(&ctx.state_dir.join("gateway.key"))
-                    .context("the gateway's key")?,
-            );
             let audit = std::sync::Arc::new(
                 argos_store::audit::Audit::open(accounts.pool().clone(), key.clone(), "gateway")
                     .await

@@ -30,9 +30,9 @@ fn main() -> ExitCode {
                 argos_store::key::Key::load_or_create(&ctx.state_dir.join("jobd.key"))
                     .context("jobd's key")?,
             );
-            let store = store::Store::open(&ctx.state_dir.join("jobd.db"))
-                .await
-                .context("jobd's database")?;
+            let path = ctx.state_dir.join("jobd.db");
+            argos_store::check_kept(&path, "jobd", !key.is_new()).await?;
+            let store = store::Store::open(&path).await.context("jobd's database")?;
             let db = store.pool().clone();
             // Jobs run through execd's risk gate (its socket must be served by root, or by
             // the uid the peer table gives execd).

@@ -34,7 +34,9 @@ fn main() -> ExitCode {
                 argos_store::key::Key::load_or_create(&ctx.state_dir.join("mcpd.key"))
                     .context("mcpd's key")?,
             );
-            let store = store::Store::open(&ctx.state_dir.join("mcpd.db"), key)
+            let path = ctx.state_dir.join("mcpd.db");
+            argos_store::check_kept(&path, "mcpd", !key.is_new()).await?;
+            let store = store::Store::open(&path, key)
                 .await
                 .context("mcpd's database")?;
             let db = store.pool().clone();

@@ -235,6 +235,13 @@ impl StackBuilder {
 impl Stack {
     /// Runs `argosctl up` on this stack's root and address and waits until it is ready.
     fn launch(&mut self) {
+        if let Err(why) = self.try_launch() {
+            panic!("{why}");
+        }
+    }
+
+    /// Runs `argosctl up` and waits until it is ready, or says why it is not.
+    fn try_launch(&mut self) -> Result<(), String> {
         let mut child = command("argosctl")
             .arg("up")
             .arg("--root")
@@ -281,13 +288,14 @@ impl Stack {
             Ok(line) => {
                 self.ready_line = line;
                 self.remember_processes();
+                Ok(())
             }
             Err(_) => {
                 let status = self.child.as_mut().unwrap().try_wait();
-                panic!(
+                Err(format!(
                     "argosctl up did not become ready (status {status:?}); its output:\n{}",
                     self.log()
-                );
+                ))
             }
         }
     }
@@ -301,6 +309,31 @@ impl Stack {
         self.assert_nothing_left();
         between(self.root.path());
         self.launch();
+    }
+
+    /// As [`Stack::restart_with`], for a change the stack must refuse to start on: its
+    /// start fails, leaving nothing running, and its output is returned.
+    pub fn restart_refused_with(&mut self, between: impl FnOnce(&Path)) -> String {
+        let status = self.terminate();
+        assert!(status.success(), "argosctl up exited with {status}");
+        self.child = None;
+        self.assert_nothing_left();
+        between(self.root.path());
+        if self.try_launch().is_ok() {
+            panic!("the stack started; its output:\n{}", self.log());
+        }
+        let mut child = self.child.take().expect("argosctl up was started");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "argosctl up did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(!status.success(), "argosctl up exited with {status}");
+        self.assert_nothing_left();
+        self.log()
     }
 }
 

@@ -218,3 +218,47 @@ fn a_full_disk_runs_nothing_unrecorded_and_execd_recovers_by_itself() {
     drop(s);
     drop(disk);
 }
+
+/// The review: the gateway's `-wal` deleted while it was stopped (all its rows were only
+/// there) started it with no accounts, offering a new first-admin link to whoever opened
+/// it first. A database that lost everything while its daemon has run before is refused
+/// (its key is older than the file), and no link is made; so for every daemon.
+#[test]
+fn a_database_that_lost_everything_is_refused_and_no_first_admin_link_is_offered() {
+    for (daemon, db) in [
+        ("gatewayd", "gateway.db"),
+        ("execd", "execd.db"),
+        ("jobd", "jobd.db"),
+        ("mcpd", "mcpd.db"),
+    ] {
+        let mut stack = argos_tests::StackBuilder::new().start();
+        let link = stack.root().join("state/gatewayd/setup-link");
+        let link_before = std::fs::read(&link).ok();
+        let log = stack.restart_refused_with(|root| {
+            let dir = root.join("state").join(daemon);
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(dir.join(format!("{db}{suffix}")));
+            }
+        });
+        let named = if daemon == "gatewayd" {
+            "gateway"
+        } else {
+            daemon
+        };
+        assert!(
+            log.contains(&format!("holds nothing of what {named} recorded")),
+            "{daemon}: {log}"
+        );
+        if daemon == "gatewayd" {
+            assert_eq!(
+                std::fs::read(&link).ok(),
+                link_before,
+                "no new first-admin link: {log}"
+            );
+        }
+        assert!(
+            !stack.root().join("state").join(daemon).join(db).exists(),
+            "{daemon} made no new database"
+        );
+    }
+}

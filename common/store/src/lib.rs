@@ -29,6 +29,10 @@ pub enum StoreError {
         #[source]
         source: sqlx::migrate::MigrateError,
     },
+    #[error(
+        "{path} holds nothing of what {daemon} recorded, though {daemon} has run here before (its key is from an earlier start): the database was replaced, or lost its write-ahead log. Refusing to start over it as if it were new (the gateway would offer a new first-admin link); restore the database, or move {daemon}'s state dir aside to start anew"
+    )]
+    Lost { path: String, daemon: String },
 }
 
 /// A storage fault worth naming to whoever asked: what the disk or the file did, not what
@@ -87,6 +91,43 @@ impl Fault {
             ),
         }
     }
+}
+
+/// Refuses a database that has lost everything while its daemon has run here before
+/// (`known`: its key file was there before this start): a missing file, or one holding
+/// no schema (its `-wal` deleted or damaged while stopped, before stops checkpointed).
+/// Checked before the daemon opens it, which would make it anew.
+pub async fn check_kept(path: &Path, daemon: &str, known: bool) -> Result<(), StoreError> {
+    use sqlx::ConnectOptions as _;
+    let shown = path.display().to_string();
+    let lost = || StoreError::Lost {
+        path: shown.clone(),
+        daemon: daemon.to_string(),
+    };
+    if !known {
+        return Ok(());
+    }
+    if !path.exists() {
+        return Err(lost());
+    }
+    let open = |source| StoreError::Open {
+        path: shown.clone(),
+        source,
+    };
+    let mut c = SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true)
+        .connect()
+        .await
+        .map_err(open)?;
+    let schema: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_optional(&mut c)
+    .await
+    .map_err(open)?;
+    let _ = sqlx::Connection::close(c).await;
+    schema.map(drop).ok_or_else(lost)
 }
 
 /// Opens (creating if needed) `path` in WAL mode and applies `migrator`. The file is
@@ -262,6 +303,30 @@ mod tests {
             .await
             .expect("no connection of the pool holds the write lock");
     }
+    /// A daemon that has run here before refuses a database that holds nothing: gone,
+    /// or made anew by a first open without its log.
+    #[tokio::test]
+    async fn a_database_that_lost_everything_is_refused_when_its_daemon_ran_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        // A first start: nothing to lose yet.
+        super::check_kept(&path, "execd", false).await.unwrap();
+        let e = super::check_kept(&path, "execd", true).await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("holds nothing of what execd recorded"),
+            "{e}"
+        );
+        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        super::close(&pool).await.unwrap();
+        super::check_kept(&path, "execd", true).await.unwrap();
+        // A file with no schema (what is left when its log is lost before a checkpoint).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, b"").unwrap();
+        let e = super::check_kept(&path, "gateway", true).await.unwrap_err();
+        assert!(e.to_string().contains("first-admin link"), "{e}");
+    }
+
     /// After `close`, the database file alone holds every row: the `-wal` is empty or gone.
     #[tokio::test]
     async fn a_closed_database_holds_everything_in_its_file() {
