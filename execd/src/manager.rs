@@ -404,6 +404,47 @@ impl Manager {
         self.uids.release(id);
     }
 
+    /// Records a launch's end in the ledger (with its outcome record). A write that fails
+    /// (the disk full, say) is tried again in the background, waiting longer each time
+    /// (up to 30 s), until it is recorded: the end of a launch that ended while nothing
+    /// could be written is recorded as soon as it can be, not left `running` until a
+    /// restart (a stop leaves it to the next start, which finds its exit marker). None
+    /// when it was already final, or is not recorded yet.
+    async fn record_end(&self, id: &str, result: &LaunchResult) -> Option<Record> {
+        let e = match self.ledger.finish(&self.audit, id, result).await {
+            Ok(r) => return r,
+            Err(e) => e,
+        };
+        tracing::error!(id, error = %e, "recording a launch's end: tried again until it is recorded");
+        let (ledger, audit, changes) = (
+            self.ledger.clone(),
+            self.audit.clone(),
+            self.changes.clone(),
+        );
+        let (id, result) = (id.to_string(), result.clone());
+        tokio::spawn(async move {
+            let mut wait = std::time::Duration::from_millis(250);
+            loop {
+                tokio::time::sleep(wait).await;
+                match ledger.finish(&audit, &id, &result).await {
+                    Ok(r) => {
+                        tracing::info!(id, "a launch's end recorded once it could be");
+                        // Its waiters find it in the ledger; watchers hear it here.
+                        if let Some(r) = r {
+                            let _ = changes.send(r);
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        wait = (wait * 2).min(std::time::Duration::from_secs(30));
+                        tracing::debug!(id, error = %e, "recording a launch's end");
+                    }
+                }
+            }
+        });
+        None
+    }
+
     /// Reads a launch's result into the ledger and wakes its waiters.
     pub async fn finalize(&self, id: &str) {
         let spec = self.spec(id);
@@ -414,13 +455,7 @@ impl Manager {
             || LaunchResult::lost("the launch's spec is gone"),
             |f| f.result.clone(),
         );
-        let record = match self.ledger.finish(&self.audit, id, &result).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(id, error = %e, "recording the result");
-                None
-            }
-        };
+        let record = self.record_end(id, &result).await;
         tracing::info!(id, status = result.status.as_str(), exit = ?result.exit_code, "launch ended");
         // The uid goes back to the pool: take the workspace away from it first — root's,
         // mode 0700 whatever mode the workload gave it — so no later launch, of this uid or
@@ -447,13 +482,7 @@ impl Manager {
 
     /// Records an end the shim did not report (lost, failed teardown) and wakes waiters.
     async fn end_without_result(&self, id: &str, result: LaunchResult) {
-        let record = match self.ledger.finish(&self.audit, id, &result).await {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(id, error = %e, "recording a launch's end");
-                None
-            }
-        };
+        let record = self.record_end(id, &result).await;
         self.notify(
             id,
             record.map(|record| Ended {
