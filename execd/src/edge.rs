@@ -91,11 +91,10 @@ pub fn gate(e: GateError) -> Status {
 
 /// A launch that could not start.
 pub fn start(e: StartError) -> Status {
+    // Only a launch refused before anything was recorded is UNAVAILABLE (try again once
+    // there is room): one whose launch dir could not be laid out was recorded, and ended.
     if let Some(f) = match &e {
         StartError::Ledger(s) => argos_store::Fault::of(s),
-        StartError::Launch(crate::launch::LaunchError::Prepare { source, .. }) => {
-            argos_store::Fault::of_io(source)
-        }
         _ => None,
     } {
         tracing::error!(error = %format!("{:#}", anyhow::Error::from(e)), "could not start the launch");
@@ -134,11 +133,7 @@ mod tests {
         assert_eq!(s.code(), tonic::Code::ResourceExhausted);
         // The disk's faults are named: the caller can act on them.
         let full = std::io::Error::from_raw_os_error(nix::libc::ENOSPC);
-        let s = start(StartError::Launch(crate::launch::LaunchError::Prepare {
-            what: "launch dir",
-            path: "/var/lib/argos/execd/launches/x".into(),
-            source: full,
-        }));
+        let s = start(StartError::Ledger(sqlx::Error::Io(full)));
         assert_eq!(s.code(), tonic::Code::Unavailable);
         assert!(
             s.message()

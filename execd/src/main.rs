@@ -123,7 +123,7 @@ fn main() -> ExitCode {
                 .context("execd's key")?,
         );
         let path = ctx.state_dir.join("execd.db");
-        argos_store::check_kept(&path, "execd", !key.is_new()).await?;
+        argos_store::check_kept(&path, "execd").await?;
         let ledger = Ledger::open(&path).await?;
         let db = ledger.pool().clone();
         let audit = Arc::new(

@@ -415,6 +415,11 @@ impl Manager {
             Ok(r) => return r,
             Err(e) => e,
         };
+        if argos_store::Fault::of(&e).is_none() {
+            // Not the disk's: trying again would not help (the next start reconciles it).
+            tracing::error!(id, error = %e, "recording a launch's end");
+            return None;
+        }
         tracing::error!(id, error = %e, "recording a launch's end: tried again until it is recorded");
         let (ledger, audit, changes) = (
             self.ledger.clone(),
@@ -437,7 +442,8 @@ impl Manager {
                     }
                     Err(e) => {
                         wait = (wait * 2).min(std::time::Duration::from_secs(30));
-                        tracing::debug!(id, error = %e, "recording a launch's end");
+                        tracing::warn!(id, error = %e, retry_in_ms = wait.as_millis() as u64,
+                            "recording a launch's end");
                     }
                 }
             }

@@ -44,15 +44,15 @@ fn main() -> ExitCode {
             }
             let bound = bound.context("no HTTP listener")?;
             let g = &ctx.config.gateway;
-            // The key first: a database that lost everything while the gateway has run
-            // here before is refused, never taken for a first start (which would offer
-            // a new first-admin link to whoever opens it).
+            // A database that lost everything, made here before, is refused, never taken
+            // for a first start (which would offer a new first-admin link to whoever
+            // opens it).
             let key = std::sync::Arc::new(
                 argos_store::key::Key::load_or_create(&ctx.state_dir.join("gateway.key"))
                     .context("the gateway's key")?,
             );
             let path = ctx.state_dir.join("gateway.db");
-            argos_store::check_kept(&path, "gateway", !key.is_new()).await?;
+            argos_store::check_kept(&path, "gateway").await?;
             let accounts = accounts::Accounts::open(
                 &path,
                 g.max_concurrent_hashes as usize,

@@ -31,7 +31,7 @@ fn main() -> ExitCode {
                     .context("jobd's key")?,
             );
             let path = ctx.state_dir.join("jobd.db");
-            argos_store::check_kept(&path, "jobd", !key.is_new()).await?;
+            argos_store::check_kept(&path, "jobd").await?;
             let store = store::Store::open(&path).await.context("jobd's database")?;
             let db = store.pool().clone();
             // Jobs run through execd's risk gate (its socket must be served by root, or by

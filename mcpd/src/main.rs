@@ -35,7 +35,7 @@ fn main() -> ExitCode {
                     .context("mcpd's key")?,
             );
             let path = ctx.state_dir.join("mcpd.db");
-            argos_store::check_kept(&path, "mcpd", !key.is_new()).await?;
+            argos_store::check_kept(&path, "mcpd").await?;
             let store = store::Store::open(&path, key)
                 .await
                 .context("mcpd's database")?;

@@ -184,6 +184,38 @@ fn file_name(path: &str) -> Option<String> {
     (!name.is_empty() && !matches!(name, "." | ".." | "-")).then(|| name.to_string())
 }
 
+/// Whether the shell pattern `pattern` may match the file name `name`: `*` any run,
+/// `?` and a bracket expression one character, a brace expansion any run (so it says yes
+/// more often than the shell would, never less).
+fn may_match(pattern: &str, name: &str) -> bool {
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.split_first() {
+            None => n.is_empty(),
+            Some(('*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
+            Some(('{', rest)) => {
+                let close = rest
+                    .iter()
+                    .position(|c| *c == '}')
+                    .map_or(rest.len(), |i| i + 1);
+                let rest = &rest[close.min(rest.len())..];
+                (0..=n.len()).any(|i| go(rest, &n[i..]))
+            }
+            Some(('?', rest)) => !n.is_empty() && go(rest, &n[1..]),
+            Some(('[', rest)) => {
+                let close = rest
+                    .iter()
+                    .position(|c| *c == ']')
+                    .map_or(rest.len(), |i| i + 1);
+                !n.is_empty() && go(&rest[close.min(rest.len())..], &n[1..])
+            }
+            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    go(&p, &n)
+}
+
 /// What classification has found so far.
 #[derive(Debug, Default)]
 pub(crate) struct Acc {
@@ -319,14 +351,13 @@ impl Acc {
                 "runs `{name}`, a file the same command writes (its content is made at run time)"
             ));
         }
-        let wrote = !self.written.is_empty() || self.written_unnamed;
-        // `sh ./s*` or `sh [s]`: which file a pattern names is known only at run time.
-        if wrote
-            && let Some(name) = self
-                .ran
-                .iter()
-                .find(|r| r.contains(['*', '?', '[']))
-                .cloned()
+        // `sh ./s*`, `sh [s]` or `sh {s,}`: a pattern that may name a file it writes.
+        if let Some(name) = self
+            .ran
+            .iter()
+            .filter(|r| r.contains(['*', '?', '[', '{']))
+            .find(|r| self.written_unnamed || self.written.iter().any(|w| may_match(r, w)))
+            .cloned()
         {
             self.unread(format!(
                 "runs `{name}`, a pattern that may match a file the same command writes"
@@ -344,7 +375,14 @@ impl Acc {
                 "runs `{name}`, which may be the file the same command writes (sed's w)"
             ));
         }
-        if self.module && wrote {
+        // A name Python may import: a module or package of the same name.
+        let importable = |w: &String| {
+            [".py", ".pyc", ".pyw", ".so", ".pth"]
+                .iter()
+                .any(|x| w.ends_with(x))
+                || !w.contains('.')
+        };
+        if self.module && (self.written_unnamed || self.written.iter().any(importable)) {
             self.unread(
                 "runs a Python module while writing a file, which Python may import first (it looks in the current directory)",
             );

@@ -30,7 +30,7 @@ pub enum StoreError {
         source: sqlx::migrate::MigrateError,
     },
     #[error(
-        "{path} holds nothing of what {daemon} recorded, though {daemon} has run here before (its key is from an earlier start): the database was replaced, or lost its write-ahead log. Refusing to start over it as if it were new (the gateway would offer a new first-admin link); restore the database, or move {daemon}'s state dir aside to start anew"
+        "{path} holds nothing of what {daemon} recorded, though {daemon} made it before ({path}.kept says so): the database was replaced, or lost its write-ahead log. Refusing to start over it as if it were new (the gateway would offer a new first-admin link); restore the database, or move {daemon}'s state dir aside to start anew"
     )]
     Lost { path: String, daemon: String },
 }
@@ -93,18 +93,26 @@ impl Fault {
     }
 }
 
-/// Refuses a database that has lost everything while its daemon has run here before
-/// (`known`: its key file was there before this start): a missing file, or one holding
-/// no schema (its `-wal` deleted or damaged while stopped, before stops checkpointed).
-/// Checked before the daemon opens it, which would make it anew.
-pub async fn check_kept(path: &Path, daemon: &str, known: bool) -> Result<(), StoreError> {
+/// The marker beside a database saying its daemon made it, schema and all, in the file.
+fn marker(path: &Path) -> std::path::PathBuf {
+    let mut m = path.as_os_str().to_owned();
+    m.push(".kept");
+    m.into()
+}
+
+/// Refuses a database that lost everything though its daemon made it here before (its
+/// marker, written once the schema was in the file itself, is there): a missing file, or
+/// one holding no schema (replaced, or its `-wal` deleted before a checkpoint). Checked
+/// before the daemon opens it, which would make it anew — for the gateway, offering a
+/// new first-admin link.
+pub async fn check_kept(path: &Path, daemon: &str) -> Result<(), StoreError> {
     use sqlx::ConnectOptions as _;
     let shown = path.display().to_string();
     let lost = || StoreError::Lost {
         path: shown.clone(),
         daemon: daemon.to_string(),
     };
-    if !known {
+    if !marker(path).exists() {
         return Ok(());
     }
     if !path.exists() {
@@ -188,9 +196,30 @@ async fn open_with(
         .run(&pool)
         .await
         .map_err(|source| StoreError::Migrate {
+            path: shown.clone(),
+            source,
+        })?;
+    // Once its schema is in the file itself, the database is marked as made: from then
+    // on, one that holds nothing is refused ([`check_kept`]). A start that dies before
+    // this leaves no mark, and the next one starts anew.
+    let mark = marker(path);
+    if !mark.exists() {
+        let made = async {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+                .execute(&pool)
+                .await?;
+            let f = std::fs::File::create(&mark)?;
+            f.sync_all()?;
+            if let Some(dir) = path.parent() {
+                std::fs::File::open(dir)?.sync_all()?;
+            }
+            Ok::<_, sqlx::Error>(())
+        };
+        made.await.map_err(|source| StoreError::Open {
             path: shown,
             source,
         })?;
+    }
     Ok(pool)
 }
 
@@ -199,10 +228,13 @@ async fn open_with(
 /// then every connection closed. Stopped, the `.db` alone holds all the daemon knew: a
 /// copy of it, or a `-wal` lost or damaged while stopped, loses nothing.
 pub async fn close(pool: &SqlitePool) -> sqlx::Result<()> {
-    let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-        .fetch_one(pool)
-        .await?;
+    let checkpoint: sqlx::Result<(i64, i64, i64)> =
+        sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_one(pool)
+            .await;
+    // Closed whatever the checkpoint did: what it could not move stays in the log.
     pool.close().await;
+    let (busy, _, _) = checkpoint?;
     if busy != 0 {
         // Nothing is lost: what the checkpoint could not move stays in the WAL, and the
         // next start reads it from there.
@@ -303,27 +335,29 @@ mod tests {
             .await
             .expect("no connection of the pool holds the write lock");
     }
-    /// A daemon that has run here before refuses a database that holds nothing: gone,
-    /// or made anew by a first open without its log.
+    /// A database its daemon made before (marked) that holds nothing is refused: gone,
+    /// or with no schema.
     #[tokio::test]
     async fn a_database_that_lost_everything_is_refused_when_its_daemon_ran_before() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db");
-        // A first start: nothing to lose yet.
-        super::check_kept(&path, "execd", false).await.unwrap();
-        let e = super::check_kept(&path, "execd", true).await.unwrap_err();
+        // A first start: nothing to lose yet (a start that died before the mark, too).
+        super::check_kept(&path, "execd").await.unwrap();
+        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        assert!(super::marker(&path).exists());
+        super::close(&pool).await.unwrap();
+        super::check_kept(&path, "execd").await.unwrap();
+        // Gone.
+        std::fs::remove_file(&path).unwrap();
+        let e = super::check_kept(&path, "execd").await.unwrap_err();
         assert!(
             e.to_string()
                 .contains("holds nothing of what execd recorded"),
             "{e}"
         );
-        let pool = super::open(&path, &MIGRATOR).await.unwrap();
-        super::close(&pool).await.unwrap();
-        super::check_kept(&path, "execd", true).await.unwrap();
-        // A file with no schema (what is left when its log is lost before a checkpoint).
-        std::fs::remove_file(&path).unwrap();
+        // A file with no schema (replaced, or its log lost before a checkpoint).
         std::fs::write(&path, b"").unwrap();
-        let e = super::check_kept(&path, "gateway", true).await.unwrap_err();
+        let e = super::check_kept(&path, "gateway").await.unwrap_err();
         assert!(e.to_string().contains("first-admin link"), "{e}");
     }
 

@@ -161,10 +161,11 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
             || a.starts_with("--git-dir=")
             || a == "--work-tree"
             || a.starts_with("--work-tree=")
+            || a == "--bare"
         {
             acc.raise(
                 Config,
-                "`git --git-dir`/`--work-tree` reads a named repository's configuration, whose commands git runs, without checking who owns it",
+                "`git --git-dir`/`--work-tree`/`--bare` reads a named repository's configuration, whose commands git runs, without checking who owns it",
             );
         }
         match a {

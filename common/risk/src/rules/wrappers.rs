@@ -258,6 +258,24 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         | "trap" | "readonly" | "declare" | "typeset" | "local" | "hash" | "shift" => {
             acc.compound = true;
             acc.raise(Low, format!("`{name}` changes the shell's own state"));
+            // What a variable is given is what the programs after it read: `export
+            // GIT_DIR=…` or `declare -x PAGER=…` as a `VAR=value` prefix would be; a
+            // variable that chooses code exported by name was set before, unseen.
+            if matches!(
+                name,
+                "export" | "readonly" | "declare" | "typeset" | "local"
+            ) {
+                for w in operands_words(args) {
+                    if w.lit.contains('=') {
+                        super::assignment(w, acc);
+                    } else if name == "export" && super::names::variable(&w.lit).is_some() {
+                        acc.unread(format!(
+                            "`export {}` hands programs a variable that chooses what they run, its value set out of sight",
+                            w.lit
+                        ));
+                    }
+                }
+            }
             // What `trap` and `alias` are given runs later: it is judged as a script now.
             let bodies: Vec<&Word> = match name {
                 "trap" => operands_words(args).into_iter().take(1).collect(),
