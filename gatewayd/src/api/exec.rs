@@ -389,14 +389,7 @@ pub async fn shell_stream(
                     // A start whose answer was lost (a dropped connection) may have
                     // started: found by its reference, it is ended now; while execd
                     // cannot say, the reference stays for the next sweep to end it.
-                    let listed = api
-                        .exec
-                        .list(pb::ListRequest {
-                            client_ref: reference.clone(),
-                            page_size: 10,
-                            ..Default::default()
-                        })
-                        .await;
+                    let listed = by_reference(&api, &reference).await;
                     if let Ok(l) = listed {
                         for x in l.executions {
                             tracing::warn!(id = %x.id, "ending a command whose start answered an error");
@@ -568,6 +561,20 @@ pub(crate) async fn relay(
     kill_unless_resumed(&api, &id, generation).await;
 }
 
+/// The launches execd started with this reference of the gateway's (`client_ref`).
+async fn by_reference(
+    api: &Shared,
+    reference: &str,
+) -> Result<pb::ListResponse, argos_exec_client::ExecError> {
+    api.exec
+        .list(pb::ListRequest {
+            client_ref: reference.to_string(),
+            page_size: 10,
+            ..Default::default()
+        })
+        .await
+}
+
 /// The commands of the starts a previous gateway made and did not keep (it died
 /// between its Start and keeping the id), found in execd by their references, each
 /// kept as a stream now; a reference execd has no launch for is forgotten. execd away
@@ -588,14 +595,7 @@ async fn unkept_starts(api: &Shared) -> Vec<String> {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
     for reference in refs {
         let found = loop {
-            let listed = api
-                .exec
-                .list(pb::ListRequest {
-                    client_ref: reference.clone(),
-                    page_size: 10,
-                    ..Default::default()
-                })
-                .await;
+            let listed = by_reference(api, &reference).await;
             match listed {
                 Ok(l) => break Some(l.executions),
                 Err(e) if tokio::time::Instant::now() < deadline => {

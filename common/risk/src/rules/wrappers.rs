@@ -333,7 +333,7 @@ fn reads_script_from_input(args: &[Word], shell: bool) -> bool {
     let mut rest = args.iter().map(|a| a.lit.as_str());
     while let Some(a) = rest.next() {
         if a == "--" {
-            return rest.next().is_none_or(is_stdin);
+            return rest.next().is_none_or(crate::shell::is_stdin_path);
         }
         if shell && matches!(a, "-o" | "+o" | "-O" | "+O") {
             rest.next();
@@ -348,13 +348,9 @@ fn reads_script_from_input(args: &[Word], shell: bool) -> bool {
             }
             continue;
         }
-        return is_stdin(a);
+        return crate::shell::is_stdin_path(a);
     }
     true
-}
-
-fn is_stdin(path: &str) -> bool {
-    matches!(path, "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0")
 }
 
 /// `sh -c '…'` and the like; a script file or standard input is not inspected.
