@@ -118,6 +118,7 @@ fn each_user_is_held_to_their_quota_and_no_one_elses() {
     // Someone else's share is untouched.
     let r = admins_agent.post("/api/agent/run", json!({"command": "true"}));
     assert_eq!(r.status, 200, "{r:?}");
+    let admins_true = r.json()["execution"]["id"].as_str().unwrap().to_string();
     let r = admin.post(&format!("/api/executions/{}/kill", running[0]), json!({}));
     assert_eq!(r.status, 200, "{r:?}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -179,7 +180,18 @@ fn each_user_is_held_to_their_quota_and_no_one_elses() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 
-    // Terminals: one open at a time.
+    // Terminals: one open at a time. (The admin's `true` above is answered when it
+    // starts; it must have ended, or it holds one of the admin's two launches.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while admin.get(&format!("/api/executions/{admins_true}")).json()["execution"]["status"]
+        == "running"
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the admin's `true` never ended"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let r = admin.post("/api/terminals", json!({"rows": 24, "cols": 80}));
     assert_eq!(r.status, 201, "{r:?}");
     let r = admin.post("/api/terminals", json!({"rows": 24, "cols": 80}));
