@@ -968,7 +968,7 @@ fn harmless_sink(p: &str) -> bool {
     matches!(
         p,
         "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-"
-    ) || p.starts_with("/dev/fd/")
+    ) || crate::shell::descriptor(p).is_some()
 }
 
 /// A disk, partition or volume device node.

@@ -122,7 +122,7 @@ pub(super) fn gdb(args: &[Word], acc: &mut Acc) {
 /// A file of commands in a program's own language: judged as a script file is (the
 /// classifier does not open files), unless it is the input or named at run time.
 fn command_file(name: &str, file: &Word, acc: &mut Acc) {
-    if file.dynamic || shell::is_stdin_path(&file.lit) || file.lit.starts_with("/dev/fd/") {
+    if file.dynamic || file.lit == "-" || shell::descriptor(&file.lit).is_some() {
         acc.unread(format!(
             "`{name}` runs commands from a file made at run time (its input, an expansion)"
         ));

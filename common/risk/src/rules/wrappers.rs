@@ -248,6 +248,7 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                         ));
                     }
                 }
+                from_descriptor(name, &file.lit, acc);
                 acc.runs_file(&file.lit);
             }
             if args.first().is_some_and(|w| w.dynamic) {
@@ -326,6 +327,14 @@ fn inner_script(w: &Word, acc: &mut Acc) {
     shell::script(&w.lit, acc);
 }
 
+/// A program file that is a descriptor other than the input (`sh /dev/fd/3` after `3<&0`
+/// or `3<s`): what it holds is not read.
+fn from_descriptor(name: &str, path: &str, acc: &mut Acc) {
+    if crate::shell::descriptor(path).is_some_and(|fd| fd != 0) {
+        acc.unread(format!("`{name}` runs a program read from a descriptor"));
+    }
+}
+
 /// Whether an interpreter without `-c` takes its program from its standard input: no
 /// script operand (the values of a shell's `-o`/`-O` not counted), `-s`, or a script
 /// named `-`, `/dev/stdin` or fd 0's path.
@@ -395,6 +404,7 @@ fn interpreter(name: &str, args: &[Word], acc: &mut Acc) {
         }
         _ => {
             if let Some(script) = script_operand(args, shells) {
+                from_descriptor(name, script, acc);
                 acc.runs_file(script);
             }
             if !shells
