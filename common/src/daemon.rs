@@ -12,6 +12,8 @@
 //!    reflection behind peer authorization, and its background tasks ([`Context::every`]);
 //!    tell a service manager `READY=1` with a `STATUS=` line, and ping its watchdog at
 //!    half the period it set (`WATCHDOG_USEC`);
+//!    a start the daemon's own checks refuse for good ([`Refused`]: a damaged, lost or
+//!    read-only database) exits 2 too, any other failure 1;
 //! 8. on SIGTERM/SIGINT: tell it `STOPPING=1`, report NOT_SERVING, let open calls finish
 //!    within the grace period, stop background tasks, remove the socket, exit 0.
 
@@ -82,6 +84,8 @@ pub struct DaemonIdentity {
     pub insecure_shared_uid: bool,
     /// What it applied to itself at start (`harden::apply`).
     pub hardening: Vec<String>,
+    /// What it cannot do now, by condition ([`Context::watch`]).
+    pub degraded: Arc<std::sync::Mutex<std::collections::BTreeMap<&'static str, String>>>,
 }
 
 impl DaemonIdentity {
@@ -99,6 +103,13 @@ impl DaemonIdentity {
             started_at_unix_ms: i64::try_from(started.as_millis()).unwrap_or(i64::MAX),
             insecure_shared_uid: self.insecure_shared_uid,
             hardening: self.hardening.clone(),
+            degraded: self
+                .degraded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .map(|(what, why)| format!("{what}: {why}"))
+                .collect(),
             ..Default::default()
         };
         if let Some(c) = caller {
@@ -178,6 +189,42 @@ impl Context {
                     _ = tokio::time::sleep(period) => {}
                     _ = ctx.shutdown() => return Ok(()),
                 }
+            }
+        })
+    }
+
+    /// A background task that asks `check` every two seconds what keeps the daemon from
+    /// working fully as to `what` (`storage`), and says it in the daemon's `Status`
+    /// (`degraded`) until `check` answers nothing; a change is logged once.
+    pub fn watch<F, Fut>(&self, what: &'static str, mut check: F) -> Task
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: Future<Output = Option<String>> + Send + 'static,
+    {
+        let identity = self.identity.clone();
+        self.every(what, Duration::from_secs(2), move || {
+            let found = check();
+            let identity = identity.clone();
+            async move {
+                let found = found.await;
+                let mut degraded = identity
+                    .degraded
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                match found {
+                    Some(why) => {
+                        if degraded.get(what) != Some(&why) {
+                            tracing::warn!(what, why, "degraded");
+                            degraded.insert(what, why);
+                        }
+                    }
+                    None => {
+                        if degraded.remove(what).is_some() {
+                            tracing::info!(what, "no longer degraded");
+                        }
+                    }
+                }
+                Ok(())
             }
         })
     }
@@ -448,6 +495,7 @@ where
         started_at: SystemTime::now(),
         insecure_shared_uid: peers.is_insecure(),
         hardening,
+        degraded: Default::default(),
     });
     for (shared, roles) in peers.shared_uids() {
         tracing::warn!(
@@ -474,9 +522,28 @@ where
         Err(e) => {
             tracing::error!(error = format!("{e:#}"), "exiting");
             eprintln!("{prog}: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<Refused>().is_some() {
+                // The units do not restart on 2 (`RestartPreventExitStatus=2`).
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
+}
+
+/// A start refused for a reason a restart would meet again (a database damaged, lost or
+/// read-only): the daemon exits 2, as for a bad configuration, which the units do not
+/// restart in a loop.
+#[derive(Debug, thiserror::Error)]
+#[error("refusing to start")]
+pub struct Refused;
+
+/// `e` as the start's failure: [`Refused`] when `lasting`, so the exit status says a
+/// restart would not help.
+pub fn refusal(e: impl Into<anyhow::Error>, lasting: bool) -> anyhow::Error {
+    let e = e.into();
+    if lasting { e.context(Refused) } else { e }
 }
 
 async fn serve<F, Fut>(
@@ -751,6 +818,7 @@ mod tests {
                 started_at: SystemTime::now(),
                 insecure_shared_uid: false,
                 hardening: Vec::new(),
+                degraded: Default::default(),
             }),
             state_dir: PathBuf::from("/nonexistent"),
             shutdown: rx,
@@ -760,6 +828,29 @@ mod tests {
 
     /// `every` ticks at once and then on its period, goes on after a failed tick, and
     /// ends at the stop; `on_shutdown` runs only then.
+    /// A watched condition is said in the status while its check finds it, and goes when
+    /// the check finds nothing.
+    #[tokio::test]
+    async fn a_watched_condition_is_in_the_status_while_it_holds() {
+        let (ctx, stop) = context();
+        let found = Arc::new(std::sync::Mutex::new(Some("the disk is full".to_string())));
+        let f = found.clone();
+        let task = tokio::spawn(ctx.watch("storage", move || {
+            let now = f.lock().unwrap().clone();
+            async move { now }
+        }));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            ctx.identity.status(None).degraded,
+            ["storage: the disk is full"]
+        );
+        *found.lock().unwrap() = None;
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert!(ctx.identity.status(None).degraded.is_empty());
+        stop.send(true).unwrap();
+        task.await.unwrap().unwrap();
+    }
+
     #[tokio::test]
     async fn periodic_tasks_tick_survive_failures_and_stop_with_the_daemon() {
         let (ctx, stop) = context();

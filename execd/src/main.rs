@@ -123,7 +123,10 @@ fn main() -> ExitCode {
                 .context("execd's key")?,
         );
         let path = ctx.state_dir.join("execd.db");
-        argos_store::check_kept(&path, "execd").await?;
+        argos_store::check(&path, "execd").await.map_err(|e| {
+            let lasting = e.lasting();
+            daemon::refusal(e, lasting)
+        })?;
         let ledger = Ledger::open(&path).await?;
         let db = ledger.pool().clone();
         let audit = Arc::new(
@@ -194,8 +197,12 @@ fn main() -> ExitCode {
             }),
         );
         // On stop, the warm shims end with execd rather than a moment after it.
+        let storage = db.clone();
         Ok(serve
             .with_task(ctx.on_shutdown(move || async move { manager.pool.drain().await }))
+            .with_task(ctx.watch("storage", move || {
+                argos_store::degraded(storage.clone(), "execd")
+            }))
             .at_last(Box::pin(async move {
                 argos_store::close(&db)
                     .await

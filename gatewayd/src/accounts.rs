@@ -158,6 +158,8 @@ pub struct SessionLimits {
 
 pub struct Accounts {
     pool: SqlitePool,
+    /// The database's path: beside it, the mark that accounts were ever made.
+    path: std::path::PathBuf,
     /// Argon2id at about 19 MiB per hash: the permits cap the memory logins can take.
     hashing: Arc<Semaphore>,
     params: argon2::Params,
@@ -232,11 +234,18 @@ impl Accounts {
         limits: SessionLimits,
     ) -> anyhow::Result<Accounts> {
         let pool = argos_store::open(path, &MIGRATOR).await?;
+        // A database that once had accounts and has none lost them: never taken for a
+        // first start, which would offer a new first-admin link to whoever opens it.
+        let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(&pool)
+            .await?;
+        argos_store::check_mark(path, "gateway", "accounts", users > 0)?;
         // OWASP's argon2id minimum: m = 19 MiB, t = 2, p = 1.
         let params = argon2::Params::new(19 * 1024, 2, 1, None)
             .map_err(|e| anyhow::anyhow!("argon2 parameters: {e}"))?;
         Ok(Accounts {
             pool,
+            path: path.to_path_buf(),
             hashing: Arc::new(Semaphore::new(concurrent_hashes.max(1))),
             params,
             limits,
@@ -349,6 +358,10 @@ impl Accounts {
         .await?
         .last_insert_rowid();
         tx.commit().await?;
+        // From now on the database must hold accounts (checked at every start).
+        if let Err(e) = argos_store::mark(&self.path, "accounts") {
+            tracing::warn!(error = %e, "marking that the gateway has accounts (marked at the next start)");
+        }
         Ok(User {
             id,
             name: name.to_string(),

@@ -285,6 +285,9 @@ pub struct DaemonView {
     /// The role that daemon resolved for the gateway (proof of the peer table in force).
     sees_gateway_as: Vec<&'static str>,
     insecure_shared_uid: bool,
+    /// What it cannot do now, in words (`storage: the disk … is full …`); empty while it
+    /// works fully.
+    degraded: Vec<String>,
     error: Option<&'static str>,
 }
 
@@ -304,6 +307,7 @@ impl DaemonView {
             started_at_unix_ms: s.started_at_unix_ms,
             sees_gateway_as: roles,
             insecure_shared_uid: s.insecure_shared_uid,
+            degraded: s.degraded,
             error: None,
         }
     }
@@ -318,6 +322,7 @@ impl DaemonView {
             started_at_unix_ms: 0,
             sees_gateway_as: Vec::new(),
             insecure_shared_uid: false,
+            degraded: Vec::new(),
             error: Some(error),
         }
     }

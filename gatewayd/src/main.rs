@@ -52,7 +52,10 @@ fn main() -> ExitCode {
                     .context("the gateway's key")?,
             );
             let path = ctx.state_dir.join("gateway.db");
-            argos_store::check_kept(&path, "gateway").await?;
+            argos_store::check(&path, "gateway").await.map_err(|e| {
+                let lasting = e.lasting();
+                daemon::refusal(e, lasting)
+            })?;
             let accounts = accounts::Accounts::open(
                 &path,
                 g.max_concurrent_hashes as usize,
@@ -61,8 +64,15 @@ fn main() -> ExitCode {
                     absolute: std::time::Duration::from_secs(g.session_max_s),
                 },
             )
-            .await?;
+            .await
+            .map_err(|e| {
+                let lasting = e
+                    .downcast_ref::<argos_store::StoreError>()
+                    .is_some_and(argos_store::StoreError::lasting);
+                daemon::refusal(e, lasting)
+            })?;
             let db = accounts.pool().clone();
+            let storage = db.clone();
             // First start: a one-time link creates the first admin. It is written to a
             // file only the gateway's uid (and root) reads, and logged unless the config
             // says the log is read more widely (the packaged config does).
@@ -228,6 +238,9 @@ fn main() -> ExitCode {
                 Serve::new(GatewayServer::new(GatewayService), MethodPolicy::new())
                     .with_task(Box::pin(server))
                     .with_task(at_stop)
+                    .with_task(ctx.watch("storage", move || {
+                        argos_store::degraded(storage.clone(), "the gateway")
+                    }))
                     .at_last(Box::pin(async move {
                         argos_store::close(&db)
                             .await

@@ -31,9 +31,13 @@ fn main() -> ExitCode {
                     .context("jobd's key")?,
             );
             let path = ctx.state_dir.join("jobd.db");
-            argos_store::check_kept(&path, "jobd").await?;
+            argos_store::check(&path, "jobd").await.map_err(|e| {
+                let lasting = e.lasting();
+                daemon::refusal(e, lasting)
+            })?;
             let store = store::Store::open(&path).await.context("jobd's database")?;
             let db = store.pool().clone();
+            let storage = db.clone();
             // Jobs run through execd's risk gate (its socket must be served by root, or by
             // the uid the peer table gives execd).
             let exec = argos_exec_client::ExecClient::connect_socket(
@@ -63,6 +67,9 @@ fn main() -> ExitCode {
                 JobServer::new(service::JobService { engine }),
                 service::policy(),
             )
+            .with_task(ctx.watch("storage", move || {
+                argos_store::degraded(storage.clone(), "jobd")
+            }))
             .at_last(Box::pin(async move {
                 argos_store::close(&db)
                     .await

@@ -64,6 +64,12 @@ fn tool_out(t: &crate::job::ToolCall) -> pb::ToolCall {
 
 fn store(e: StoreError) -> Status {
     tracing::error!(error = %e, "jobd's store");
+    // The disk's faults are said as what they are: nothing was recorded or done.
+    if let StoreError::Db(db) = &e
+        && let Some(fault) = argos_store::Fault::of(db)
+    {
+        return Status::unavailable(fault.say("jobd"));
+    }
     Status::internal("jobd's database failed; see its log")
 }
 

@@ -35,11 +35,18 @@ fn main() -> ExitCode {
                     .context("mcpd's key")?,
             );
             let path = ctx.state_dir.join("mcpd.db");
-            argos_store::check_kept(&path, "mcpd").await?;
+            argos_store::check(&path, "mcpd").await.map_err(|e| {
+                let lasting = e.lasting();
+                daemon::refusal(e, lasting)
+            })?;
             let store = store::Store::open(&path, key)
                 .await
                 .context("mcpd's database")?;
             let db = store.pool().clone();
+            let storage = ctx.watch("storage", {
+                let db = db.clone();
+                move || argos_store::degraded(db.clone(), "mcpd")
+            });
             // execd starts the stdio servers (its socket must be served by root, or by
             // the uid the peer table gives execd).
             let exec = argos_exec_client::ExecClient::connect_socket(
@@ -70,6 +77,7 @@ fn main() -> ExitCode {
                 McpServer::new(service::McpService { broker }),
                 service::policy(),
             )
+            .with_task(storage)
             .at_last(Box::pin(async move {
                 argos_store::close(&db)
                     .await

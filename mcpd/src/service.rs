@@ -62,6 +62,12 @@ fn status(e: BrokerError) -> Status {
         },
         BrokerError::Store(s) => {
             tracing::error!(error = %s, "mcpd's store");
+            // The disk's faults are said as what they are: nothing was recorded or done.
+            if let crate::store::StoreError::Db(db) = &s
+                && let Some(fault) = argos_store::Fault::of(db)
+            {
+                return Status::unavailable(fault.say("mcpd"));
+            }
             Status::internal("mcpd's database failed; see its log")
         }
     }

@@ -150,6 +150,28 @@ fn a_full_disk_runs_nothing_unrecorded_and_execd_recovers_by_itself() {
                 .starts_with("the disk holding execd's state is full")),
             "{refused:#?}"
         );
+        // execd says so in its status while it cannot write: reads still work.
+        let status = || async {
+            argos_common::grpc::daemon_status(
+                argos_common::connect::unix_channel(&socket, argos_tests::servers()),
+                tonic::Request::new(argos_proto::common::v1::StatusRequest {}),
+            )
+            .await
+            .expect("execd answers its status with the disk full")
+            .degraded
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let degraded = status().await;
+            if degraded
+                .iter()
+                .any(|d| d.starts_with("storage: the disk holding execd's state is full"))
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not said degraded: {degraded:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         // Room again: execd takes launches without a restart, and no connection of its
         // pool holds the write lock.
         // The long launch ends meanwhile, with no room to record its end.
@@ -187,6 +209,19 @@ fn a_full_disk_runs_nothing_unrecorded_and_execd_recovers_by_itself() {
         write_lock_free(&db)
             .await
             .expect("execd's connections hold no write lock once there is room");
+        // …and its status no longer says degraded.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let degraded = status().await;
+            if degraded.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still said degraded: {degraded:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
         // The launch that ended while there was no room has its end recorded now that
         // there is, without a restart.
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -309,4 +344,119 @@ fn a_database_that_lost_everything_is_refused_and_no_first_admin_link_is_offered
             "{daemon} made no new database"
         );
     }
+}
+
+/// The review: a database with a damaged page served until the damaged table was read, an
+/// immutable one left the gateway reporting healthy while every request failed, and a
+/// read-only one was silently made writable again. Each is now refused at start, the file
+/// and the cause named, with exit status 2 (which the units do not restart in a loop) —
+/// each daemon meeting one of the faults, all through the same check.
+#[test]
+fn a_damaged_read_only_or_immutable_database_is_refused_at_start_with_its_cause() {
+    require_root("making a database immutable");
+    let damage = |db: &Path| {
+        // Its second page (a table's root) overwritten, as a disk's bad sector would.
+        use std::io::{Seek as _, SeekFrom, Write as _};
+        let mut f = std::fs::OpenOptions::new().write(true).open(db).unwrap();
+        f.seek(SeekFrom::Start(4096)).unwrap();
+        f.write_all(&[0xa5; 4096]).unwrap();
+        f.sync_all().unwrap();
+    };
+    let read_only = |db: &Path| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(db, std::fs::Permissions::from_mode(0o400)).unwrap();
+    };
+    let immutable = |db: &Path| {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(db)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "chattr +i");
+    };
+    type Fault<'a> = (&'a str, &'a str, &'a dyn Fn(&Path), &'a str);
+    let faults: [Fault; 4] = [
+        ("gatewayd", "gateway.db", &damage, "is damaged"),
+        ("execd", "execd.db", &immutable, "cannot be written"),
+        (
+            "jobd",
+            "jobd.db",
+            &read_only,
+            "cannot be written (its mode is 0400)",
+        ),
+        ("mcpd", "mcpd.db", &damage, "is damaged"),
+    ];
+    for (daemon, db, fault, said) in faults {
+        let mut stack = argos_tests::StackBuilder::new().start();
+        let path = stack.root().join("state").join(daemon).join(db);
+        let log = stack.restart_refused_with(|_| fault(&path));
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&path)
+            .status();
+        assert!(
+            log.contains(&format!("{} {said}", path.display())),
+            "{daemon}: {log}"
+        );
+        assert!(
+            log.contains(&format!(
+                "argos-{daemon} exited during start-up (exit status: 2)"
+            )),
+            "{daemon}: {log}"
+        );
+        if said.contains("0400") {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o400, "the file was left as it was made");
+        }
+    }
+}
+
+/// The review: the gateway's rows lost since its last checkpoint (its `-wal` lost or
+/// damaged after a crash) started it with no accounts, offering a new first-admin link to
+/// whoever opened it first. Once it has had accounts, one with none is refused, and no
+/// link is made.
+#[test]
+fn a_gateway_that_lost_its_accounts_is_refused_and_offers_no_first_admin_link() {
+    let mut stack = argos_tests::StackBuilder::new().start();
+    drop(stack.admin());
+    let link = stack.root().join("state/gatewayd/setup-link");
+    let db = stack.root().join("state/gatewayd/gateway.db");
+    let link_before = std::fs::read(&link).ok();
+    let log = stack.restart_refused_with(|_| {
+        rt().block_on(async {
+            use sqlx::{ConnectOptions as _, Executor as _};
+            let mut c = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&db)
+                .foreign_keys(false)
+                .connect()
+                .await
+                .unwrap();
+            // What a lost log leaves: the accounts gone, the rest of the file sound.
+            c.execute("DELETE FROM users").await.unwrap();
+        });
+    });
+    assert!(
+        log.contains(&format!(
+            "{} holds no accounts, though gateway recorded some before",
+            db.display()
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains("argos-gatewayd exited during start-up (exit status: 2)"),
+        "{log}"
+    );
+    assert_eq!(
+        std::fs::read(&link).ok(),
+        link_before,
+        "no new first-admin link: {log}"
+    );
+    let mut links: Vec<&str> = log
+        .split("/setup#")
+        .skip(1)
+        .map(|rest| rest.split_whitespace().next().unwrap_or(""))
+        .collect();
+    links.dedup();
+    assert_eq!(links.len(), 1, "only the first start's link: {log}");
 }

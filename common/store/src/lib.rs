@@ -33,6 +33,48 @@ pub enum StoreError {
         "{path} holds nothing of what {daemon} recorded, though {daemon} made it before ({path}.kept says so): the database was replaced, or lost its write-ahead log. Refusing to start over it as if it were new (the gateway would offer a new first-admin link); restore the database, or move {daemon}'s state dir aside to start anew"
     )]
     Lost { path: String, daemon: String },
+    #[error(
+        "{path} is damaged ({detail}): refusing to serve from it, which would fail or answer wrong once the damaged part is read. Restore it from a copy, or move {daemon}'s state dir aside to start anew"
+    )]
+    Damaged {
+        path: String,
+        daemon: String,
+        detail: String,
+    },
+    #[error(
+        "{path} cannot be written ({why}): refusing to start a daemon whose every change would fail. Make the file (and its directory) writable by {daemon}'s user again"
+    )]
+    Unwritable {
+        path: String,
+        daemon: String,
+        why: String,
+    },
+    #[error(
+        "{path} holds no {what}, though {daemon} recorded some before ({mark} says so): the database lost rows (its write-ahead log lost or damaged before a checkpoint). Refusing to start over it as if none were ever made; restore the database, or move {daemon}'s state dir aside to start anew"
+    )]
+    Forgot {
+        path: String,
+        daemon: String,
+        what: String,
+        mark: String,
+    },
+    #[error("{path}: {}", Fault::Full.say(daemon))]
+    Full { path: String, daemon: String },
+}
+
+impl StoreError {
+    /// Whether a restart would meet the same refusal (the database is lost, damaged or
+    /// read-only): a service manager should not start the daemon again until someone acts.
+    /// A full disk is not lasting: space may come back.
+    pub fn lasting(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Lost { .. }
+                | StoreError::Forgot { .. }
+                | StoreError::Damaged { .. }
+                | StoreError::Unwritable { .. }
+        )
+    }
 }
 
 /// A storage fault worth naming to whoever asked: what the disk or the file did, not what
@@ -47,11 +89,47 @@ pub enum Fault {
     Io,
 }
 
+/// The disk's fault last met by this process's database, until a write passes again
+/// ([`degraded`]). A daemon has one database.
+static MET: std::sync::Mutex<Option<Fault>> = std::sync::Mutex::new(None);
+
+fn met() -> std::sync::MutexGuard<'static, Option<Fault>> {
+    MET.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// What keeps the daemon from recording now, in words, if anything: once a write met one
+/// of the disk's faults ([`Fault::of`]), a write of the header is tried at each call until
+/// one passes (space came back). For [`argos_common`'s `Context::watch`], as `storage`.
+pub async fn degraded(pool: SqlitePool, daemon: &'static str) -> Option<String> {
+    let seen = (*met())?;
+    let probe = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "BEGIN IMMEDIATE; PRAGMA application_id = {APPLICATION_ID}; COMMIT;"
+    )))
+    .execute(&pool)
+    .await;
+    match probe {
+        Ok(_) => {
+            *met() = None;
+            None
+        }
+        Err(e) => Some(Fault::of(&e).unwrap_or(seen).say(daemon)),
+    }
+}
+
 impl Fault {
     /// The fault an error shows, if it is one of the disk's: SQLite's primary result
     /// code (`SQLITE_FULL` 13, `SQLITE_READONLY` 8, `SQLITE_IOERR` 10), or an I/O
-    /// error's.
+    /// error's. One found is remembered as met ([`degraded`]).
     pub fn of(e: &sqlx::Error) -> Option<Fault> {
+        let fault = Fault::shown_by(e);
+        if let Some(f) = fault {
+            *met() = Some(f);
+        }
+        fault
+    }
+
+    fn shown_by(e: &sqlx::Error) -> Option<Fault> {
         match e {
             sqlx::Error::Database(d) => {
                 let code: i64 = d.code()?.parse().ok()?;
@@ -100,12 +178,124 @@ fn marker(path: &Path) -> std::path::PathBuf {
     m.into()
 }
 
+/// Checks `path` before its daemon opens it, and refuses a database it must not serve
+/// from: one that lost everything ([`check_kept`]), one damaged (`PRAGMA quick_check`
+/// reads every page of every table and index), and one that cannot be written (its mode,
+/// or a write that fails: an immutable file, a read-only file system) — each named with
+/// its cause. A full disk is said as such. A database not made yet passes.
+pub async fn check(path: &Path, daemon: &str) -> Result<(), StoreError> {
+    use sqlx::ConnectOptions as _;
+    check_kept(path, daemon).await?;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let shown = path.display().to_string();
+    let unwritable = |why: String| StoreError::Unwritable {
+        path: shown.clone(),
+        daemon: daemon.to_string(),
+        why,
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o200 == 0 {
+        // Never made writable again behind whoever made it read-only.
+        return Err(unwritable(format!("its mode is {mode:04o}")));
+    }
+    let damaged = |e: sqlx::Error| StoreError::Damaged {
+        path: shown.clone(),
+        daemon: daemon.to_string(),
+        detail: e.to_string(),
+    };
+    let mut c = SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| match Fault::of(&e) {
+            Some(Fault::ReadOnly) => unwritable(e.to_string()),
+            _ => damaged(e),
+        })?;
+    let checked: sqlx::Result<Vec<String>> = sqlx::query_scalar("PRAGMA quick_check")
+        .fetch_all(&mut c)
+        .await;
+    let found = match checked {
+        Ok(rows) if rows.iter().all(|r| r == "ok") => None,
+        Ok(rows) => Some(StoreError::Damaged {
+            path: shown.clone(),
+            daemon: daemon.to_string(),
+            detail: rows.join("; "),
+        }),
+        Err(e) => Some(damaged(e)),
+    };
+    // A write of the header, in a transaction of its own: what every change will need.
+    let probe = match found {
+        Some(e) => Err(e),
+        None => sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "BEGIN IMMEDIATE; PRAGMA application_id = {APPLICATION_ID}; COMMIT;"
+        )))
+        .execute(&mut c)
+        .await
+        .map(drop)
+        .map_err(|e| match Fault::of(&e) {
+            Some(Fault::Full) => StoreError::Full {
+                path: shown.clone(),
+                daemon: daemon.to_string(),
+            },
+            _ => unwritable(e.to_string()),
+        }),
+    };
+    let _ = sqlx::Connection::close(c).await;
+    probe
+}
+
+/// A durable mark beside a database at `path` that it holds some `what` (the gateway's
+/// accounts): `<db>.<what>`, made (and synced, with its directory) once the first is
+/// committed, kept for good. [`check_mark`] then refuses the database if it holds none.
+pub fn mark(path: &Path, what: &str) -> std::io::Result<()> {
+    let m = mark_path(path, what);
+    if m.exists() {
+        return Ok(());
+    }
+    std::fs::File::create(&m)?.sync_all()?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
+fn mark_path(path: &Path, what: &str) -> std::path::PathBuf {
+    let mut m = path.as_os_str().to_owned();
+    m.push(format!(".{what}"));
+    m.into()
+}
+
+/// Refuses a database that holds no `what` though `mark` says it held some; marks one
+/// that holds some and is not marked yet (made before the mark was).
+pub fn check_mark(path: &Path, daemon: &str, what: &str, holds: bool) -> Result<(), StoreError> {
+    let m = mark_path(path, what);
+    match (holds, m.exists()) {
+        (false, true) => Err(StoreError::Forgot {
+            path: path.display().to_string(),
+            daemon: daemon.to_string(),
+            what: what.to_string(),
+            mark: m.display().to_string(),
+        }),
+        (true, false) => mark(path, what).map_err(|e| StoreError::Open {
+            path: m.display().to_string(),
+            source: e.into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Every Argos database says so in its header (`PRAGMA application_id`, "Args").
+const APPLICATION_ID: i32 = 0x4172_6773;
+
 /// Refuses a database that lost everything though its daemon made it here before (its
 /// marker, written once the schema was in the file itself, is there): a missing file, or
 /// one holding no schema (replaced, or its `-wal` deleted before a checkpoint). Checked
 /// before the daemon opens it, which would make it anew — for the gateway, offering a
 /// new first-admin link.
-pub async fn check_kept(path: &Path, daemon: &str) -> Result<(), StoreError> {
+async fn check_kept(path: &Path, daemon: &str) -> Result<(), StoreError> {
     use sqlx::ConnectOptions as _;
     let shown = path.display().to_string();
     let lost = || StoreError::Lost {
@@ -191,7 +381,14 @@ async fn open_with(
             path: shown.clone(),
             source,
         })?;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    // Only the daemon reads it: group and others lose any access (never is a write bit
+    // given back: a read-only file was refused by [`check`]).
+    if let Ok(meta) = std::fs::metadata(path) {
+        let mode = meta.permissions().mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700));
+        }
+    }
     migrator
         .run(&pool)
         .await
@@ -359,6 +556,81 @@ mod tests {
         std::fs::write(&path, b"").unwrap();
         let e = super::check_kept(&path, "gateway").await.unwrap_err();
         assert!(e.to_string().contains("first-admin link"), "{e}");
+    }
+
+    /// A database damaged, read-only or immutable is refused by `check`, naming the file
+    /// and the cause; a sound one, or none yet, passes.
+    #[tokio::test]
+    async fn a_damaged_or_unwritable_database_is_refused_with_its_cause() {
+        use std::io::{Seek as _, SeekFrom, Write as _};
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.db");
+        super::check(&path, "jobd").await.unwrap();
+        let made = async |path: &std::path::Path| {
+            let pool = super::open(path, &MIGRATOR).await.unwrap();
+            sqlx::query("CREATE TABLE t (v TEXT)")
+                .execute(&pool)
+                .await
+                .unwrap();
+            for i in 0..500 {
+                sqlx::query("INSERT INTO t VALUES (?)")
+                    .bind(format!("row {i} {}", "x".repeat(100)))
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+            }
+            super::close(&pool).await.unwrap();
+        };
+        made(&path).await;
+        super::check(&path, "jobd").await.unwrap();
+        let app: i32 = {
+            let pool = super::open(&path, &MIGRATOR).await.unwrap();
+            let id = sqlx::query_scalar("PRAGMA application_id")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            super::close(&pool).await.unwrap();
+            id
+        };
+        assert_eq!(app, super::APPLICATION_ID, "the header says Argos");
+        // Read-only by its mode: refused, and left as it was.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        let e = super::check(&path, "jobd").await.unwrap_err();
+        assert!(e.lasting());
+        assert!(
+            e.to_string()
+                .contains("d.db cannot be written (its mode is 0400)"),
+            "{e}"
+        );
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o400);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // Immutable (root only): the write probe fails.
+        if nix::unistd::geteuid().is_root() {
+            let chattr = |flag: &str| {
+                let ok = std::process::Command::new("chattr")
+                    .arg(flag)
+                    .arg(&path)
+                    .status()
+                    .unwrap();
+                assert!(ok.success(), "chattr {flag}");
+            };
+            chattr("+i");
+            let e = super::check(&path, "jobd").await.unwrap_err();
+            chattr("-i");
+            assert!(e.lasting());
+            assert!(e.to_string().contains("d.db cannot be written ("), "{e}");
+        }
+        // A damaged page (a table's, in the middle of the file).
+        {
+            let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            f.seek(SeekFrom::Start(4096 * 3)).unwrap();
+            f.write_all(&[0xa5; 4096]).unwrap();
+        }
+        let e = super::check(&path, "jobd").await.unwrap_err();
+        assert!(e.lasting());
+        assert!(e.to_string().contains("d.db is damaged ("), "{e}");
     }
 
     /// After `close`, the database file alone holds every row: the `-wal` is empty or gone.

@@ -318,8 +318,17 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
-    fn internal(detail: impl std::fmt::Display) -> ApiError {
+    /// The gateway's own failure: logged, and answered without detail — unless it is one
+    /// of the disk's faults, said as such (503: nothing was recorded or done).
+    fn internal<E: std::fmt::Display + 'static>(detail: E) -> ApiError {
         tracing::error!(error = %detail, "internal error");
+        if let Some(fault) = disk_fault(&detail) {
+            return ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                fault.say("the gateway"),
+            );
+        }
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
@@ -347,6 +356,21 @@ impl IntoResponse for ApiError {
         }
         r
     }
+}
+
+/// The disk's fault a failure of the gateway's database shows, whichever of its error
+/// types carries it.
+fn disk_fault(e: &dyn std::any::Any) -> Option<argos_store::Fault> {
+    if let Some(e) = e.downcast_ref::<sqlx::Error>() {
+        return argos_store::Fault::of(e);
+    }
+    if let Some(AccountError::Store(e)) = e.downcast_ref::<AccountError>() {
+        return argos_store::Fault::of(e);
+    }
+    let e = e.downcast_ref::<anyhow::Error>()?;
+    e.chain()
+        .find_map(|c| c.downcast_ref::<sqlx::Error>())
+        .and_then(argos_store::Fault::of)
 }
 
 impl From<AccountError> for ApiError {

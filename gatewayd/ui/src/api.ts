@@ -325,6 +325,8 @@ export interface Daemon {
   pid: number;
   uid: number;
   started_at_unix_ms: number;
+  /** What it cannot do now, in words; empty while it works fully. */
+  degraded: string[];
   error: string | null;
 }
 

@@ -105,7 +105,15 @@ function Daemons(props: { daemons: Daemon[] }) {
       rows={props.daemons}
       row={(d) => [
         "argos-" + d.daemon,
-        <span class={d.healthy ? "ok" : "bad"}>{d.healthy ? "serving" : d.error || "error"}</span>,
+        !d.healthy ? (
+          <span class="bad">{d.error || "error"}</span>
+        ) : d.degraded.length ? (
+          <span class="bad" title={d.degraded.join("\n")}>
+            degraded: {d.degraded.join("; ")}
+          </span>
+        ) : (
+          <span class="ok">serving</span>
+        ),
         d.healthy && d.started_at_unix_ms ? duration((Date.now() - d.started_at_unix_ms) / 1000) : "",
         d.version,
         d.pid || "",
