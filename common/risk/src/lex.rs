@@ -29,8 +29,9 @@ fn starts_operator(c: u8) -> bool {
 pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
     let b = src.as_bytes();
     let mut out = Vec::new();
-    // Here-documents begun on this line: (index of the body token, delimiter, `<<-`).
-    let mut pending: Vec<(usize, String, bool)> = Vec::new();
+    // Here-documents begun on this line: (index of the body token, delimiter, `<<-`,
+    // quoted).
+    let mut pending: Vec<(usize, String, bool, bool)> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         match b[i] {
@@ -46,8 +47,8 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
                 i += op.len();
                 match *op {
                     "\n" => {
-                        for (at, delimiter, strip) in pending.drain(..) {
-                            let (body, next) = body(src, i, &delimiter, strip);
+                        for (at, delimiter, strip, quoted) in pending.drain(..) {
+                            let (body, next) = body(b, i, &delimiter, strip, quoted);
                             out[at] = Token::Body(body);
                             i = next;
                         }
@@ -63,8 +64,10 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
                         let raw = &src[i..end];
                         out.push(Token::Word(raw, i));
                         out.push(Token::Body(String::new()));
-                        let delimiter = raw.replace(['\'', '"', '\\'], "");
-                        pending.push((out.len() - 1, delimiter, *op == "<<-"));
+                        let (delimiter, quoted) = delimiter(raw).ok_or(
+                            "a here-document delimiter with ANSI-C escapes (its end is not read)",
+                        )?;
+                        pending.push((out.len() - 1, delimiter, *op == "<<-", quoted));
                         i = end;
                     }
                     _ => {}
@@ -135,21 +138,85 @@ fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
     Ok(b.len().min(i))
 }
 
-/// A here-document's body from `i` to its closing line: (body, index after that line).
-fn body(src: &str, mut i: usize, delimiter: &str, strip: bool) -> (String, usize) {
-    let b = src.as_bytes();
+/// A here-document's delimiter as bash reads it from the word after `<<`, with its quoting
+/// removed (`'E'`, `"E"`, `\E`, `$'E'`, `$"E"` all end at a line `E`), and whether any of
+/// it was quoted (its body is then taken as written: no expansions, no joined lines).
+/// `None` when ANSI-C escapes would change it (`$'\x45'`): where it ends is not read.
+pub(crate) fn delimiter(raw: &str) -> Option<(String, bool)> {
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut quoted = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'$' if matches!(b.get(i + 1), Some(b'\'' | b'"')) => {
+                let q = b[i + 1];
+                let end = find(b, i + 2, q);
+                if q == b'\'' && b[i + 2..end].contains(&b'\\') {
+                    return None;
+                }
+                out.extend_from_slice(&b[i + 2..end]);
+                quoted = true;
+                i = end + 1;
+            }
+            b'\'' | b'"' => {
+                let end = find(b, i + 1, b[i]);
+                out.extend_from_slice(&b[i + 1..end]);
+                quoted = true;
+                i = end + 1;
+            }
+            b'\\' => {
+                if let Some(&c) = b.get(i + 1) {
+                    out.push(c);
+                }
+                quoted = true;
+                i += 2;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    Some((String::from_utf8_lossy(&out).into_owned(), quoted))
+}
+
+/// A here-document's body from `i` to its closing line: (body, index after that line). In
+/// an unquoted one, a line ending in `\` goes on with the next, as bash joins them before
+/// it compares a line with the delimiter (`E\` then an empty line ends one at `E`).
+pub(crate) fn body(
+    b: &[u8],
+    mut i: usize,
+    delimiter: &str,
+    strip: bool,
+    quoted: bool,
+) -> (String, usize) {
     let mut text = String::new();
     while i < b.len() {
-        let end = find(b, i, b'\n');
-        let mut line = &src[i..end];
-        if strip {
-            line = line.trim_start_matches('\t');
+        let mut line = Vec::new();
+        let mut next;
+        loop {
+            let end = find(b, i, b'\n');
+            let mut part = &b[i..end];
+            if strip && line.is_empty() {
+                while let [b'\t', rest @ ..] = part {
+                    part = rest;
+                }
+            }
+            next = (end + 1).min(b.len());
+            let trailing = part.iter().rev().take_while(|&&c| c == b'\\').count();
+            if !quoted && trailing % 2 == 1 && end < b.len() {
+                line.extend_from_slice(&part[..part.len() - 1]);
+                i = next;
+                continue;
+            }
+            line.extend_from_slice(part);
+            break;
         }
-        let next = (end + 1).min(b.len());
-        if line == delimiter {
+        if line == delimiter.as_bytes() {
             return (text, next);
         }
-        text.push_str(line);
+        text.push_str(&String::from_utf8_lossy(&line));
         text.push('\n');
         i = next;
     }
@@ -219,6 +286,30 @@ mod tests {
             shown("cat <<E\nunended"),
             ["cat", "<<<>", "E", "[unended\n]", "<\\n>"]
         );
+    }
+
+    /// The end line as bash finds it: quoting of every kind removed from the delimiter,
+    /// and in an unquoted body a line ending in `\` joined to the next first.
+    #[test]
+    fn here_documents_end_where_bash_ends_them() {
+        for src in [
+            "cat <<$'E'\nx\nE\nls",
+            "cat <<$\"E\"\nx\nE\nls",
+            "cat <<\\E\nx\nE\nls",
+        ] {
+            assert_eq!(shown(src)[3..], ["[x\n]", "<\\n>", "ls"], "{src}");
+        }
+        assert_eq!(
+            shown("cat <<E\nE\\\n\nls")[3..],
+            ["[]", "<\\n>", "ls"],
+            "a joined line ends it"
+        );
+        assert_eq!(
+            shown("cat <<'E'\nE\\\n\nE\n")[3],
+            "[E\\\n\n]",
+            "not in a quoted one"
+        );
+        assert!(lex("cat <<$'\\x45'\nx\nE\n").is_err(), "escapes: not read");
     }
 
     #[test]

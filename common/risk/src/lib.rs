@@ -253,6 +253,12 @@ pub(crate) struct Acc {
     written_unnamed: bool,
     /// It runs a Python module (looked for in the current directory first).
     module: bool,
+    /// It changed into, or linked to, a directory of descriptors (`cd /dev/fd`,
+    /// `ln -s /proc/self/fd d`): a relative path it runs may be one.
+    descriptor_dirs: bool,
+    /// The shell's descriptors as `exec` left them (in any script it runs itself: `eval`,
+    /// a group), those not listed as it got them.
+    fds: Vec<(u32, shell::Source)>,
     depth: u32,
 }
 
@@ -322,6 +328,7 @@ impl Acc {
         self.ran.append(&mut inner.ran);
         self.written_unnamed |= inner.written_unnamed;
         self.module |= inner.module;
+        self.descriptor_dirs |= inner.descriptor_dirs;
     }
 
     /// What two findings mean together: a download and an interpreter, destructive SQL
@@ -373,6 +380,32 @@ impl Acc {
         {
             self.unread(format!(
                 "runs `{name}`, which may be the file the same command writes (sed's w)"
+            ));
+        }
+        // A shell's start-up file written, and a shell run: it runs what was written.
+        const STARTUP: &[&str] = &[
+            ".bashrc",
+            ".bash_profile",
+            ".bash_login",
+            ".profile",
+            "bash.bashrc",
+            "profile",
+            ".zshrc",
+            ".zshenv",
+            ".zprofile",
+            ".zlogin",
+            ".kshrc",
+            ".mkshrc",
+            "environment",
+        ];
+        if let Some(file) = self.written.iter().find(|w| STARTUP.contains(&w.as_str()))
+            && self
+                .programs
+                .iter()
+                .any(|p| rules::code_reader(p.rsplit('/').next().unwrap_or(p)) == Some(true))
+        {
+            self.unread(format!(
+                "writes `{file}`, a shell's start-up file, and runs a shell, which reads it"
             ));
         }
         // A name Python may import: a module or package of the same name.

@@ -71,8 +71,32 @@ fn walk(src: &str, acc: &mut Acc) {
     let mut i = 0;
     while i < tokens.len() {
         match &tokens[i] {
-            Token::Word(w, _) => {
-                cmd.words.push(word::word(w, acc));
+            Token::Word(raw, _) => {
+                let w = word::word(raw, acc);
+                if !w.dynamic && cmd.at_start() {
+                    if let Some(close) = opener(&w.lit) {
+                        let defines = shell.defining.take();
+                        shell.open(close, place.from.is_some(), defines);
+                    } else if let Some(close) = closer(&w.lit) {
+                        // The command before it (`{ sh; }`: none) ends the group's last.
+                        shell.close(close);
+                    }
+                }
+                if w.lit == "{" && !w.dynamic && cmd.names_function(true) {
+                    // `function f {`: the name is the definition; the body is the group.
+                    let name = cmd.words.pop().expect("a name").lit;
+                    cmd.words.clear();
+                    acc.raise(Class::ReversibleLow, format!("defines function `{name}`"));
+                    shell.functions.push(name.clone());
+                    acc.compound = true;
+                    shell.open("}", place.from.is_some(), Some(name));
+                }
+                if let Some(f) = shell.frames.last_mut()
+                    && positional(raw)
+                {
+                    f.positional = true;
+                }
+                cmd.words.push(w);
                 i += 1;
             }
             Token::Body(_) => i += 1, // read with its `<<`
@@ -96,44 +120,77 @@ fn walk(src: &str, acc: &mut Acc) {
                         if (op == "<" || op == ">")
                             && let Some(Token::Op("(", _)) = tokens.get(i)
                         {
-                            {
-                                acc.raise(Class::ReversibleLow, "process substitution");
-                                if runs_what_it_reads(&cmd.words) {
-                                    // `bash <(… | base64 -d)`: its script is printed at run time.
-                                    acc.unread("a script read from a process substitution");
-                                }
-                                acc.compound = true;
-                                // The commands inside are cut out like any others.
-                                flush(&mut cmd, std::mem::take(&mut place), &mut shell, acc);
-                                continue;
-                            }
-                        }
-                        i = redirect(op, fd, &tokens, i, &mut cmd.redirs, acc);
-                    }
-                    _ => {
-                        // A function definition: `name ( )`.
-                        if op == "("
-                            && let Some(Token::Op(")", _)) = tokens.get(i + 1)
-                            && !cmd.words.is_empty()
-                            && cmd.words[..cmd.words.len() - 1]
-                                .iter()
-                                .all(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()))
-                        {
-                            let name = cmd.words.pop().expect("one word").lit;
-                            acc.raise(Class::ReversibleLow, format!("defines function `{name}`"));
-                            shell.functions.push(name);
+                            // A process substitution: its commands are cut out like any
+                            // others, in a group whose input (`>(…)`) or output (`<(…)`)
+                            // is a pipe; the command it sits in goes on after it, with a
+                            // path named at run time in its place.
+                            acc.raise(Class::ReversibleLow, "process substitution");
                             acc.compound = true;
-                            i += 2;
+                            if runs_what_it_reads(&cmd.words) {
+                                // `bash <(… | base64 -d)`: its script is printed at run time.
+                                acc.unread("a script read from a process substitution");
+                            }
+                            shell.substitute(op == ">", &mut cmd, &mut place);
+                            i += 1;
                             continue;
                         }
+                        i = redirect(op, fd, &tokens, i, &mut cmd, acc);
+                    }
+                    "(" if cmd.names_function(false)
+                        && matches!(tokens.get(i + 1), Some(Token::Op(")", _))) =>
+                    {
+                        // A function definition: `name ( )`, `function name ( )`.
+                        let name = cmd.words.pop().expect("one word").lit;
+                        cmd.words.clear();
+                        acc.raise(Class::ReversibleLow, format!("defines function `{name}`"));
+                        shell.functions.push(name.clone());
+                        shell.defining = Some(name);
+                        acc.compound = true;
+                        i += 2;
+                    }
+                    ")" if shell.closes_subshell() => {
+                        flush(&mut cmd, std::mem::take(&mut place), &mut shell, acc);
+                        if let Some(resume) = shell.close(")") {
+                            // The end of a process substitution: back in its command.
+                            let Resume {
+                                cmd: outer,
+                                place: at,
+                                word,
+                                ..
+                            } = *resume;
+                            cmd = outer;
+                            place = at;
+                            if word {
+                                cmd.words.push(Word {
+                                    lit: "/dev/fd/63".into(),
+                                    dynamic: true,
+                                });
+                            }
+                            cmd.substituted = false;
+                        }
+                        acc.raise(Class::ReversibleLow, "subshell");
+                        acc.compound = true;
+                        i += 1;
+                    }
+                    _ => {
                         let piped = matches!(op, "|" | "|&");
                         let mut here = std::mem::take(&mut place);
                         here.piped |= piped;
+                        // `… | ( … )`: the subshell reads the pipe.
+                        let fed = here.from.is_some();
                         let name = flush(&mut cmd, here, &mut shell, acc);
                         place = Place {
                             piped,
                             from: name.filter(|_| piped),
                         };
+                        if piped && place.from.is_none() {
+                            // A group's output (`} |`): piped all the same.
+                            place.from = Some(String::new());
+                        }
+                        if op == "(" {
+                            let defines = shell.defining.take();
+                            shell.open(")", fed, defines);
+                        }
                         let what = match op {
                             "|" | "|&" => "pipeline",
                             "&&" | "||" => "conditional list",
@@ -159,23 +216,191 @@ fn walk(src: &str, acc: &mut Acc) {
 struct Command {
     words: Vec<Word>,
     redirs: Vec<(u32, Source)>,
+    /// Its last redirection's target is a process substitution (`< <(…)`).
+    substituted: bool,
+}
+
+impl Command {
+    /// Whether a word here starts the command (only reserved words before it: `! {`,
+    /// `then if`, `do (`).
+    fn at_start(&self) -> bool {
+        self.words
+            .iter()
+            .all(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()))
+    }
+
+    /// Whether the words so far name a function about to be defined: `name` (with
+    /// `keyword`, only `function name`), after reserved words.
+    fn names_function(&self, keyword: bool) -> bool {
+        let mut rest = self
+            .words
+            .iter()
+            .skip_while(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()));
+        match (rest.next(), rest.next(), rest.next()) {
+            (Some(n), None, None) => !keyword && !n.dynamic,
+            (Some(f), Some(n), None) => !f.dynamic && f.lit == "function" && !n.dynamic,
+            _ => false,
+        }
+    }
+}
+
+/// A compound command being read: a group, a subshell, a loop, an `if` or `case`, a
+/// function's body, or a process substitution.
+#[derive(Default)]
+struct Frame {
+    /// The word (or `)`) that ends it.
+    close: &'static str,
+    /// Its input is a pipe (`… | { …; }`, `>(…)`): every command in it reads that pipe.
+    piped: bool,
+    /// Among its commands, a code reader taking its program from the group's input:
+    /// `Some(true)` a shell — what a redirection of the group (`} < s`) feeds.
+    reader: Option<bool>,
+    /// Among its words, a positional parameter (`$@`, `$1`): a function's body that runs
+    /// what it is given.
+    positional: bool,
+    /// The function it is the body of.
+    function: Option<String>,
+    /// For a process substitution: where the reading goes on after it.
+    resume: Option<Box<Resume>>,
+}
+
+/// The command a process substitution sits in.
+struct Resume {
+    cmd: Command,
+    place: Place,
+    /// It stands there as a word (`diff <(…) f`), not as a redirection's target.
+    word: bool,
+    /// The frame closed before it (`{ sh; } < <(…)`).
+    closed: Option<Frame>,
+}
+
+/// A function the script defined, as its body showed it.
+struct Function {
+    name: String,
+    reader: Option<bool>,
+    positional: bool,
 }
 
 /// What the script has shown so far of the shell running it.
 #[derive(Default)]
 struct Shell {
-    /// Its descriptors as `exec` left them (those not listed are as the script got them).
-    fds: Vec<(u32, Source)>,
-    /// The functions it defined.
+    /// The compound commands open where the reading is.
+    frames: Vec<Frame>,
+    /// The one that just closed: what a redirection written after it feeds.
+    closed: Option<Frame>,
+    /// The functions it defined (by name, for the rules).
     functions: Vec<String>,
-    /// The strongest code reader among the commands read so far: the one a redirection of
-    /// a group (`{ sh; } < s`, `(sh) < s`, `done < s`) or a function call may feed.
-    reader: Option<bool>,
+    /// …and what their bodies do with their input and their arguments.
+    bodies: Vec<Function>,
+    /// A function whose body is the next group.
+    defining: Option<String>,
+}
+
+impl Shell {
+    fn open(&mut self, close: &'static str, piped: bool, function: Option<String>) {
+        self.frames.push(Frame {
+            close,
+            piped,
+            function,
+            ..Frame::default()
+        });
+    }
+
+    /// A process substitution opens: the command around it is kept for its end.
+    fn substitute(&mut self, input: bool, cmd: &mut Command, place: &mut Place) {
+        let cmd = std::mem::take(cmd);
+        let word = !cmd.substituted;
+        let closed = self.closed.take();
+        self.frames.push(Frame {
+            close: ")",
+            piped: input,
+            resume: Some(Box::new(Resume {
+                cmd,
+                place: std::mem::take(place),
+                word,
+                closed,
+            })),
+            ..Frame::default()
+        });
+    }
+
+    /// Whether a `)` here ends a subshell (or a process substitution), not a `case`
+    /// pattern.
+    fn closes_subshell(&self) -> bool {
+        self.frames
+            .iter()
+            .rev()
+            .find(|f| matches!(f.close, ")" | "esac"))
+            .is_some_and(|f| f.close == ")")
+    }
+
+    /// Ends the innermost frame `close` ends (and any left open inside it); returns a
+    /// process substitution's outer command to go on with.
+    fn close(&mut self, close: &'static str) -> Option<Box<Resume>> {
+        let at = self.frames.iter().rposition(|f| f.close == close)?;
+        let mut frame = self.frames.split_off(at).into_iter().next()?;
+        if let Some(parent) = self.frames.last_mut() {
+            parent.reader = parent.reader.max(frame.reader);
+            parent.positional |= frame.positional;
+        }
+        if let Some(name) = frame.function.take() {
+            self.bodies.push(Function {
+                name,
+                reader: frame.reader,
+                positional: frame.positional,
+            });
+        }
+        match frame.resume.take() {
+            Some(mut resume) => {
+                self.closed = resume.closed.take();
+                Some(resume)
+            }
+            None => {
+                self.closed = Some(frame);
+                None
+            }
+        }
+    }
+
+    fn body(&self, name: &str) -> Option<&Function> {
+        self.bodies.iter().rev().find(|f| f.name == name)
+    }
+}
+
+/// The word that closes the compound command `word` opens, if it opens one.
+fn opener(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "{" => "}",
+        "if" => "fi",
+        "while" | "until" | "for" | "select" => "done",
+        "case" => "esac",
+        _ => return None,
+    })
+}
+
+fn closer(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "}" => "}",
+        "fi" => "fi",
+        "done" => "done",
+        "esac" => "esac",
+        _ => return None,
+    })
+}
+
+/// Whether a word refers to the positional parameters (`$@`, `$*`, `$1`, `${2}`).
+fn positional(lit: &str) -> bool {
+    let b = lit.as_bytes();
+    b.windows(2).enumerate().any(|(i, w)| {
+        w[0] == b'$'
+            && (matches!(w[1], b'@' | b'*' | b'1'..=b'9')
+                || (w[1] == b'{' && matches!(b.get(i + 2), Some(b'@' | b'*' | b'0'..=b'9'))))
+    })
 }
 
 /// What a descriptor reads from, as far as the script shows.
 #[derive(Debug, Clone)]
-enum Source {
+pub(crate) enum Source {
     /// What the script itself was given (execd's input, or a pipe: judged by the rules).
     Given,
     /// Closed (`<&-`): nothing is read.
@@ -191,28 +416,27 @@ enum Source {
     Unknown,
 }
 
-impl Shell {
-    fn fd(fds: &[(u32, Source)], n: u32) -> Source {
-        match fds.iter().rev().find(|(fd, _)| *fd == n) {
-            Some((_, s)) => s.clone(),
-            None if n <= 2 => Source::Given,
-            None => Source::Unknown,
-        }
+/// What descriptor `n` reads from in `fds`.
+fn fd(fds: &[(u32, Source)], n: u32) -> Source {
+    match fds.iter().rev().find(|(fd, _)| *fd == n) {
+        Some((_, s)) => s.clone(),
+        None if n <= 2 => Source::Given,
+        None => Source::Unknown,
     }
+}
 
-    /// `fds` with `redirs` made in order.
-    fn redirected(fds: &[(u32, Source)], redirs: Vec<(u32, Source)>) -> Vec<(u32, Source)> {
-        let mut out = fds.to_vec();
-        for (fd, to) in redirs {
-            let to = match to {
-                Source::Copy(n) => Shell::fd(&out, n),
-                other => other,
-            };
-            out.retain(|(f, _)| *f != fd);
-            out.push((fd, to));
-        }
-        out
+/// `fds` with `redirs` made in order.
+fn redirected(fds: &[(u32, Source)], redirs: Vec<(u32, Source)>) -> Vec<(u32, Source)> {
+    let mut out = fds.to_vec();
+    for (n, to) in redirs {
+        let to = match to {
+            Source::Copy(m) => fd(&out, m),
+            other => other,
+        };
+        out.retain(|(f, _)| *f != n);
+        out.push((n, to));
     }
+    out
 }
 
 /// Whether the simple command in `words` is a shell, an interpreter or `source`, maybe
@@ -224,10 +448,6 @@ pub(crate) fn runs_what_it_reads(words: &[Word]) -> bool {
 /// The kind of code reader the simple command in `words` is, maybe behind a wrapper
 /// (`sudo bash`): `Some(true)` a shell, `Some(false)` another interpreter.
 fn reads_program(words: &[Word]) -> Option<bool> {
-    const WRAPPERS: &[&str] = &[
-        "sudo", "doas", "env", "exec", "command", "builtin", "nice", "nohup", "timeout", "time",
-        "setsid", "stdbuf", "ionice", "chrt", "taskset", "busybox",
-    ];
     let mut programs = words
         .iter()
         .filter(|w| {
@@ -303,12 +523,20 @@ fn redirect(
     fd: Option<u32>,
     tokens: &[Token],
     mut i: usize,
-    redirs: &mut Vec<(u32, Source)>,
+    cmd: &mut Command,
     acc: &mut Acc,
 ) -> usize {
     acc.compound = true;
+    let redirs = &mut cmd.redirs;
     let target = match tokens.get(i) {
         Some(Token::Word(w, _)) => *w,
+        // `< <(…)`, `> >(…)`: a pipe from or to the commands inside, read next.
+        Some(Token::Op("<" | ">", _)) if matches!(tokens.get(i + 1), Some(Token::Op("(", _))) => {
+            let input = op.starts_with('<');
+            redirs.push((fd.unwrap_or(if input { 0 } else { 1 }), Source::Unknown));
+            cmd.substituted = true;
+            return i;
+        }
         _ => {
             // Nothing to redirect to: bash refuses the command.
             acc.raise(
@@ -418,10 +646,17 @@ fn feed(input: Source, shell: bool, acc: &mut Acc) {
 
 /// Classifies the simple command in `cmd` (if any) with its redirections, and clears it;
 /// returns the name of the command it runs.
-fn flush(cmd: &mut Command, place: Place, shell: &mut Shell, acc: &mut Acc) -> Option<String> {
+fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) -> Option<String> {
     let words = std::mem::take(&mut cmd.words);
     let redirs = std::mem::take(&mut cmd.redirs);
-    let mut reader = reads_program(&words);
+    cmd.substituted = false;
+    let closed = shell.closed.take();
+    // Inside a group whose input is a pipe, every command reads that pipe.
+    let piped = place.from.is_some() || shell.frames.iter().any(|f| f.piped);
+    if piped && place.from.is_none() {
+        place.piped = true;
+        place.from = Some(String::new());
+    }
     let name = if words.is_empty() {
         None
     } else {
@@ -430,30 +665,154 @@ fn flush(cmd: &mut Command, place: Place, shell: &mut Shell, acc: &mut Acc) -> O
         }
         rules::simple(&words, &place, &shell.functions, acc)
     };
-    let plain = |w: &Word| !w.dynamic;
-    // A group's redirection (`} < s`, `) < s`, `done < s`) or a function's call feeds every
-    // command in it: any code reader read so far may be among them.
-    let group = words
-        .iter()
-        .all(|w| plain(w) && rules::RESERVED.contains(&w.lit.as_str()))
-        || words
-            .first()
-            .is_some_and(|w| plain(w) && shell.functions.contains(&w.lit));
-    if group {
-        reader = reader.max(shell.reader);
-    }
-    if let [only] = &words[..]
-        && plain(only)
-        && only.lit == "exec"
-    {
-        // `exec < s`, `exec 3< s`: the shell's own descriptors, for every command after.
-        shell.fds = Shell::redirected(&shell.fds, redirs);
+    let reserved = |w: &Word| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str());
+    // What reads its program from its input here: a group's redirection (`} < s`,
+    // `) < s`, `done < s`) feeds the readers inside it; a function's call, those of its
+    // body; any other command, itself.
+    let reader = if words.iter().all(reserved) {
+        closed.and_then(|f| f.reader)
+    } else if let Some(body) = name.as_deref().and_then(|n| shell.body(n)) {
+        if body.positional && words.len() > 1 {
+            acc.unread(format!(
+                "calls function `{}` with arguments, which its body runs as given (judged only there)",
+                body.name
+            ));
+        }
+        body.reader
+    } else {
+        from_input(&words)
+    };
+    if is_exec(&words) {
+        // `exec < s`, `exec 3< s`: the shell's own descriptors, for every command after
+        // (in `eval`'s script too).
+        acc.fds = redirected(&acc.fds, redirs);
         return name;
     }
-    if let Some(is_shell) = reader {
-        let fds = Shell::redirected(&shell.fds, redirs);
-        feed(Shell::fd(&fds, 0), is_shell, acc);
+    let Some(kind) = reader else { return name };
+    match fd(&redirected(&acc.fds, redirs), 0) {
+        Source::Given => {
+            if piped {
+                acc.unread(
+                    "a shell or interpreter reads its program from a pipe: code another command prints",
+                );
+            }
+            if let Some(f) = shell.frames.last_mut() {
+                f.reader = f.reader.max(Some(kind));
+            }
+        }
+        input => feed(input, kind, acc),
     }
-    shell.reader = shell.reader.max(reader);
     name
+}
+
+/// Whether `words` are `exec` with no command: it redirects the shell's own descriptors.
+fn is_exec(words: &[Word]) -> bool {
+    let mut rest = words.iter().skip_while(|w| {
+        !w.dynamic
+            && (rules::RESERVED.contains(&w.lit.as_str())
+                || w.lit == "command"
+                || w.lit == "builtin")
+    });
+    rest.next().is_some_and(|w| !w.dynamic && w.lit == "exec")
+        && rest.all(|w| !w.dynamic && w.lit.starts_with('-'))
+}
+
+/// Programs that run the command in their arguments (`sudo sh`, `flock f sh`).
+const WRAPPERS: &[&str] = &[
+    "sudo",
+    "doas",
+    "env",
+    "exec",
+    "command",
+    "builtin",
+    "nice",
+    "nohup",
+    "timeout",
+    "time",
+    "setsid",
+    "stdbuf",
+    "ionice",
+    "chrt",
+    "taskset",
+    "busybox",
+    "toybox",
+    "flock",
+    "chroot",
+    "runuser",
+    "setarch",
+    "linux32",
+    "linux64",
+    "eatmydata",
+    "fakeroot",
+    "unbuffer",
+    "prlimit",
+    "strace",
+    "ltrace",
+    "pkexec",
+    "nsenter",
+    "unshare",
+    "setpriv",
+    "sg",
+    "firejail",
+    "bwrap",
+    "systemd-run",
+    "ssh-agent",
+    "dbus-run-session",
+    "xvfb-run",
+    "watch",
+    "screen",
+];
+
+/// Whether the simple command in `words` takes its program from its standard input, and
+/// what reads it: `Some(true)` a shell (`sh`, `bash -s`, `. /dev/stdin`, `su`, `sudo -s`,
+/// `script`, `at`), `Some(false)` another interpreter (`python3`, `perl -`) — maybe behind
+/// a wrapper.
+fn from_input(words: &[Word]) -> Option<bool> {
+    let words: Vec<&Word> = words
+        .iter()
+        .skip_while(|w| {
+            !w.dynamic
+                && (rules::RESERVED.contains(&w.lit.as_str()) || rules::is_assignment(&w.lit))
+        })
+        .collect();
+    let (first, args) = words.split_first()?;
+    if first.dynamic {
+        return None;
+    }
+    let name = first.lit.rsplit('/').next().unwrap_or(&first.lit);
+    let has = |flags: &[&str]| {
+        args.iter().any(|a| {
+            flags
+                .iter()
+                .any(|f| a.lit == *f || a.lit.starts_with(&format!("{f}=")))
+        })
+    };
+    let owned: Vec<Word> = args.iter().map(|w| (*w).clone()).collect();
+    let wrapped = || {
+        let at = args.iter().position(|w| {
+            !w.dynamic && {
+                let n = w.lit.rsplit('/').next().unwrap_or(&w.lit);
+                rules::code_reader(n).is_some() || matches!(n, "su" | "script" | "at" | "batch")
+            }
+        })?;
+        from_input(&owned[at..])
+    };
+    match name {
+        "." | "source" => args.first().filter(|w| is_stdin_path(&w.lit)).map(|_| true),
+        "su" => (!has(&["-c", "--command", "--session-command"])).then_some(true),
+        "runuser" if has(&["-u", "--user"]) => wrapped(),
+        "runuser" => (!has(&["-c", "--command", "--session-command"])).then_some(true),
+        "sudo" | "doas" if has(&["-s", "--shell", "-i", "--login"]) => {
+            // A shell, reading its input unless a command follows its options.
+            let rest = args.iter().filter(|a| !a.lit.starts_with('-')).count();
+            if rest == 0 { Some(true) } else { wrapped() }
+        }
+        "script" => (!has(&["-c", "--command"])).then_some(true),
+        "at" | "batch" => (!has(&["-f"])).then_some(true),
+        n if let Some(kind) = rules::code_reader(n) => {
+            rules::reads_script_from_input(&owned, kind).then_some(kind)
+        }
+        n if WRAPPERS.contains(&n) => wrapped(),
+        _ => None,
+    }
 }

@@ -338,7 +338,7 @@ pub(super) enum Frame {
         parens: u32,
         cases: u32,
         /// Here-documents begun on this line: (delimiter, leading tabs stripped).
-        heredocs: Vec<(String, bool)>,
+        heredocs: Vec<(String, bool, bool)>,
     },
     /// `"…"`.
     Double,
@@ -434,14 +434,16 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                     Step::Read
                 }
                 b'<' if b[i..].starts_with(b"<<") => {
-                    let (delimiter, strip, next) = heredoc_delimiter(b, i + 2);
-                    heredocs.push((delimiter, strip));
+                    let (delimiter, strip, quoted, next) = heredoc_delimiter(b, i + 2);
+                    heredocs.push((delimiter, strip, quoted));
                     i = next - 1;
                     Step::Read
                 }
                 b'\n' if !heredocs.is_empty() => {
-                    for (delimiter, strip) in heredocs.drain(..) {
-                        i = heredoc_end(b, i + 1, &delimiter, strip);
+                    for (delimiter, strip, quoted) in heredocs.drain(..) {
+                        let (_, next) = super::lex::body(b, i + 1, &delimiter, strip, quoted);
+                        // At the newline that ends the closing line (or the end).
+                        i = next.saturating_sub(1).max(i);
                     }
                     Step::Read
                 }
@@ -494,9 +496,10 @@ fn keyword(b: &[u8], i: usize, k: &[u8]) -> bool {
             .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b')'))
 }
 
-/// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`, index
-/// after it).
-fn heredoc_delimiter(b: &[u8], mut i: usize) -> (String, bool, usize) {
+/// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`,
+/// quoted, index after it). One with ANSI-C escapes is kept as written: the text is read
+/// again by `lex`, which holds it unread.
+fn heredoc_delimiter(b: &[u8], mut i: usize) -> (String, bool, bool, usize) {
     let strip = b.get(i) == Some(&b'-');
     if strip {
         i += 1;
@@ -513,30 +516,9 @@ fn heredoc_delimiter(b: &[u8], mut i: usize) -> (String, bool, usize) {
     {
         i += 1;
     }
-    let delimiter = String::from_utf8_lossy(&b[start..i])
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    (delimiter, strip, i)
-}
-
-/// The index of the newline ending a here-document's closing line, the body starting at
-/// `i`; or the end.
-fn heredoc_end(b: &[u8], mut i: usize, delimiter: &str, strip: bool) -> usize {
-    while i < b.len() {
-        let end = find(b, i, b'\n');
-        let mut line = &b[i..end];
-        if strip {
-            while let [b'\t', rest @ ..] = line {
-                line = rest;
-            }
-        }
-        if line == delimiter.as_bytes() {
-            return end.min(b.len().saturating_sub(1));
-        }
-        i = end + 1;
-    }
-    b.len()
+    let raw = String::from_utf8_lossy(&b[start..i]);
+    let (delimiter, quoted) = super::lex::delimiter(&raw).unwrap_or((raw.to_string(), true));
+    (delimiter, strip, quoted, i)
 }
 
 #[cfg(test)]

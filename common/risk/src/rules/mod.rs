@@ -10,6 +10,8 @@ mod texts;
 mod tools;
 mod wrappers;
 
+pub(crate) use wrappers::reads_script_from_input;
+
 pub use names::SHELL_ONLY;
 pub use texts::sql_text;
 
@@ -59,16 +61,33 @@ pub fn simple(
     acc: &mut Acc,
 ) -> Option<String> {
     let mut rest = words;
-    // Reserved words, then headers of loops and cases (their words were already parsed).
-    while let Some(w) = rest.first() {
-        if w.dynamic || !RESERVED.contains(&w.lit.as_str()) {
-            break;
+    // Reserved words (`time -p` too, and `coproc [NAME]` before a group), then headers of
+    // loops and cases (their words were already parsed).
+    loop {
+        match rest {
+            [w, ..] if !w.dynamic && RESERVED.contains(&w.lit.as_str()) => {
+                rest = &rest[1..];
+                if w.lit == "time" && rest.first().is_some_and(|p| p.lit == "-p") {
+                    rest = &rest[1..];
+                }
+            }
+            [c, ..] if !c.dynamic && c.lit == "coproc" => {
+                acc.compound = true;
+                acc.raise(Low, "`coproc` runs a command beside the shell");
+                rest = &rest[1..];
+                if let [n, g, ..] = rest
+                    && !n.dynamic
+                    && matches!(g.lit.as_str(), "{" | "(")
+                {
+                    rest = &rest[1..];
+                }
+            }
+            _ => break,
         }
-        rest = &rest[1..];
     }
     match rest.first().map(|w| w.lit.as_str()) {
         None => return None,
-        Some("for" | "select" | "case" | "function" | "coproc") if !rest[0].dynamic => {
+        Some("for" | "select" | "case" | "function") if !rest[0].dynamic => {
             acc.compound = true;
             return None;
         }
@@ -110,6 +129,11 @@ pub fn simple(
     if assigned {
         acc.compound = true;
         if rest.is_empty() {
+            // The shell keeps it: what programs run later may read it (`set -a`,
+            // `export`).
+            for w in assignments {
+                assignment(w, acc);
+            }
             acc.raise(Low, "sets a shell variable");
             return None;
         }
@@ -125,6 +149,37 @@ pub fn simple(
     if first.dynamic {
         acc.unread("the program to run comes from an expansion (built at run time)");
         return None;
+    }
+    if first.lit.starts_with('{') && (first.lit.contains(',') || first.lit.contains("..")) {
+        acc.unread("the program to run comes from a brace expansion (`{rm,-rf,…}`)");
+        return None;
+    }
+    // Builtins that set a variable the shell runs later, or make a name run another
+    // program.
+    if matches!(
+        first.lit.as_str(),
+        "read"
+            | "mapfile"
+            | "readarray"
+            | "printf"
+            | "getopts"
+            | "declare"
+            | "typeset"
+            | "local"
+            | "export"
+            | "readonly"
+    ) && let Some(v) = args
+        .iter()
+        .map(|w| w.lit.split(['=', '[']).next().unwrap_or(""))
+        .find(|v| names::runs_later(v))
+    {
+        acc.unread(format!(
+            "`{}` sets `{v}`, which the shell runs later",
+            first.lit
+        ));
+    }
+    if first.lit == "hash" && args.iter().any(|w| w.lit.starts_with("-p")) {
+        acc.unread("`hash -p` makes a name run another program");
     }
     acc.programs.push(first.lit.clone());
     acc.runs_file(&first.lit);
@@ -177,6 +232,17 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
     };
     let name = name.trim_end_matches('+');
     let name = name.split('[').next().unwrap_or(name);
+    if names::runs_later(name) && !matches!(name, "PS1" | "PS2" | "PS0" | "PS4" | "PROMPT_COMMAND")
+    {
+        acc.unread(format!(
+            "`{name}` makes the shell run another program or file"
+        ));
+    }
+    if subscript_command(value) {
+        acc.unread(format!(
+            "`{name}` holds an array subscript with a command in it, which arithmetic runs"
+        ));
+    }
     match names::variable(name) {
         Some(names::Variable::Command) if w.dynamic => acc.unread(format!(
             "`{name}` holds a command programs run, built at run time"
@@ -213,8 +279,21 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
     }
 }
 
+/// Whether `text` holds an array subscript with a command in it (`a[$(…)]`, ``a[`…`]``):
+/// arithmetic on a variable holding it (`$((x))`, `[[ $x -eq 0 ]]`) runs the command.
+pub(crate) fn subscript_command(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'[' && i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') && {
+            let inside = &text[i + 1..];
+            let end = inside.find(']').unwrap_or(inside.len());
+            inside[..end].contains("$(") || inside[..end].contains('`')
+        }
+    })
+}
+
 /// `NAME=…`, `NAME+=…` or `NAME[i]=…`.
-fn is_assignment(w: &str) -> bool {
+pub(crate) fn is_assignment(w: &str) -> bool {
     let Some(eq) = w.find('=') else {
         return false;
     };
@@ -246,6 +325,15 @@ fn program(word: &str, acc: &mut Acc) -> String {
 /// rule finds its operands harmless too; a `read_only` finding without an accepting model
 /// is raised to `config_mutation`, naming the option (or the missing model).
 fn command(name: &str, args: &[Word], acc: &mut Acc) {
+    if matches!(name, "cd" | "pushd")
+        && args
+            .iter()
+            .find(|w| !w.lit.starts_with('-'))
+            .is_some_and(|d| d.dynamic || d.lit.starts_with("/dev") || d.lit.starts_with("/proc"))
+    {
+        // A relative path run from there may be a descriptor (`cd /dev/fd; sh 3`).
+        acc.descriptor_dirs = true;
+    }
     let start = acc.reasons.len();
     let (raised, reads) = (acc.raised, acc.reads_raised);
     let checked = models::get(name).map(|m| (m, models::check(name, m, args)));
@@ -307,6 +395,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     if DATABASES.contains(&name) {
         acc.database = true;
         acc.raise(Config, format!("`{name}` runs database statements"));
+        if acc.piped_in {
+            // Its own commands too: `\!`, `.shell`, `system`.
+            acc.unread(format!(
+                "`{name}` runs what another command prints into it, shell commands included"
+            ));
+        }
         return;
     }
     if name.starts_with("mkfs") {
@@ -348,6 +442,13 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 flag(args, &['t'], &["target-directory"]),
                 acc,
             );
+            // A link and its target are one file: writing either writes both.
+            for o in operands(args) {
+                acc.wrote(o);
+                if o.starts_with("/dev") || o.starts_with("/proc") {
+                    acc.descriptor_dirs = true;
+                }
+            }
             if flag(args, &['f'], &["force"]) {
                 acc.raise(Config, "`ln -f` replaces files");
             } else {
@@ -404,8 +505,11 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             for o in ops.iter().filter(|o| !harmless_sink(o)) {
                 acc.wrote(o);
             }
-            if ops.iter().any(|o| block_device(o)) {
-                acc.raise(Destructive, "`tee` writes to a block device");
+            if ops.iter().any(|o| block_device(o) || kernel_trigger(o)) {
+                acc.raise(
+                    Destructive,
+                    "`tee` writes to a block device or a kernel trigger",
+                );
             } else if ops.iter().all(|o| harmless_sink(o)) {
                 acc.raise(ReadOnly, "`tee` to standard output only");
             } else {
@@ -420,10 +524,67 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Destructive, "`dd` writes raw blocks")
         }
         "shred" | "wipefs" | "blkdiscard" | "mkswap" | "mke2fs" | "fdisk" | "sfdisk" | "cfdisk"
-        | "gdisk" | "sgdisk" | "cgdisk" | "parted" | "partx" | "sgdisk2" | "zerofree" => acc.raise(
+        | "gdisk" | "sgdisk" | "cgdisk" | "parted" | "partx" | "sgdisk2" | "zerofree"
+        | "mkdosfs" | "mkntfs" | "mkexfatfs" | "mkudffs" | "pvcreate" => acc.raise(
             Destructive,
             format!("`{name}` erases or repartitions a disk"),
         ),
+        "cryptsetup" | "nvme" | "mdadm" | "hdparm" | "badblocks" | "sg_format" => {
+            // What erases among their subcommands and options.
+            let erases = |w: &&Word| {
+                matches!(
+                    w.lit.as_str(),
+                    "erase"
+                        | "luksErase"
+                        | "luksFormat"
+                        | "reencrypt"
+                        | "format"
+                        | "sanitize"
+                        | "write-zeroes"
+                        | "--zero-superblock"
+                        | "--create"
+                        | "-C"
+                        | "--build"
+                        | "-B"
+                        | "--security-erase"
+                        | "--security-erase-enhanced"
+                        | "--trim-sector-ranges"
+                        | "--write-sector"
+                        | "--make-bad-sector"
+                        | "--dco-restore"
+                        | "-w"
+                        | "-n"
+                        | "--format"
+                )
+            };
+            if name == "sg_format" || args.iter().any(|w| erases(&w)) {
+                acc.raise(Destructive, format!("`{name}` erases a disk"));
+            } else {
+                acc.raise(Config, format!("`{name}` changes a disk's settings"));
+            }
+        }
+        "ed" | "red" | "dc" => {
+            acc.raise(
+                Config,
+                format!("`{name}` runs the commands it reads (`!` runs a shell)"),
+            );
+            runners::reads_commands_from_input(name, acc);
+        }
+        "make" | "gmake" => {
+            acc.raise(Config, format!("`{name}` runs a makefile's recipes"));
+            let files = values(args, &['f'], &["file", "makefile"]);
+            if files
+                .iter()
+                .any(|f| f.dynamic || f.lit == "-" || crate::shell::descriptor(&f.lit).is_some())
+            {
+                acc.unread(format!(
+                    "`{name}` runs recipes from a makefile made at run time"
+                ));
+            }
+            for f in files {
+                acc.runs_file(&f.lit);
+            }
+        }
         "find" => find(args, acc),
         "sed" => sed(args, acc),
         "gdb" | "gdb-multiarch" => gdb(args, acc),
@@ -449,24 +610,39 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 acc,
             )
         }
-        "uniq" => reader_unless(
-            name,
-            operands(args).len() > 1,
-            "writes its output to a file",
-            acc,
-        ),
+        "split" | "csplit" => {
+            // Files named from a prefix: any file the command runs may be one.
+            acc.wrote_unnamed();
+            acc.raise(Config, format!("`{name}` writes files"));
+        }
+        "uniq" => {
+            if let Some(out) = operands(args).get(1) {
+                acc.wrote(out);
+            }
+            reader_unless(
+                name,
+                operands(args).len() > 1,
+                "writes its output to a file",
+                acc,
+            )
+        }
         "tree" => reader_unless(
             name,
             flag(args, &['o'], &[]),
             "writes its output to a file",
             acc,
         ),
-        "xxd" => reader_unless(
-            name,
-            flag(args, &['r'], &["revert"]) || operands(args).len() > 1,
-            "writes a file",
-            acc,
-        ),
+        "xxd" => {
+            if let Some(out) = operands(args).get(1) {
+                acc.wrote(out);
+            }
+            reader_unless(
+                name,
+                flag(args, &['r'], &["revert"]) || operands(args).len() > 1,
+                "writes a file",
+                acc,
+            )
+        }
         "rg" => reader_unless(
             name,
             flag(args, &[], &["pre"]),
@@ -476,6 +652,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "awk" | "gawk" | "mawk" | "nawk" => {
             for f in values(args, &['f'], &["file"]) {
                 acc.runs_file(&f.lit);
+            }
+            if a.iter().any(|x| x.contains("print") && x.contains('>')) {
+                // `print … > "f"`: a file named in its program.
+                acc.wrote_unnamed();
             }
             let from_input = flag(args, &['f'], &["file"])
                 && (acc.piped_in || a.iter().any(|x| crate::shell::is_stdin_path(x)));
@@ -672,8 +852,7 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 );
             reader_unless(name, !lists, "mounts a filesystem", acc);
         }
-        "umount" | "swapoff" | "swapon" | "losetup" | "cryptsetup" | "modprobe" | "insmod"
-        | "rmmod" => acc.raise(
+        "umount" | "swapoff" | "swapon" | "losetup" | "modprobe" | "insmod" | "rmmod" => acc.raise(
             Config,
             format!("`{name}` changes devices, mounts or modules"),
         ),
@@ -945,40 +1124,73 @@ fn find(args: &[Word], acc: &mut Acc) {
 /// A redirection that writes to `target`.
 pub fn write_target(target: &Word, acc: &mut Acc) {
     if target.dynamic {
+        // It may be any file the command runs.
+        acc.wrote_unnamed();
         acc.raise(Config, "writes to a file named by an expansion");
     } else if block_device(&target.lit) {
         acc.raise(
             Destructive,
             format!("writes to block device {}", target.lit),
         );
-    } else if matches!(
-        target.lit.as_str(),
-        "/proc/sysrq-trigger" | "/dev/mem" | "/dev/kmem" | "/dev/port"
-    ) {
+    } else if kernel_trigger(&target.lit) {
         acc.raise(Destructive, format!("writes to {}", target.lit));
     } else if harmless_sink(&target.lit) {
         acc.raise(Low, format!("redirection to {}", target.lit));
     } else {
+        if target.lit.contains(['*', '?', '[']) {
+            // bash writes to the one file a pattern matches.
+            acc.wrote_unnamed();
+        }
         acc.wrote(&target.lit);
         acc.raise(Config, format!("writes to {}", target.lit));
     }
 }
 
-fn harmless_sink(p: &str) -> bool {
+/// `path` with `//`, `.` and `..` resolved as written (`//dev/./sda` is `/dev/sda`).
+fn normal(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let joined = parts.join("/");
+    if path.starts_with('/') {
+        format!("/{joined}")
+    } else {
+        joined
+    }
+}
+
+/// A file whose writing acts on the kernel or its memory (`/proc/sysrq-trigger`).
+fn kernel_trigger(p: &str) -> bool {
     matches!(
-        p,
+        normal(p).as_str(),
+        "/proc/sysrq-trigger" | "/dev/mem" | "/dev/kmem" | "/dev/port"
+    )
+}
+
+fn harmless_sink(p: &str) -> bool {
+    let p = normal(p);
+    matches!(
+        p.as_str(),
         "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty" | "-"
-    ) || crate::shell::descriptor(p).is_some()
+    ) || crate::shell::descriptor(&p).is_some()
 }
 
 /// A disk, partition or volume device node.
 fn block_device(p: &str) -> bool {
+    let p = normal(p);
     let Some(dev) = p.strip_prefix("/dev/") else {
         return false;
     };
     const PREFIXES: &[&str] = &[
         "sd", "hd", "vd", "xvd", "nvme", "mmcblk", "dm-", "md", "mapper/", "disk/", "loop", "nbd",
-        "zd", "rbd", "sr", "pmem", "bcache", "drbd", "zvol/",
+        "zd", "rbd", "sr", "pmem", "bcache", "drbd", "zvol/", "block/",
     ];
-    PREFIXES.iter().any(|x| dev.starts_with(x))
+    dev == "root" || PREFIXES.iter().any(|x| dev.starts_with(x))
 }

@@ -15,7 +15,8 @@ pub(super) const DOWNLOADERS: &[&str] = &[
 pub(super) const INTERPRETERS: &[&str] = &[
     "sh", "bash", "rbash", "dash", "zsh", "ksh", "mksh", "lksh", "posh", "yash", "ash", "fish",
     "csh", "tcsh", "busybox", "pypy", "pypy3", "python", "python2", "python3", "perl", "ruby",
-    "node", "nodejs", "php", "lua", "tclsh", "pwsh", "deno", "bun",
+    "node", "nodejs", "php", "lua", "luajit", "tclsh", "wish", "expect", "pwsh", "deno", "bun",
+    "Rscript", "julia", "guile", "racket",
 ];
 
 /// The interpreter `name` is, a version and build suffix left off (`python3.11`,
@@ -47,7 +48,14 @@ pub(super) fn is_shell(kind: &str) -> bool {
             | "nodejs"
             | "php"
             | "lua"
+            | "luajit"
             | "tclsh"
+            | "wish"
+            | "expect"
+            | "Rscript"
+            | "julia"
+            | "guile"
+            | "racket"
             | "pwsh"
             | "deno"
             | "bun"
@@ -130,4 +138,22 @@ pub(super) fn variable(name: &str) -> Option<Variable> {
         _ => return None,
     };
     Some(Code(code))
+}
+
+/// Variables whose value the shell runs or loads later (`PS4` under `set -x`,
+/// `PROMPT_COMMAND`, `BASH_ENV` in the shells it starts) or that make a name run another
+/// program (`BASH_CMDS[ls]=/bin/rm`, `BASH_ALIASES`).
+pub(crate) fn runs_later(name: &str) -> bool {
+    matches!(
+        name,
+        "PS0"
+            | "PS1"
+            | "PS2"
+            | "PS4"
+            | "PROMPT_COMMAND"
+            | "BASH_ENV"
+            | "ENV"
+            | "BASH_CMDS"
+            | "BASH_ALIASES"
+    )
 }

@@ -133,7 +133,7 @@ fn command_file(name: &str, file: &Word, acc: &mut Acc) {
 }
 
 /// A program that takes its commands from its input when it is not a terminal.
-fn reads_commands_from_input(name: &str, acc: &mut Acc) {
+pub(super) fn reads_commands_from_input(name: &str, acc: &mut Acc) {
     acc.code_input = true;
     if acc.piped_in {
         acc.unread(format!(

@@ -278,6 +278,18 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
                 acc.raise(ReadOnly, g("reads configuration"));
             } else {
                 acc.raise(Config, g("changes configuration"));
+                // `git config core.fsmonitor CMD`: a command git will run, judged as the
+                // shell script it is (as with `git -c`).
+                let set: Vec<&Word> = sargs.iter().filter(|w| !w.lit.starts_with('-')).collect();
+                if let [key, value, ..] = set[..]
+                    && git_runs(&format!("{}=", key.lit.to_ascii_lowercase()))
+                {
+                    if key.dynamic || value.dynamic {
+                        acc.unread("`git config` sets a command built at run time for git to run");
+                    } else {
+                        crate::shell::script(value.lit.trim_start().trim_start_matches('!'), acc);
+                    }
+                }
             }
         }
         "stash" => match ops.first().copied().unwrap_or("push") {

@@ -21,6 +21,11 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 args,
                 &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"],
             );
+            if inner.is_empty() && flag(args, &['s', 'i'], &["shell", "login"]) && acc.piped_in {
+                acc.unread(format!(
+                    "`{name}` runs a shell on what another command prints into it"
+                ));
+            }
             inner_command(inner, acc);
         }
         "su" | "runuser" => {
@@ -30,6 +35,16 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 && let Some(script) = args.get(i + 1)
             {
                 inner_script(script, acc);
+            } else if name == "runuser" && a.iter().any(|x| *x == "-u" || *x == "--user") {
+                inner_command(
+                    after_options(args, &["-u", "--user", "-g", "--group", "-G"]),
+                    acc,
+                );
+            } else if acc.piped_in {
+                // Its shell reads its commands from its input.
+                acc.unread(format!(
+                    "`{name}` runs a shell on what another command prints into it"
+                ));
             }
         }
         "env" => {
@@ -107,6 +122,104 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 acc.raise(Config, format!("`{name}` with no command to run"));
             } else {
                 inner_command(inner, acc);
+            }
+        }
+        "toybox" | "eatmydata" | "fakeroot" | "unbuffer" | "pkexec" | "setarch" | "linux32"
+        | "linux64" | "prlimit" | "strace" | "ltrace" | "ssh-agent" | "dbus-run-session"
+        | "xvfb-run" | "screen" => {
+            acc.compound = true;
+            let valued: &[&str] = match name {
+                "fakeroot" => &["-l", "--lib", "--faked", "-s", "-i"],
+                "pkexec" => &["--user"],
+                "prlimit" => &["-p", "--pid", "-o", "--output"],
+                "strace" | "ltrace" => &[
+                    "-e", "-o", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X",
+                    "-U", "-n", "-A",
+                ],
+                "ssh-agent" => &["-a", "-E", "-t", "-P", "-O"],
+                "xvfb-run" => &["-n", "-s", "-f", "-e", "-p", "-l"],
+                "screen" => &["-S", "-c", "-e", "-h", "-p", "-T", "-t", "-Logfile"],
+                _ => &[],
+            };
+            if name == "screen" && flag(args, &['X', 'x', 'r', 'R'], &[]) {
+                acc.unread("`screen` sends commands to, or types into, a session: not read");
+                return true;
+            }
+            let mut inner = after_options(args, valued);
+            if matches!(name, "setarch") && !inner.is_empty() {
+                // Its architecture, then its own options again.
+                inner = after_options(&inner[1..], &["--uname-2.6"]);
+            }
+            acc.raise(Config, format!("`{name}` runs a command"));
+            if inner.is_empty() {
+                acc.raise(Config, format!("`{name}` with no command to run"));
+            } else {
+                inner_command(inner, acc);
+            }
+        }
+        "tmux" => {
+            acc.compound = true;
+            acc.raise(Config, "`tmux` runs commands in its sessions");
+            let rest = after_options(args, &["-L", "-S", "-f", "-c", "-T"]);
+            let Some((sub, sargs)) = rest.split_first() else {
+                return true;
+            };
+            match sub.lit.as_str() {
+                // The shell command these run is their last operand.
+                "new" | "new-session" | "new-window" | "neww" | "split-window" | "splitw"
+                | "respawn-pane" | "respawnp" | "respawn-window" | "respawnw" | "run-shell"
+                | "run" | "display-popup" | "popup" | "pipe-pane" | "pipep" => {
+                    let popup = matches!(
+                        sub.lit.as_str(),
+                        "run-shell" | "run" | "display-popup" | "popup"
+                    );
+                    let valued: &[&str] = if popup {
+                        &[
+                            "-c", "-d", "-e", "-h", "-s", "-S", "-t", "-T", "-w", "-x", "-y", "-b",
+                        ]
+                    } else {
+                        &[
+                            "-c", "-e", "-f", "-F", "-n", "-s", "-t", "-x", "-y", "-l", "-o",
+                        ]
+                    };
+                    let ops = after_options(sargs, valued);
+                    if ops.iter().any(|w| w.dynamic) {
+                        acc.unread("`tmux` runs a command built at run time");
+                    } else if !ops.is_empty() {
+                        shell::script(&lits(ops).join(" "), acc);
+                    }
+                }
+                "send-keys" | "send" | "if-shell" | "if" | "source-file" | "source" => {
+                    acc.unread("`tmux` types into a pane or runs its own commands: not read")
+                }
+                _ => {}
+            }
+        }
+        "script" => {
+            acc.compound = true;
+            acc.raise(Config, "`script` runs a shell and records it");
+            if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command") {
+                if let Some(cmd) = args.get(i + 1) {
+                    inner_script(cmd, acc);
+                }
+            } else if let Some(cmd) = a.iter().find_map(|x| x.strip_prefix("--command=")) {
+                shell::script(cmd, acc);
+            } else {
+                acc.shell_input = true;
+                acc.interprets = true;
+                if acc.piped_in {
+                    acc.unread("`script` runs a shell on what another command prints into it");
+                }
+            }
+        }
+        "at" | "batch" => {
+            acc.raise(Config, format!("`{name}` runs commands later"));
+            if !flag(args, &['f'], &[]) {
+                acc.shell_input = true;
+                acc.interprets = true;
+                if acc.piped_in {
+                    acc.unread(format!("`{name}` runs what another command prints into it"));
+                }
             }
         }
         "nohup" => {
@@ -328,9 +441,18 @@ fn inner_script(w: &Word, acc: &mut Acc) {
 }
 
 /// A program file that is a descriptor other than the input (`sh /dev/fd/3` after `3<&0`
-/// or `3<s`): what it holds is not read.
+/// or `3<s`), a pattern that may name one (`/dev/std[i]n`), or a relative path after the
+/// command changed into or linked to a directory of them (`cd /dev/fd; sh 3`): what it
+/// holds is not read.
 fn from_descriptor(name: &str, path: &str, acc: &mut Acc) {
-    if crate::shell::descriptor(path).is_some_and(|fd| fd != 0) {
+    let pattern = path.contains(['*', '?', '[', '{'])
+        && ["dev", "proc", "fd", "std"]
+            .iter()
+            .any(|d| path.contains(d));
+    if crate::shell::descriptor(path).is_some_and(|fd| fd != 0)
+        || pattern
+        || (acc.descriptor_dirs && !path.starts_with('/'))
+    {
         acc.unread(format!("`{name}` runs a program read from a descriptor"));
     }
 }
@@ -338,7 +460,7 @@ fn from_descriptor(name: &str, path: &str, acc: &mut Acc) {
 /// Whether an interpreter without `-c` takes its program from its standard input: no
 /// script operand (the values of a shell's `-o`/`-O` not counted), `-s`, or a script
 /// named `-`, `/dev/stdin` or fd 0's path.
-fn reads_script_from_input(args: &[Word], shell: bool) -> bool {
+pub(crate) fn reads_script_from_input(args: &[Word], shell: bool) -> bool {
     let mut rest = args.iter().map(|a| a.lit.as_str());
     while let Some(a) = rest.next() {
         if a == "--" {
