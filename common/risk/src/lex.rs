@@ -3,7 +3,7 @@
 //! substitution's end is found by `word::find_close`, which keeps its own stack, so nothing
 //! recurses on the input and nothing backtracks.
 
-use super::word::{Frame, backtick_end, find, find_close};
+use super::word::{Frame, arith_end, backtick_end, find, find_close};
 
 /// A token; words are slices of the source, with their byte offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +38,12 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
             b' ' | b'\t' => i += 1,
             b'\\' if b.get(i + 1) == Some(&b'\n') => i += 2,
             b'#' => i = find(b, i, b'\n'),
+            // `(( … ))`: an arithmetic command, one word (its `<<` is a shift).
+            b'(' if b.get(i + 1) == Some(&b'(') && arith_end(b, i + 2).is_some() => {
+                let end = arith_end(b, i + 2).unwrap_or(b.len()) + 1;
+                out.push(Token::Word(&src[i..end], i));
+                i = end;
+            }
             c if starts_operator(c) => {
                 let op = OPERATORS
                     .iter()
@@ -85,7 +91,7 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
 }
 
 /// The end of the word starting at `i`.
-fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
+pub(super) fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
     while i < b.len() {
         match b[i] {
             b' ' | b'\t' => return Ok(i),
@@ -109,6 +115,9 @@ fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
                 i += 1;
             }
             b'$' => match b.get(i + 1) {
+                Some(b'(') if b.get(i + 2) == Some(&b'(') && arith_end(b, i + 3).is_some() => {
+                    i = arith_end(b, i + 3).unwrap_or(b.len()) + 1;
+                }
                 Some(b'(') => {
                     i = find_close(b, i + 2, Frame::cmd()).ok_or("an unclosed `$(`")? + 1;
                 }

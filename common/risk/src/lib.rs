@@ -253,6 +253,14 @@ pub(crate) struct Acc {
     written_unnamed: bool,
     /// It runs a Python module (looked for in the current directory first).
     module: bool,
+    /// It writes under `/etc/profile.d/` (or `/etc/bash*`), or under a `.git/`.
+    wrote_profile_d: bool,
+    wrote_git_dir: bool,
+    /// It evaluates arithmetic (`$((…))`, `((…))`, `let`, `[[ … -eq … ]]`)…
+    arith: bool,
+    /// …and decodes text at run time (`base64 -d`): a variable may hold a command in an
+    /// array subscript, which arithmetic runs.
+    decodes: bool,
     /// It changed into, or linked to, a directory of descriptors (`cd /dev/fd`,
     /// `ln -s /proc/self/fd d`): a relative path it runs may be one.
     descriptor_dirs: bool,
@@ -291,6 +299,8 @@ impl Acc {
     /// Notes a file the command writes, by its name: whatever directory it is written in,
     /// the shell may have changed to it before the file is run.
     pub(crate) fn wrote(&mut self, path: &str) {
+        self.wrote_profile_d |= path.contains("profile.d/") || path.contains("/etc/bash");
+        self.wrote_git_dir |= path.contains(".git/");
         if let Some(name) = file_name(path) {
             self.written.push(name);
         }
@@ -307,6 +317,16 @@ impl Acc {
     /// `w`): any file it runs may be that one.
     pub(crate) fn wrote_unnamed(&mut self) {
         self.written_unnamed = true;
+    }
+
+    /// Notes that the command evaluates arithmetic.
+    pub(crate) fn arithmetic(&mut self) {
+        self.arith = true;
+    }
+
+    /// Notes that the command decodes text at run time.
+    pub(crate) fn decodes(&mut self) {
+        self.decodes = true;
     }
 
     /// Notes that the command runs a Python module, which Python looks for in the
@@ -329,6 +349,10 @@ impl Acc {
         self.written_unnamed |= inner.written_unnamed;
         self.module |= inner.module;
         self.descriptor_dirs |= inner.descriptor_dirs;
+        self.arith |= inner.arith;
+        self.wrote_profile_d |= inner.wrote_profile_d;
+        self.wrote_git_dir |= inner.wrote_git_dir;
+        self.decodes |= inner.decodes;
     }
 
     /// What two findings mean together: a download and an interpreter, destructive SQL
@@ -382,11 +406,18 @@ impl Acc {
                 "runs `{name}`, which may be the file the same command writes (sed's w)"
             ));
         }
-        // A shell's start-up file written, and a shell run: it runs what was written.
+        if self.arith && self.decodes {
+            self.unread(
+                "evaluates arithmetic in a command that decodes text at run time: a value holding an array subscript with a command in it (`a[$(…)]`) runs that command",
+            );
+        }
+        // Files a program reads as code of its own: a shell's start-up files (any shell),
+        // a makefile (make), a repository's configuration and hooks (git).
         const STARTUP: &[&str] = &[
             ".bashrc",
             ".bash_profile",
             ".bash_login",
+            ".bash_logout",
             ".profile",
             "bash.bashrc",
             "profile",
@@ -394,18 +425,28 @@ impl Acc {
             ".zshenv",
             ".zprofile",
             ".zlogin",
+            ".zlogout",
             ".kshrc",
             ".mkshrc",
             "environment",
+            ".inputrc",
         ];
-        if let Some(file) = self.written.iter().find(|w| STARTUP.contains(&w.as_str()))
-            && self
-                .programs
+        let runs = |what: &dyn Fn(&str) -> bool| {
+            self.programs
                 .iter()
-                .any(|p| rules::code_reader(p.rsplit('/').next().unwrap_or(p)) == Some(true))
-        {
+                .any(|p| what(p.rsplit('/').next().unwrap_or(p)))
+        };
+        let shell = runs(&|p| rules::code_reader(p) == Some(true));
+        let make = runs(&|p| matches!(p, "make" | "gmake"));
+        let git = runs(&|p| p == "git");
+        let found = self.written.iter().find(|w| {
+            (shell && (STARTUP.contains(&w.as_str()) || self.wrote_profile_d))
+                || (make && matches!(w.as_str(), "Makefile" | "makefile" | "GNUmakefile"))
+                || (git && (self.wrote_git_dir || w.as_str() == "config"))
+        });
+        if let Some(file) = found.cloned() {
             self.unread(format!(
-                "writes `{file}`, a shell's start-up file, and runs a shell, which reads it"
+                "writes `{file}`, which a program it runs reads as code (a shell's start-up file, a makefile, a repository's configuration)"
             ));
         }
         // A name Python may import: a module or package of the same name.

@@ -260,6 +260,8 @@ struct Frame {
     positional: bool,
     /// The function it is the body of.
     function: Option<String>,
+    /// The commands run in it, by name.
+    calls: Vec<String>,
     /// For a process substitution: where the reading goes on after it.
     resume: Option<Box<Resume>>,
 }
@@ -279,6 +281,8 @@ struct Function {
     name: String,
     reader: Option<bool>,
     positional: bool,
+    /// The commands its body runs, by name (a function among them adds its readers).
+    calls: Vec<String>,
 }
 
 /// What the script has shown so far of the shell running it.
@@ -342,12 +346,14 @@ impl Shell {
         if let Some(parent) = self.frames.last_mut() {
             parent.reader = parent.reader.max(frame.reader);
             parent.positional |= frame.positional;
+            parent.calls.extend(frame.calls.iter().cloned());
         }
         if let Some(name) = frame.function.take() {
             self.bodies.push(Function {
                 name,
                 reader: frame.reader,
                 positional: frame.positional,
+                calls: std::mem::take(&mut frame.calls),
             });
         }
         match frame.resume.take() {
@@ -364,6 +370,22 @@ impl Shell {
 
     fn body(&self, name: &str) -> Option<&Function> {
         self.bodies.iter().rev().find(|f| f.name == name)
+    }
+
+    /// What function `name` reads its program from its input with, through the functions
+    /// it calls (defined before or after it).
+    fn reader_of(&self, name: &str, seen: &mut Vec<String>) -> Option<bool> {
+        if seen.iter().any(|s| s == name) {
+            return None;
+        }
+        seen.push(name.to_string());
+        let body = self.body(name)?;
+        let calls = body.calls.clone();
+        let mut reader = body.reader;
+        for c in calls {
+            reader = reader.max(self.reader_of(&c, seen));
+        }
+        reader
     }
 }
 
@@ -621,6 +643,9 @@ fn feed(input: Source, shell: bool, acc: &mut Acc) {
     match input {
         Source::Given | Source::Closed => {}
         Source::File(w) => {
+            if w.lit.starts_with("/dev/tcp/") || w.lit.starts_with("/dev/udp/") {
+                acc.unread("a shell or interpreter reads its program from the network");
+            }
             if w.dynamic || descriptor(&w.lit).is_some() {
                 acc.unread(
                     "a shell or interpreter reads its program from a file named at run time",
@@ -665,6 +690,29 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         }
         rules::simple(&words, &place, &shell.functions, acc)
     };
+    // `alias cat=sh`: a later `cat` reads its input as `sh` would.
+    if words
+        .first()
+        .is_some_and(|w| !w.dynamic && w.lit == "alias")
+    {
+        for w in &words[1..] {
+            if let Some((alias, body)) = w.lit.split_once('=')
+                && reads_input(body)
+            {
+                shell.functions.push(alias.to_string());
+                shell.bodies.push(Function {
+                    name: alias.to_string(),
+                    reader: Some(true),
+                    positional: false,
+                    calls: Vec::new(),
+                });
+            }
+        }
+    }
+    if let (Some(f), Some(n)) = (shell.frames.last_mut(), name.as_ref()) {
+        // A function's body that calls another (defined before or after).
+        f.calls.push(n.clone());
+    }
     let reserved = |w: &Word| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str());
     // What reads its program from its input here: a group's redirection (`} < s`,
     // `) < s`, `done < s`) feeds the readers inside it; a function's call, those of its
@@ -678,10 +726,32 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
                 body.name
             ));
         }
-        body.reader
+        shell.reader_of(&body.name.clone(), &mut Vec::new())
     } else {
         from_input(&words)
     };
+    let unreserved = words
+        .iter()
+        .position(|w| w.dynamic || !rules::RESERVED.contains(&w.lit.as_str()))
+        .unwrap_or(words.len());
+    if words
+        .get(unreserved)
+        .is_some_and(|w| !w.dynamic && w.lit == "coproc")
+    {
+        let rest = &words[unreserved + 1..];
+        let rest = match rest {
+            [n, g, ..] if matches!(g.lit.as_str(), "{" | "(") && !n.dynamic => &rest[1..],
+            _ => rest,
+        };
+        if from_input(rest).is_some()
+            || rest
+                .first()
+                .is_some_and(|w| matches!(w.lit.as_str(), "{" | "("))
+        {
+            // It reads what the script sends it (`>&${COPROC[1]}`).
+            acc.unread("`coproc` runs a reader of what the script sends it");
+        }
+    }
     if is_exec(&words) {
         // `exec < s`, `exec 3< s`: the shell's own descriptors, for every command after
         // (in `eval`'s script too).
@@ -799,6 +869,38 @@ fn from_input(words: &[Word]) -> Option<bool> {
     };
     match name {
         "." | "source" => args.first().filter(|w| is_stdin_path(&w.lit)).map(|_| true),
+        // `sh -c sh`: the script it is given reads the input.
+        n if rules::code_reader(n) == Some(true) && has(&["-c"]) => {
+            let at = args.iter().position(|a| a.lit == "-c")?;
+            let script = args.get(at + 1)?;
+            reads_input(&script.lit).then_some(true)
+        }
+        // `find … -exec sh \;`: each command it runs inherits its input.
+        "find" => {
+            let at = args
+                .iter()
+                .position(|a| matches!(a.lit.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))?;
+            let end = owned[at + 1..]
+                .iter()
+                .position(|w| matches!(w.lit.as_str(), ";" | "+"))
+                .map_or(owned.len(), |e| at + 1 + e);
+            from_input(&owned[at + 1..end])
+        }
+        "socat" => args
+            .iter()
+            .any(|a| {
+                a.lit.to_ascii_uppercase().contains("EXEC:")
+                    || a.lit.to_ascii_uppercase().contains("SYSTEM:")
+            })
+            .then_some(true),
+        // With no command, the remote shell (this host's, for `localhost`) reads it.
+        "ssh" => (args.iter().filter(|a| !a.lit.starts_with('-')).count() <= 1).then_some(true),
+        "machinectl" => args
+            .iter()
+            .any(|a| matches!(a.lit.as_str(), "shell" | "login"))
+            .then_some(true),
+        // m4 runs `syscmd` and `esyscmd` from what it reads.
+        "m4" => args.iter().all(|a| a.lit.starts_with('-')).then_some(true),
         "su" => (!has(&["-c", "--command", "--session-command"])).then_some(true),
         "runuser" if has(&["-u", "--user"]) => wrapped(),
         "runuser" => (!has(&["-c", "--command", "--session-command"])).then_some(true),
@@ -812,7 +914,30 @@ fn from_input(words: &[Word]) -> Option<bool> {
         n if let Some(kind) = rules::code_reader(n) => {
             rules::reads_script_from_input(&owned, kind).then_some(kind)
         }
-        n if WRAPPERS.contains(&n) => wrapped(),
+        n if WRAPPERS.contains(&n) || n == "valgrind" => wrapped(),
         _ => None,
     }
+}
+
+/// Whether a script (a `trap`'s, an alias's, `sh -c`'s) has a command reading its program
+/// from its input.
+pub(crate) fn reads_input(script: &str) -> bool {
+    let Ok(tokens) = lex::lex(script) else {
+        return true;
+    };
+    let mut words: Vec<Word> = Vec::new();
+    let mut found = false;
+    let mut check = |words: &mut Vec<Word>| {
+        found |= from_input(words).is_some();
+        words.clear();
+    };
+    for t in &tokens {
+        match t {
+            Token::Word(w, _) => words.push(Word::literal(w)),
+            Token::Op(_, _) => check(&mut words),
+            Token::Body(_) => {}
+        }
+    }
+    check(&mut words);
+    found
 }

@@ -192,7 +192,8 @@ proptest! {
         let joined = match wrap {
             0 => format!("{x}{op}{y}"),
             1 => format!("({x}){op}{y}"),
-            2 => format!("echo $({x}){op}{y}"),
+            // A space: `$((` would start arithmetic.
+            2 => format!("echo $( {x}){op}{y}"),
             _ => format!("{{ {x}; }}{op}{y}"),
         };
         prop_assume!(parses(&joined));

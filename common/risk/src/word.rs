@@ -152,22 +152,38 @@ impl<'a, 'c> Scan<'a, 'c> {
         let i = self.i;
         match b.get(i + 1) {
             Some(b'(') => {
+                if b.get(i + 2) == Some(&b'(')
+                    && let Some(close) = arith_end(b, i + 3)
+                {
+                    // `$((…))`: arithmetic, as bash tries it first (`$((ls); rm x)` is a
+                    // command substitution): no quotes, no comments in it.
+                    self.inside(i + 3, close - 1, "$((…))");
+                    self.acc.arithmetic();
+                    self.i = (close + 1).min(b.len());
+                    return;
+                }
                 let end = find_close(b, i + 2, Frame::cmd());
                 let close = end.unwrap_or(b.len());
-                if b.get(i + 2) == Some(&b'(')
-                    && end.is_some()
-                    && close > i + 3
-                    && b[close - 1] == b')'
                 {
-                    // `$((…))`: arithmetic (`$((ls); rm x)` is a command substitution).
-                    self.inside(i + 3, close - 1, "$((…))");
-                } else {
                     self.substitution(&self.s[i + 2..close]);
                 }
                 self.i = (close + 1).min(b.len());
             }
             Some(b'{') => {
                 let close = find_close(b, i + 2, Frame::Brace(b'}')).unwrap_or(b.len());
+                let inner = &self.s[i + 2..close.max(i + 2)];
+                let name: String = inner
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if super::rules::runs_later(&name)
+                    && (inner[name.len()..].starts_with(":=")
+                        || inner[name.len()..].starts_with('='))
+                {
+                    self.acc.unread(format!(
+                        "`${{{name}:=…}}` sets `{name}`, which the shell runs later"
+                    ));
+                }
                 if self.s[i + 2..close.max(i + 2)].ends_with("@P") {
                     // A prompt expansion runs the command substitutions in the value.
                     self.acc
@@ -178,6 +194,7 @@ impl<'a, 'c> Scan<'a, 'c> {
             }
             Some(b'[') => {
                 let close = find_close(b, i + 2, Frame::Brace(b']')).unwrap_or(b.len());
+                self.acc.arithmetic();
                 self.inside(i + 2, close, "$((…))");
                 self.i = (close + 1).min(b.len());
             }
@@ -220,7 +237,10 @@ impl<'a, 'c> Scan<'a, 'c> {
         }
         let text = &self.s[from..to.max(from)];
         if text.contains(['$', '`']) {
-            Scan::new(text, self.acc, true, self.nest + 1).run(Ctx::Bare);
+            // Read as a here-document's body is: quotes do not quote (inside `"${x:-'…'}"`
+            // and in arithmetic, bash takes a `'` as a plain character), so every
+            // substitution in it is judged.
+            Scan::new(text, self.acc, true, self.nest + 1).run(Ctx::HereDoc);
         }
     }
 
@@ -387,12 +407,13 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 _ => Step::Plain,
             },
             Frame::Brace(close) if c == *close => Step::Close,
-            Frame::Brace(_) => match c {
+            Frame::Brace(close) => match c {
                 b'\\' => {
                     i += 1;
                     Step::Read
                 }
-                b'\'' => {
+                // In `$[…]` (arithmetic) a `'` is a plain character.
+                b'\'' if *close == b'}' => {
                     i = find(b, i + 1, b'\'');
                     Step::Read
                 }
@@ -447,7 +468,7 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                     }
                     Step::Read
                 }
-                _ if word_start && keyword(b, i, b"case") => {
+                _ if word_start && keyword(b, i, b"case") && command_position(b, from, i) => {
                     *cases += 1;
                     Step::Read
                 }
@@ -464,7 +485,13 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 i = backtick_end(b, i + 1);
                 Step::Read
             }
-            (Step::Plain, b'$', Some(b'(')) => Step::Open(Frame::cmd()),
+            (Step::Plain, b'$', Some(b'(')) => match b.get(i + 2) {
+                Some(b'(') if let Some(end) = arith_end(b, i + 3) => {
+                    i = end;
+                    Step::Read
+                }
+                _ => Step::Open(Frame::cmd()),
+            },
             (Step::Plain, b'$', Some(b'{')) => Step::Open(Frame::Brace(b'}')),
             (Step::Plain, b'$', Some(b'[')) => Step::Open(Frame::Brace(b']')),
             (step, ..) => step,
@@ -496,6 +523,44 @@ fn keyword(b: &[u8], i: usize, k: &[u8]) -> bool {
             .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b')'))
 }
 
+/// The index of the second `)` of the `))` closing arithmetic that opened (`$((`, `((`)
+/// just before `from`, or `None` when the parentheses do not close so (then it is a
+/// command substitution or subshells, as bash decides). No quotes and no comments apply.
+pub(super) fn arith_end(b: &[u8], from: usize) -> Option<usize> {
+    let mut depth = 0u32;
+    let mut i = from;
+    while i < b.len() {
+        match b[i] {
+            b'(' => depth += 1,
+            b')' if depth > 0 => depth -= 1,
+            b')' => return (b.get(i + 1) == Some(&b')')).then_some(i + 1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Whether the word at `i` stands where a command starts (after a separator or a
+/// reserved word), so that `case` there opens a case (`echo case` does not).
+fn command_position(b: &[u8], from: usize, i: usize) -> bool {
+    let mut j = i;
+    while j > from && matches!(b[j - 1], b' ' | b'\t') {
+        j -= 1;
+    }
+    if j == from || matches!(b[j - 1], b';' | b'&' | b'|' | b'(' | b'\n') {
+        return true;
+    }
+    let end = j;
+    while j > from && !matches!(b[j - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') {
+        j -= 1;
+    }
+    matches!(
+        &b[j..end],
+        b"then" | b"do" | b"else" | b"elif" | b"if" | b"while" | b"until" | b"{" | b"!" | b"time"
+    )
+}
+
 /// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`,
 /// quoted, index after it). One with ANSI-C escapes is kept as written: the text is read
 /// again by `lex`, which holds it unread.
@@ -508,14 +573,8 @@ fn heredoc_delimiter(b: &[u8], mut i: usize) -> (String, bool, bool, usize) {
         i += 1;
     }
     let start = i;
-    while i < b.len()
-        && !matches!(
-            b[i],
-            b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'<' | b'>' | b'(' | b')'
-        )
-    {
-        i += 1;
-    }
+    // The word as bash cuts it (`E\ F`, `'E F'` are one).
+    i = super::lex::word_end(b, i).unwrap_or(b.len());
     let raw = String::from_utf8_lossy(&b[start..i]);
     let (delimiter, quoted) = super::lex::delimiter(&raw).unwrap_or((raw.to_string(), true));
     (delimiter, strip, quoted, i)

@@ -13,6 +13,7 @@ mod wrappers;
 pub(crate) use wrappers::reads_script_from_input;
 
 pub use names::SHELL_ONLY;
+pub(crate) use names::runs_later;
 pub use texts::sql_text;
 
 use args::{after_options, dynamic, flag, lits, operands, values};
@@ -148,6 +149,17 @@ pub fn simple(
     let (first, args) = rest.split_first()?;
     if first.dynamic {
         acc.unread("the program to run comes from an expansion (built at run time)");
+        return None;
+    }
+    if first.lit.starts_with("((") && first.lit.ends_with("))") {
+        // An arithmetic command to bash (what it runs, `$(…)` in it, was judged with its
+        // word); to a shell without it (dash), subshells: judged as those too.
+        acc.arithmetic();
+        acc.compound = true;
+        acc.raise(Low, "arithmetic");
+        if !first.dynamic {
+            super::shell::script(&first.lit[1..first.lit.len() - 1], acc);
+        }
         return None;
     }
     if first.lit.starts_with('{') && (first.lit.contains(',') || first.lit.contains("..")) {
@@ -325,11 +337,39 @@ fn program(word: &str, acc: &mut Acc) -> String {
 /// rule finds its operands harmless too; a `read_only` finding without an accepting model
 /// is raised to `config_mutation`, naming the option (or the missing model).
 fn command(name: &str, args: &[Word], acc: &mut Acc) {
+    if matches!(
+        name,
+        "base64" | "base32" | "basenc" | "uudecode" | "openssl" | "xxd"
+    ) && args
+        .iter()
+        .any(|w| matches!(w.lit.as_str(), "-d" | "--decode" | "-D" | "-r" | "-revert"))
+        || name == "uudecode"
+    {
+        acc.decodes();
+    }
+    if matches!(name, "let" | "[[")
+        && (name == "let"
+            || args.iter().any(|w| {
+                matches!(
+                    w.lit.as_str(),
+                    "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"
+                )
+            }))
+        || (matches!(name, "declare" | "typeset" | "local") && flag(args, &['i'], &[]))
+    {
+        acc.arithmetic();
+    }
+    if name == "unzip" && !flag(args, &['l', 'v', 't', 'Z'], &[]) {
+        // What it extracts is named inside the archive.
+        acc.wrote_unnamed();
+    }
     if matches!(name, "cd" | "pushd")
         && args
             .iter()
             .find(|w| !w.lit.starts_with('-'))
-            .is_some_and(|d| d.dynamic || d.lit.starts_with("/dev") || d.lit.starts_with("/proc"))
+            .is_some_and(|d| {
+                !d.dynamic && (d.lit.starts_with("/dev") || d.lit.starts_with("/proc"))
+            })
     {
         // A relative path run from there may be a descriptor (`cd /dev/fd; sh 3`).
         acc.descriptor_dirs = true;
@@ -395,6 +435,11 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     if DATABASES.contains(&name) {
         acc.database = true;
         acc.raise(Config, format!("`{name}` runs database statements"));
+        if args.iter().any(|w| w.dynamic) {
+            acc.unread(format!(
+                "`{name}` is given statements built at run time (an expansion)"
+            ));
+        }
         if acc.piped_in {
             // Its own commands too: `\!`, `.shell`, `system`.
             acc.unread(format!(
@@ -483,7 +528,7 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             }
             if name == "rsync"
                 && a.iter()
-                    .any(|x| x.starts_with("--delete") || *x == "--remove-source-files")
+                    .any(|x| x.starts_with("--del") || *x == "--remove-source-files")
             {
                 acc.raise(
                     Destructive,
@@ -562,6 +607,26 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             } else {
                 acc.raise(Config, format!("`{name}` changes a disk's settings"));
             }
+        }
+        "lvm" => match args.split_first() {
+            Some((sub, rest)) if !sub.dynamic => command(&sub.lit, rest, acc),
+            _ => acc.raise(Config, "`lvm` changes volumes"),
+        },
+        "btrfs"
+            if a.iter()
+                .any(|x| matches!(*x, "delete" | "del" | "remove" | "rm")) =>
+        {
+            acc.raise(Destructive, "`btrfs` deletes a subvolume or device")
+        }
+        "ddrescue" | "dcfldd" => acc.raise(Destructive, format!("`{name}` writes raw blocks")),
+        "dmsetup"
+            if a.iter()
+                .any(|x| matches!(*x, "remove" | "remove_all" | "wipe_table" | "clear")) =>
+        {
+            acc.raise(Destructive, "`dmsetup` removes or wipes a mapped device")
+        }
+        "mysqladmin" if a.contains(&"drop") => {
+            acc.raise(Destructive, "`mysqladmin drop` deletes a database")
         }
         "ed" | "red" | "dc" => {
             acc.raise(
@@ -661,7 +726,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 && (acc.piped_in || a.iter().any(|x| crate::shell::is_stdin_path(x)));
             if args.iter().any(|w| w.dynamic)
                 || from_input
-                || a.iter().any(|x| x.contains("system") || x.contains('|'))
+                || a.iter().any(|x| {
+                    x.contains("system(")
+                        || x.contains("system (")
+                        || (x.contains('|')
+                            && ["print", "getline", "close"].iter().any(|k| x.contains(k)))
+                })
             {
                 // `system(sprintf(…))`, `cmd | getline`: a command the program builds.
                 acc.unread(format!("`{name}` runs commands its program builds"));
@@ -683,10 +753,39 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 ],
             ) {
                 acc.raise(Config, "`tar` runs a program given in its options");
-                // `--checkpoint-action=exec=…`: a shell command, judged as one.
+                // `--checkpoint-action=exec=…`, `--to-command=…`: shell commands, judged
+                // as such.
                 for x in &a {
                     if let Some(cmd) = x.split_once("exec=").map(|(_, c)| c) {
                         crate::shell::script(cmd, acc);
+                    }
+                    for opt in [
+                        "--to-command=",
+                        "--use-compress-program=",
+                        "--info-script=",
+                        "--new-volume-script=",
+                        "--rsh-command=",
+                        "--rmt-command=",
+                    ] {
+                        if let Some(cmd) = x.strip_prefix(opt) {
+                            crate::shell::script(cmd, acc);
+                        }
+                    }
+                }
+                for w in values(
+                    args,
+                    &['I', 'F'],
+                    &[
+                        "to-command",
+                        "use-compress-program",
+                        "info-script",
+                        "new-volume-script",
+                    ],
+                ) {
+                    if w.dynamic {
+                        acc.unread("`tar` runs a command built at run time");
+                    } else {
+                        crate::shell::script(&w.lit, acc);
                     }
                 }
             }
@@ -703,8 +802,33 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             {
                 acc.raise(ReadOnly, "`tar` lists an archive");
             } else {
+                // What it extracts is named inside the archive.
+                acc.wrote_unnamed();
                 acc.raise(Config, "`tar` creates or extracts files");
             }
+        }
+        "cpio" | "patch" | "uudecode" | "ar" | "7z" | "7za" | "bsdtar" => {
+            acc.wrote_unnamed();
+            acc.raise(
+                Config,
+                format!("`{name}` writes files named inside its input"),
+            );
+        }
+        "sponge" => {
+            for o in operands(args) {
+                acc.wrote(o);
+            }
+            acc.raise(Config, "`sponge` writes a file");
+        }
+        "gunzip" | "unxz" | "bunzip2" | "unzstd" | "unlzma" | "uncompress" | "lunzip" => {
+            decompressed(args, acc);
+            acc.raise(Config, format!("`{name}` writes decompressed files"));
+        }
+        "gzip" | "xz" | "bzip2" | "zstd" | "lzma" | "lzip" | "brotli"
+            if flag(args, &['d'], &["decompress", "uncompress"]) =>
+        {
+            decompressed(args, acc);
+            acc.raise(Config, format!("`{name} -d` writes decompressed files"));
         }
         "unzip" => reader_unless(
             name,
@@ -1143,6 +1267,19 @@ pub fn write_target(target: &Word, acc: &mut Acc) {
         }
         acc.wrote(&target.lit);
         acc.raise(Config, format!("writes to {}", target.lit));
+    }
+}
+
+/// A decompressor's operands: each writes the file named without its suffix.
+fn decompressed(args: &[Word], acc: &mut Acc) {
+    for o in operands(args) {
+        let name = [
+            ".gz", ".xz", ".bz2", ".zst", ".lzma", ".Z", ".lz", ".br", ".tgz",
+        ]
+        .iter()
+        .find_map(|x| o.strip_suffix(x))
+        .unwrap_or(o);
+        acc.wrote(name);
     }
 }
 

@@ -198,6 +198,17 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
         return;
     };
     let sub = sub.lit.as_str();
+    // `git rebase --exec CMD`, `-x CMD`: a shell command git runs after each commit.
+    if sub == "rebase" {
+        for w in super::args::values(sargs, &['x'], &["exec"]) {
+            if w.dynamic {
+                acc.unread("`git rebase --exec` runs a command built at run time");
+            } else {
+                crate::shell::script(&w.lit, acc);
+            }
+        }
+    }
+
     let ops = operands(sargs);
     let sa = lits(sargs);
     let g = |what: &str| format!("`git {sub}` {what}");

@@ -222,6 +222,24 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 }
             }
         }
+        "mapfile" | "readarray" => {
+            acc.raise(Low, format!("`{name}` reads lines into a variable"));
+            // `-C CALLBACK`: shell code run for the lines it reads.
+            if let Some(i) = a.iter().position(|x| *x == "-C")
+                && let Some(cb) = args.get(i + 1)
+            {
+                acc.unread(format!("`{name} -C` runs code on the lines it reads"));
+                inner_script(cb, acc);
+            }
+        }
+        "fc" if !flag(args, &['l'], &[]) => {
+            acc.unread("`fc` runs commands from the shell's history, not read here");
+        }
+        "valgrind" => {
+            acc.raise(Config, "`valgrind` runs a command");
+            let inner = after_options(args, &[]);
+            inner_command(inner, acc);
+        }
         "nohup" => {
             acc.raise(Low, "`nohup` writes nohup.out");
             inner_command(args, acc);
@@ -375,6 +393,16 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             // What a variable is given is what the programs after it read: `export
             // GIT_DIR=…` or `declare -x PAGER=…` as a `VAR=value` prefix would be; a
             // variable that chooses code exported by name was set before, unseen.
+            if matches!(name, "declare" | "typeset" | "local")
+                && flag(args, &['n'], &[])
+                && args.iter().any(|w| {
+                    w.lit.split_once('=').is_some_and(|(_, v)| {
+                        super::names::runs_later(v.split('[').next().unwrap_or(v))
+                    })
+                })
+            {
+                acc.unread(format!("`{name} -n` names a variable the shell runs later"));
+            }
             if matches!(
                 name,
                 "export" | "readonly" | "declare" | "typeset" | "local"
@@ -409,6 +437,12 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 } else {
                     acc.compound = true;
                     shell::script(body, acc);
+                    if shell::reads_input(body) {
+                        // It runs later, on whatever the input is then (`exec < f`, a pipe).
+                        acc.unread(format!(
+                            "`{name}` runs a shell or interpreter later, on whatever its input is then"
+                        ));
+                    }
                 }
             }
         }
