@@ -224,13 +224,28 @@ pub fn verify(gw: &Gateway) -> anyhow::Result<i32> {
                 t["head_seq"],
                 t["head_hash"].as_str().unwrap_or("")
             );
-        } else {
+        } else if t["broken_seq"].as_i64().unwrap_or(0) != 0 {
             code = 1;
             println!(
                 "{trail}: BROKEN at seq {}: {}",
                 t["broken_seq"],
                 t["broken_reason"].as_str().unwrap_or("")
             );
+        }
+        let ledger = &t["ledger"];
+        match ledger["broken_execution"].as_str() {
+            Some(id) if !id.is_empty() => {
+                code = 1;
+                println!(
+                    "{trail}: executions ledger BROKEN at execution {id}: {}",
+                    ledger["broken_reason"].as_str().unwrap_or("")
+                );
+            }
+            Some(_) => println!(
+                "{trail}: executions ledger matches the trail ({} ran, {} launch intents)",
+                ledger["ran"], ledger["intents"]
+            ),
+            None => {}
         }
     }
     Ok(code)

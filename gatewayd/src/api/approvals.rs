@@ -259,7 +259,7 @@ pub async fn audit(
     ))
 }
 
-#[utoipa::path(get, path = "/api/audit/verify", tag = "audit", description = "Walks both audit trails (execd's and the gateway's) and names the first row of each that does not verify (admins): a broken chain, a MAC not made with the daemon's key, or rows missing or rewritten up to the newest anchor the other daemon holds of the trail (a trail cut short or recomputed).", responses((status = 200, description = "`{\"execd\": {\"ok\", \"rows\", \"head_seq\", \"head_hash\", \"broken_seq\", \"broken_reason\", \"anchor\": {\"seq\", \"hash\", \"at_ms\", \"by\"} | null}, \"gateway\": {…}}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
+#[utoipa::path(get, path = "/api/audit/verify", tag = "audit", description = "Walks both audit trails (execd's and the gateway's) and names the first row of each that does not verify (admins): a broken chain, a MAC not made with the daemon's key, or rows missing or rewritten up to the newest anchor the other daemon holds of the trail (a trail cut short or recomputed); and execd's executions ledger against its trail (`ledger`: the first execution whose command, directory or profile is not what its launch.intent recorded, that ran with none, or whose intent names no row).", responses((status = 200, description = "`{\"execd\": {\"ok\", \"rows\", \"head_seq\", \"head_hash\", \"broken_seq\", \"broken_reason\", \"ledger\": {\"ran\", \"intents\", \"broken_execution\", \"broken_reason\"}, \"anchor\": {\"seq\", \"hash\", \"at_ms\", \"by\"} | null}, \"gateway\": {…}}`"), (status = 401, description = "not logged in", body = ErrorBody), (status = 403, description = "not allowed (role, scope or cross-site)", body = ErrorBody)))]
 pub async fn audit_verify(
     State(api): State<Shared>,
     caller: Caller,
@@ -314,6 +314,9 @@ pub async fn audit_verify(
     Ok(Json(json!({
         "execd": {"ok": e.ok, "rows": e.rows, "head_seq": e.head_seq, "head_hash": e.head_hash,
                   "broken_seq": e.broken_seq, "broken_reason": e.broken_reason,
+                  "ledger": {"ran": e.ledger_ran, "intents": e.ledger_intents,
+                             "broken_execution": e.ledger_broken_execution,
+                             "broken_reason": e.ledger_broken_reason},
                   "anchor": anchor_json(e.anchor.as_ref().map(|a| (a.seq, a.hash.as_str(), a.at_ms, a.by.as_str())))},
         "gateway": {"ok": broken_seq == 0, "rows": g.rows, "head_seq": g.head_seq,
                     "head_hash": g.head_hash, "broken_seq": broken_seq, "broken_reason": broken_reason,
