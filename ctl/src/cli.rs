@@ -66,6 +66,10 @@ pub enum Command {
         /// As root: the socket group is N, the daemons' uids N+1..N+3
         #[arg(long, value_name = "N", default_value_t = 64200)]
         id_base: u32,
+        /// At the stop (Ctrl-C, SIGTERM), leave execd's launches running for the next
+        /// start to take back, as a unit's restart does (by default a stop ends them)
+        #[arg(long)]
+        keep_launches: bool,
     },
     /// Call Status on every daemon socket of the stack
     ///

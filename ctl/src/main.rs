@@ -119,6 +119,7 @@ fn run(command: Command) -> anyhow::Result<i32> {
             listen,
             bin_dir,
             id_base,
+            keep_launches,
         } => {
             let bin_dir = match bin_dir {
                 Some(d) => absolute(d)?,
@@ -133,6 +134,7 @@ fn run(command: Command) -> anyhow::Result<i32> {
                 bin_dir,
                 id_base,
                 ready_timeout: Duration::from_secs(30),
+                keep_launches,
             };
             // One thread: PR_SET_PDEATHSIG fires when the *thread* that forked a daemon
             // exits, so every daemon is spawned from the thread that lives longest.

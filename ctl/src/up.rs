@@ -49,7 +49,16 @@ pub struct UpOptions {
     /// First of four ids used when root: group `base`, uids `base+1..=base+3`.
     pub id_base: u32,
     pub ready_timeout: Duration,
+    /// A stop leaves execd's launches running for the next start (`--keep-launches`).
+    pub keep_launches: bool,
 }
+
+/// A daemon that dies is started again, as systemd's `Restart=on-failure` would, at most
+/// this many times within [`RESTART_WINDOW`] (systemd's `StartLimitBurst`); one that
+/// refused to start (exit 2: a bad configuration or database) is not.
+const RESTART_BURST: usize = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+const RESTART_DELAY: Duration = Duration::from_millis(300);
 
 /// The uids the stack runs under.
 #[derive(Debug, Clone, Copy)]
@@ -457,8 +466,9 @@ enum Ending {
     /// gets SIGUSR2 and ends every launch (verified kill, end recorded) before it exits,
     /// so nothing it ran outlives the stack.
     Stop,
-    /// A daemon died, or the start failed: the rest are stopped as for a restart — execd
-    /// gets SIGTERM and leaves its launches running for the next start to re-adopt.
+    /// The start failed, or the stop keeps launches (`--keep-launches`): the rest are
+    /// stopped as for a restart — execd gets SIGTERM and leaves its launches running for
+    /// the next start to re-adopt.
     Restart,
 }
 
@@ -789,23 +799,62 @@ pub async fn up(opts: UpOptions) -> anyhow::Result<i32> {
         // A closed stdout (`argosctl up | head`) must not take the stack down.
         let _ = writeln!(std::io::stdout().lock(), "{out}");
 
+        // What a stop does with execd's launches.
+        let stop = if opts.keep_launches {
+            (
+                Ending::Restart,
+                "stopping the stack; its launches are left for the next start",
+            )
+        } else {
+            (Ending::Stop, "stopping the stack and every launch")
+        };
+        let mut restarts: Vec<(&'static str, Instant)> = Vec::new();
         loop {
             tokio::select! {
                 _ = sigterm.recv() => {
-                    say!("argosctl: SIGTERM; stopping the stack and every launch");
-                    ending = Ending::Stop;
+                    say!("argosctl: SIGTERM; {}", stop.1);
+                    ending = stop.0;
                     break;
                 }
                 _ = sigint.recv() => {
-                    say!("argosctl: interrupted; stopping the stack and every launch");
-                    ending = Ending::Stop;
+                    say!("argosctl: interrupted; {}", stop.1);
+                    ending = stop.0;
                     break;
                 }
                 _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                    if let Some((who, status)) = reap(&mut running) {
-                        say!("argosctl: argos-{who} exited unexpectedly ({status}); stopping the rest");
+                    let Some((who, status)) = reap(&mut running) else { continue };
+                    restarts.retain(|(_, at)| at.elapsed() < RESTART_WINDOW);
+                    let recent = restarts.iter().filter(|(d, _)| *d == who).count();
+                    let why = if status.code() == Some(2) {
+                        Some("it refused to start".to_string())
+                    } else if recent >= RESTART_BURST {
+                        Some(format!("started again {recent} times within {RESTART_WINDOW:?}"))
+                    } else {
+                        None
+                    };
+                    if let Some(why) = why {
+                        // Nothing will start it again: the stack stops, its launches
+                        // with it (unless they are to be kept).
+                        say!("argosctl: argos-{who} exited unexpectedly ({status}); {why}; {}", stop.1);
+                        ending = stop.0;
                         code = 1;
                         break;
+                    }
+                    say!("argosctl: argos-{who} exited unexpectedly ({status}); starting it again");
+                    tokio::time::sleep(RESTART_DELAY).await;
+                    restarts.push((who, Instant::now()));
+                    match spawn(&bin_dir, &opts, ids, who) {
+                        Ok(r) => {
+                            if let Some(slot) = running.iter_mut().find(|r| r.name == who) {
+                                *slot = r;
+                            }
+                        }
+                        Err(e) => {
+                            say!("argosctl: starting argos-{who} again: {e:#}; {}", stop.1);
+                            ending = stop.0;
+                            code = 1;
+                            break;
+                        }
                     }
                 }
             }
@@ -841,6 +890,7 @@ mod tests {
             bin_dir: PathBuf::from("/nowhere"),
             id_base: 64200,
             ready_timeout: Duration::from_secs(1),
+            keep_launches: false,
         }
     }
 

@@ -510,11 +510,29 @@ impl Stack {
     /// they are down (someone with the disk, or what the crash left behind).
     pub fn crash_all_and_restart_with(&mut self, daemons: &[&str], between: impl FnOnce(&Path)) {
         let pids: Vec<i32> = daemons.iter().map(|d| self.daemon_pid(d)).collect();
+        let all: Vec<i32> = ["execd", "gatewayd", "mcpd", "jobd"]
+            .map(|d| self.daemon_pid(d))
+            .into();
         for pid in &pids {
             kill(Pid::from_raw(*pid), Signal::SIGKILL).expect("SIGKILL");
         }
+        // `argosctl up` would start them again, as systemd would: it goes too (before it
+        // can), and the daemons left hear of its end (PR_SET_PDEATHSIG: SIGTERM) and
+        // stop as for a restart — execd leaves its launches for the next start.
+        kill(Pid::from_raw(self.launcher_pid()), Signal::SIGKILL).expect("SIGKILL");
         let _ = self.wait_exit(Duration::from_secs(30));
         self.child = None;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while all
+            .iter()
+            .any(|p| std::path::Path::new(&format!("/proc/{p}")).exists())
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the stack's daemons did not end with their launcher"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         between(self.root.path());
         self.launch();
         let now = self.daemon_pids();

@@ -296,8 +296,8 @@ fn sigterm_to_argosctl_up_leaves_nothing_behind() {
 /// `argosctl up`'s stop is a stop (execd gets SIGUSR2, as from `systemctl stop`): a
 /// running launch is ended with the stack, and nothing it ran is left — not its shim, its
 /// init or its workload, which the harness now finds by the launch's receipt wherever
-/// they were reparented. A daemon's death stops the rest as a restart instead: the launch
-/// runs on and the next start adopts it.
+/// they were reparented. A crash (a daemon and its launcher killed) stops the rest as a
+/// restart instead: the launch runs on and the next start adopts it.
 #[test]
 fn a_stop_ends_every_launch_and_a_daemons_death_keeps_them() {
     let mut stack = StackBuilder::new().start();
@@ -328,7 +328,8 @@ fn a_stop_ends_every_launch_and_a_daemons_death_keeps_them() {
     };
     assert!(ran.iter().all(|p| alive(*p)), "{ran:?} {receipt}");
 
-    // mcpd dies: the rest stop as for a restart, and the launch outlives them.
+    // mcpd dies with the launcher: the rest stop as for a restart, and the launch
+    // outlives them.
     stack.crash_and_restart("mcpd");
     assert!(
         ran.iter().all(|p| alive(*p)),
@@ -348,23 +349,53 @@ fn a_stop_ends_every_launch_and_a_daemons_death_keeps_them() {
     }
 }
 
+/// The review: a daemon that died took the whole stack down (and execd was told to keep
+/// its launches, which nothing took back). Now `argosctl up` starts it again, as systemd
+/// would, naming it and its status; one that dies too often (6 times within a minute)
+/// stops the stack, every launch with it.
 #[test]
-fn a_dead_daemon_is_reported_and_the_rest_are_stopped() {
+fn a_dead_daemon_is_started_again_until_it_dies_too_often() {
     let mut stack = StackBuilder::new().start();
-    let mcpd = probe(&stack.socket("mcpd"), None, None).json["pid"]
-        .as_i64()
-        .unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(mcpd),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
+    let pid_of = |stack: &argos_tests::Stack| {
+        let p = probe(&stack.socket("mcpd"), None, None);
+        p.status.success().then(|| p.json["pid"].as_i64()).flatten()
+    };
+    let mut pid = pid_of(&stack).expect("mcpd answers") as i32;
+    for round in 1..=6 {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        stack.wait_log(
+            "argos-mcpd exited unexpectedly (signal: 9 (SIGKILL))",
+            round,
+        );
+        if round == 6 {
+            break;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        pid = loop {
+            match pid_of(&stack) {
+                Some(new) if new as i32 != pid => break new as i32,
+                _ => {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "mcpd was not started again: {}",
+                        stack.log()
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        };
+    }
     let status = stack.wait_exit(Duration::from_secs(20));
     assert_eq!(status.code(), Some(1), "{}", stack.log());
     let log = stack.log();
+    assert_eq!(log.matches("starting it again").count(), 5, "{log}");
     assert!(
-        log.contains("argos-mcpd exited unexpectedly (signal: 9 (SIGKILL))"),
-        "the launcher names the daemon and its status:\n{log}"
+        log.contains("started again 5 times within 60s; stopping the stack and every launch"),
+        "{log}"
     );
     stack.assert_nothing_left();
 }
