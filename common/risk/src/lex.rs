@@ -26,6 +26,43 @@ fn starts_operator(c: u8) -> bool {
 
 /// Tokens of `src`, or why it is not a complete command (an unclosed quote or
 /// substitution: the shell would run none of it).
+/// `src` with its line continuations (a `\` before a newline, outside single quotes)
+/// removed, as the shell removes them before it reads words: `$\⏎'…'` is `$'…'`, and a
+/// here-document's delimiter `\⏎E` is `E`.
+pub fn joined(src: &str) -> std::borrow::Cow<'_, str> {
+    if !src.contains("\\\n") {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let b = src.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let (mut single, mut double) = (false, false);
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' if !single && b.get(i + 1) == Some(&b'\n') => i += 2,
+            b'\\' if !single => {
+                out.extend_from_slice(&b[i..(i + 2).min(b.len())]);
+                i += 2;
+            }
+            b'\'' if !double => {
+                single = !single;
+                out.push(b'\'');
+                i += 1;
+            }
+            b'"' if !single => {
+                double = !double;
+                out.push(b'"');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
 pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
     let b = src.as_bytes();
     let mut out = Vec::new();
@@ -115,6 +152,8 @@ pub(super) fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
                 i += 1;
             }
             b'$' => match b.get(i + 1) {
+                // dash has neither `$'…'` nor `$[…]`: a plain `$`.
+                Some(b'\'' | b'[') if super::word::dash() => i += 1,
                 Some(b'(') if b.get(i + 2) == Some(&b'(') && arith_end(b, i + 3).is_some() => {
                     i = arith_end(b, i + 3).unwrap_or(b.len()) + 1;
                 }
@@ -174,6 +213,8 @@ pub(crate) fn delimiter(raw: &str) -> Option<(String, bool)> {
                 quoted = true;
                 i = end + 1;
             }
+            // A line continuation, gone before the word is read.
+            b'\\' if b.get(i + 1) == Some(&b'\n') => i += 2,
             b'\\' => {
                 if let Some(&c) = b.get(i + 1) {
                     out.push(c);

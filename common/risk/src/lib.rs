@@ -147,7 +147,19 @@ fn judge_command(command: Command<'_>, acc: &mut Acc) {
         Command::Shell(s) if s.trim().is_empty() => {
             acc.raise(Class::ConfigMutation, "an empty command")
         }
-        Command::Shell(s) => shell::script(s, acc),
+        Command::Shell(s) => {
+            shell::script(s, acc);
+            // Where dash reads the text otherwise than bash (`$'…'`, `$[…]`, a `'`
+            // inside a double-quoted `${…}`), it is judged as dash reads it too.
+            if s.contains("$'") || s.contains("$[") || (s.contains("${") && s.contains('\'')) {
+                let mut dash = Acc {
+                    depth: acc.depth,
+                    ..Acc::default()
+                };
+                word::as_dash(|| shell::script(s, &mut dash));
+                acc.absorb_new(dash, "as dash reads it: ");
+            }
+        }
         Command::Argv([]) => acc.raise(Class::ConfigMutation, "an empty command"),
         Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => {
             acc.unread(format!("longer than {MAX_LEN} bytes"))
@@ -256,6 +268,10 @@ pub(crate) struct Acc {
     /// It writes under `/etc/profile.d/` (or `/etc/bash*`), or under a `.git/`.
     wrote_profile_d: bool,
     wrote_git_dir: bool,
+    /// …under `.ssh/` (a `ProxyCommand`), or where the system runs things later (cron,
+    /// systemd units, init scripts).
+    wrote_ssh: bool,
+    wrote_later: bool,
     /// It evaluates arithmetic (`$((…))`, `((…))`, `let`, `[[ … -eq … ]]`)…
     arith: bool,
     /// …and decodes text at run time (`base64 -d`): a variable may hold a command in an
@@ -300,7 +316,20 @@ impl Acc {
     /// the shell may have changed to it before the file is run.
     pub(crate) fn wrote(&mut self, path: &str) {
         self.wrote_profile_d |= path.contains("profile.d/") || path.contains("/etc/bash");
-        self.wrote_git_dir |= path.contains(".git/");
+        self.wrote_git_dir |= path.contains(".git/") || path.ends_with(".gitconfig");
+        self.wrote_ssh |= path.contains(".ssh/") || path.contains("/etc/ssh/");
+        self.wrote_later |= [
+            "/etc/cron",
+            "/var/spool/cron",
+            "/etc/anacrontab",
+            "/etc/systemd/",
+            "/lib/systemd/",
+            ".config/systemd/",
+            "/etc/init.d/",
+            "/etc/rc.local",
+        ]
+        .iter()
+        .any(|d| path.contains(d));
         if let Some(name) = file_name(path) {
             self.written.push(name);
         }
@@ -352,7 +381,30 @@ impl Acc {
         self.arith |= inner.arith;
         self.wrote_profile_d |= inner.wrote_profile_d;
         self.wrote_git_dir |= inner.wrote_git_dir;
+        self.wrote_ssh |= inner.wrote_ssh;
+        self.wrote_later |= inner.wrote_later;
         self.decodes |= inner.decodes;
+    }
+
+    /// As [`Acc::absorb`], with only the reasons `self` did not find already (`inner`
+    /// judged the same text another way), and the programs it found.
+    pub(crate) fn absorb_new(&mut self, mut inner: Acc, prefix: &str) {
+        inner.pairings();
+        for r in std::mem::take(&mut inner.reasons) {
+            if !self
+                .reasons
+                .iter()
+                .any(|s| s.class == r.class && s.why == r.why)
+            {
+                self.raise(r.class, format!("{prefix}{}", r.why));
+            }
+        }
+        for p in std::mem::take(&mut inner.programs) {
+            if !self.programs.contains(&p) {
+                self.programs.push(p);
+            }
+        }
+        self.compound |= inner.compound;
     }
 
     /// What two findings mean together: a download and an interpreter, destructive SQL
@@ -439,10 +491,14 @@ impl Acc {
         let shell = runs(&|p| rules::code_reader(p) == Some(true));
         let make = runs(&|p| matches!(p, "make" | "gmake"));
         let git = runs(&|p| p == "git");
+        let ssh = runs(&|p| matches!(p, "ssh" | "scp" | "sftp" | "rsync" | "git"));
+        let later = runs(&|p| matches!(p, "systemctl" | "crontab" | "service" | "run-parts"));
         let found = self.written.iter().find(|w| {
             (shell && (STARTUP.contains(&w.as_str()) || self.wrote_profile_d))
                 || (make && matches!(w.as_str(), "Makefile" | "makefile" | "GNUmakefile"))
                 || (git && (self.wrote_git_dir || w.as_str() == "config"))
+                || (ssh && self.wrote_ssh)
+                || (self.wrote_later && (later || self.decodes))
         });
         if let Some(file) = found.cloned() {
             self.unread(format!(

@@ -50,6 +50,8 @@ pub fn script(src: &str, acc: &mut Acc) {
 }
 
 fn walk(src: &str, acc: &mut Acc) {
+    let src = lex::joined(src);
+    let src = src.as_ref();
     let tokens = match lex::lex(src) {
         Ok(t) => t,
         // The shell runs every line before the one it cannot read: unread, not refused.
@@ -59,6 +61,11 @@ fn walk(src: &str, acc: &mut Acc) {
         }
     };
     if let Some(why) = unbalanced(&tokens) {
+        if acc.depth > 1 {
+            // Inside a substitution: where it ends was found otherwise than the shell
+            // finds it, and the shell may run what was taken for its end's tail.
+            acc.unread(format!("a substitution's text read two ways ({why})"));
+        }
         // The shell runs none of it; whatever it holds is still judged below.
         acc.raise(
             Class::ConfigMutation,
@@ -298,6 +305,8 @@ struct Shell {
     bodies: Vec<Function>,
     /// A function whose body is the next group.
     defining: Option<String>,
+    /// A reading `command_not_found_handle` was said.
+    handler_said: bool,
 }
 
 impl Shell {
@@ -713,6 +722,15 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         // A function's body that calls another (defined before or after).
         f.calls.push(n.clone());
     }
+    if !shell.handler_said
+        && shell
+            .body("command_not_found_handle")
+            .is_some_and(|b| b.reader.is_some())
+    {
+        // Every command not found runs it, a reader of its input.
+        shell.handler_said = true;
+        acc.unread("`command_not_found_handle` runs a shell or interpreter on its input for any command not found");
+    }
     let reserved = |w: &Word| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str());
     // What reads its program from its input here: a group's redirection (`} < s`,
     // `) < s`, `done < s`) feeds the readers inside it; a function's call, those of its
@@ -909,12 +927,36 @@ fn from_input(words: &[Word]) -> Option<bool> {
             let rest = args.iter().filter(|a| !a.lit.starts_with('-')).count();
             if rest == 0 { Some(true) } else { wrapped() }
         }
-        "script" => (!has(&["-c", "--command"])).then_some(true),
+        "script" => (!args.iter().any(|a| {
+            a.lit == "--command"
+                || a.lit.starts_with("--command=")
+                || (a.lit.starts_with('-') && !a.lit.starts_with("--") && a.lit.contains('c'))
+        }))
+        .then_some(true),
         "at" | "batch" => (!has(&["-f"])).then_some(true),
         n if let Some(kind) = rules::code_reader(n) => {
             rules::reads_script_from_input(&owned, kind).then_some(kind)
         }
-        n if WRAPPERS.contains(&n) || n == "valgrind" => wrapped(),
+        n if WRAPPERS.contains(&n)
+            || matches!(
+                n,
+                "valgrind"
+                    | "ifne"
+                    | "chpst"
+                    | "chronic"
+                    | "numactl"
+                    | "cgexec"
+                    | "runcon"
+                    | "faketime"
+            )
+            || n.starts_with("ld-linux")
+            || n.starts_with("ld-musl")
+            || n == "ld.so" =>
+        {
+            wrapped()
+        }
+        // Each of its arguments is a shell command given its input.
+        "pee" => args.iter().any(|a| reads_input(&a.lit)).then_some(true),
         _ => None,
     }
 }

@@ -32,6 +32,25 @@ pub fn heredoc(body: &str, acc: &mut Acc) {
     Scan::new(body, acc, true, 0).run(Ctx::HereDoc);
 }
 
+thread_local! {
+    /// Whether the text is read as dash reads it (no `$'…'`, no `$[…]`, a `'` plain
+    /// inside a double-quoted `${…}`), not as bash does. execd's `/bin/sh` may be either.
+    static DASH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the text is being read as dash reads it.
+pub(super) fn dash() -> bool {
+    DASH.with(std::cell::Cell::get)
+}
+
+/// Runs `f` reading text as dash does.
+pub(super) fn as_dash<T>(f: impl FnOnce() -> T) -> T {
+    let was = DASH.with(|d| d.replace(true));
+    let out = f();
+    DASH.with(|d| d.set(was));
+    out
+}
+
 /// Where the scanner is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ctx {
@@ -104,7 +123,7 @@ impl<'a, 'c> Scan<'a, 'c> {
                 }
                 (b'\\', _) => self.backslash(ctx),
                 (b'$', _) => self.dollar(ctx),
-                (b'`', _) => self.backtick(),
+                (b'`', _) => self.backtick(ctx),
                 _ => {
                     // A run of ordinary text.
                     let start = self.i;
@@ -170,8 +189,17 @@ impl<'a, 'c> Scan<'a, 'c> {
                 self.i = (close + 1).min(b.len());
             }
             Some(b'{') => {
-                let close = find_close(b, i + 2, Frame::Brace(b'}')).unwrap_or(b.len());
+                let first = if ctx == Ctx::Double {
+                    Frame::QuotedBrace
+                } else {
+                    Frame::Brace(b'}')
+                };
+                let close = find_close(b, i + 2, first).unwrap_or(b.len());
                 let inner = &self.s[i + 2..close.max(i + 2)];
+                if inner.contains('[') || inner.contains(':') {
+                    // A subscript or an offset: arithmetic on what it names.
+                    self.acc.arithmetic();
+                }
                 let name: String = inner
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -192,13 +220,13 @@ impl<'a, 'c> Scan<'a, 'c> {
                 self.inside(i + 2, close, "${…}");
                 self.i = (close + 1).min(b.len());
             }
-            Some(b'[') => {
+            Some(b'[') if !dash() => {
                 let close = find_close(b, i + 2, Frame::Brace(b']')).unwrap_or(b.len());
                 self.acc.arithmetic();
                 self.inside(i + 2, close, "$((…))");
                 self.i = (close + 1).min(b.len());
             }
-            Some(b'\'') if ctx == Ctx::Bare => {
+            Some(b'\'') if ctx == Ctx::Bare && !dash() => {
                 let (text, end) = ansi_c(&self.s[i + 2..]);
                 self.push(&text);
                 self.i = i + 2 + end;
@@ -251,7 +279,7 @@ impl<'a, 'c> Scan<'a, 'c> {
         self.expansion("$(…)");
     }
 
-    fn backtick(&mut self) {
+    fn backtick(&mut self, ctx: Ctx) {
         let b = self.b;
         let start = self.i + 1;
         let end = backtick_end(b, start);
@@ -262,7 +290,7 @@ impl<'a, 'c> Scan<'a, 'c> {
         while let Some(c) = chars.next() {
             if c == '\\'
                 && let Some(&n) = chars.peek()
-                && matches!(n, '$' | '`' | '\\')
+                && (matches!(n, '$' | '`' | '\\') || (n == '"' && ctx == Ctx::Double))
             {
                 body.push(n);
                 chars.next();
@@ -364,6 +392,8 @@ pub(super) enum Frame {
     Double,
     /// `${…}` (`}`) or `$[…]` (`]`).
     Brace(u8),
+    /// `${…}` inside double quotes: dash takes a `'` in it as a plain character.
+    QuotedBrace,
 }
 
 impl Frame {
@@ -404,6 +434,19 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                     i += 1;
                     Step::Read
                 }
+                _ => Step::Plain,
+            },
+            Frame::QuotedBrace if c == b'}' => Step::Close,
+            Frame::QuotedBrace => match c {
+                b'\\' => {
+                    i += 1;
+                    Step::Read
+                }
+                b'\'' if !dash() => {
+                    i = find(b, i + 1, b'\'');
+                    Step::Read
+                }
+                b'"' => Step::Open(Frame::Double),
                 _ => Step::Plain,
             },
             Frame::Brace(close) if c == *close => Step::Close,
@@ -492,8 +535,14 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 }
                 _ => Step::Open(Frame::cmd()),
             },
-            (Step::Plain, b'$', Some(b'{')) => Step::Open(Frame::Brace(b'}')),
-            (Step::Plain, b'$', Some(b'[')) => Step::Open(Frame::Brace(b']')),
+            (Step::Plain, b'$', Some(b'{')) => {
+                Step::Open(if matches!(stack.last(), Some(Frame::Double)) {
+                    Frame::QuotedBrace
+                } else {
+                    Frame::Brace(b'}')
+                })
+            }
+            (Step::Plain, b'$', Some(b'[')) if !dash() => Step::Open(Frame::Brace(b']')),
             (step, ..) => step,
         };
         match step {
@@ -558,7 +607,7 @@ fn command_position(b: &[u8], from: usize, i: usize) -> bool {
     matches!(
         &b[j..end],
         b"then" | b"do" | b"else" | b"elif" | b"if" | b"while" | b"until" | b"{" | b"!" | b"time"
-    )
+    ) && command_position(b, from, j)
 }
 
 /// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`,

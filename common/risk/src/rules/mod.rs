@@ -89,6 +89,9 @@ pub fn simple(
     match rest.first().map(|w| w.lit.as_str()) {
         None => return None,
         Some("for" | "select" | "case" | "function") if !rest[0].dynamic => {
+            if rest.iter().any(|w| w.lit.starts_with("((")) {
+                acc.arithmetic();
+            }
             acc.compound = true;
             return None;
         }
@@ -207,7 +210,7 @@ pub fn simple(
         return Some(name);
     }
     let interpreter = names::interpreter(&name).is_some();
-    if place.piped && interpreter {
+    if place.piped && interpreter && !wrappers::quiet_module(args) {
         acc.interprets = true;
     }
     // An interpreter reading its program from a pipe runs what another command printed.
@@ -337,6 +340,22 @@ fn program(word: &str, acc: &mut Acc) -> String {
 /// rule finds its operands harmless too; a `read_only` finding without an accepting model
 /// is raised to `config_mutation`, naming the option (or the missing model).
 fn command(name: &str, args: &[Word], acc: &mut Acc) {
+    if matches!(name, "tr" | "rev")
+        || (name == "printf"
+            && args
+                .iter()
+                .any(|w| w.lit.contains("\\x") || w.lit.contains("\\0") || w.lit.contains("\\u")))
+    {
+        acc.decodes();
+    }
+    if name == "crontab" && (acc.piped_in || args.iter().any(|w| w.lit == "-")) {
+        acc.unread("`crontab` installs what another command prints, to run later");
+    }
+    if name == "crontab" || (name == "at" && flag(args, &['f'], &[])) {
+        for o in operands(args) {
+            acc.runs_file(o);
+        }
+    }
     if matches!(
         name,
         "base64" | "base32" | "basenc" | "uudecode" | "openssl" | "xxd"
@@ -418,8 +437,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
     let a = lits(args);
     let sub = operands(args).first().copied().unwrap_or("");
     if DOWNLOADERS.contains(&name) {
-        // What it saves: the file its options name, or the URL's own name.
-        for o in operands(args) {
+        // What it saves: the file its options name, or the URL's own name (wget; curl
+        // with -O or --remote-name).
+        let remote_name = name != "curl" || flag(args, &['O'], &["remote-name", "remote-name-all"]);
+        for o in operands(args).into_iter().filter(|_| remote_name) {
             acc.wrote(o);
         }
         for v in values(args, &['o', 'O'], &["output", "output-document"]) {

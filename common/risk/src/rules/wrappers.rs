@@ -126,7 +126,8 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         }
         "toybox" | "eatmydata" | "fakeroot" | "unbuffer" | "pkexec" | "setarch" | "linux32"
         | "linux64" | "prlimit" | "strace" | "ltrace" | "ssh-agent" | "dbus-run-session"
-        | "xvfb-run" | "screen" => {
+        | "xvfb-run" | "screen" | "ifne" | "chpst" | "chronic" | "numactl" | "cgexec"
+        | "runcon" | "faketime" => {
             acc.compound = true;
             let valued: &[&str] = match name {
                 "fakeroot" => &["-l", "--lib", "--faked", "-s", "-i"],
@@ -139,6 +140,12 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 "ssh-agent" => &["-a", "-E", "-t", "-P", "-O"],
                 "xvfb-run" => &["-n", "-s", "-f", "-e", "-p", "-l"],
                 "screen" => &["-S", "-c", "-e", "-h", "-p", "-T", "-t", "-Logfile"],
+                "chpst" => &[
+                    "-u", "-U", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c",
+                ],
+                "numactl" => &["-C", "-N", "-m", "-p", "-i"],
+                "cgexec" => &["-g"],
+                "runcon" => &["-u", "-r", "-t", "-l"],
                 _ => &[],
             };
             if name == "screen" && flag(args, &['X', 'x', 'r', 'R'], &[]) {
@@ -146,7 +153,7 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 return true;
             }
             let mut inner = after_options(args, valued);
-            if matches!(name, "setarch") && !inner.is_empty() {
+            if matches!(name, "setarch" | "faketime") && !inner.is_empty() {
                 // Its architecture, then its own options again.
                 inner = after_options(&inner[1..], &["--uname-2.6"]);
             }
@@ -198,7 +205,10 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         "script" => {
             acc.compound = true;
             acc.raise(Config, "`script` runs a shell and records it");
-            if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command") {
+            if let Some(i) = a.iter().position(|x| {
+                *x == "--command"
+                    || (x.starts_with('-') && !x.starts_with("--") && x.ends_with('c'))
+            }) {
                 if let Some(cmd) = args.get(i + 1) {
                     inner_script(cmd, acc);
                 }
@@ -221,6 +231,26 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     acc.unread(format!("`{name}` runs what another command prints into it"));
                 }
             }
+        }
+        "pee" => {
+            acc.raise(
+                Config,
+                "`pee` runs each of its arguments as a shell command on its input",
+            );
+            for w in args {
+                inner_script(w, acc);
+                if shell::reads_input(&w.lit) {
+                    acc.unread("`pee` feeds its input to a shell or interpreter");
+                }
+            }
+        }
+        n if n.starts_with("ld-linux") || n.starts_with("ld-musl") || n == "ld.so" => {
+            // The loader runs the program it is given, as that program would run.
+            acc.raise(Config, "the dynamic loader runs a program");
+            inner_command(
+                after_options(args, &["--library-path", "--preload", "--argv0", "--audit"]),
+                acc,
+            );
         }
         "mapfile" | "readarray" => {
             acc.raise(Low, format!("`{name}` reads lines into a variable"));
@@ -695,6 +725,20 @@ fn inline_code(name: &str, args: &[Word]) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether a Python interpreter's arguments run one of the quiet modules (`-m json.tool`):
+/// it reads its input as data, not as code.
+pub(super) fn quiet_module(args: &[Word]) -> bool {
+    let a: Vec<&str> = args.iter().map(|w| w.lit.as_str()).collect();
+    a.iter()
+        .position(|x| *x == "-m")
+        .and_then(|i| a.get(i + 1))
+        .or_else(|| {
+            a.iter()
+                .find_map(|x| x.strip_prefix("-m").filter(|m| !m.is_empty()).map(|_| x))
+        })
+        .is_some_and(|m| QUIET_MODULES.contains(&m.trim_start_matches("-m")))
 }
 
 /// Modules `python -m` runs that neither run code or programs given to them (`timeit`,
