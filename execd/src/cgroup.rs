@@ -219,4 +219,67 @@ impl Cgroups {
             }
         }
     }
+
+    /// Removes the groups of shims that are gone: a shim removes its own at its end, one
+    /// killed (or a host restart of execd's shims) leaves them. `argos/shim-<pid>-<start>`
+    /// in every hierarchy, whose shim no longer runs; `rmdir` refuses one that still has
+    /// members. Returns how many went.
+    pub fn sweep() -> usize {
+        let mut roots: Vec<PathBuf> = v2_root().into_iter().collect();
+        roots.extend(["memory", "pids", "cpu"].map(|h| Path::new(ROOT).join(h)));
+        let mut removed = 0;
+        for root in roots {
+            let Ok(entries) = std::fs::read_dir(root.join("argos")) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some((pid, start)) = shim_of(&name) else {
+                    continue;
+                };
+                let alive = crate::sys::proc::identity(pid).is_ok_and(|i| i.start_time == start);
+                if !alive && std::fs::remove_dir(e.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+}
+
+/// The shim a group is named for (`shim-<pid>-<start time>`).
+fn shim_of(name: &str) -> Option<(i32, u64)> {
+    let (pid, start) = name.strip_prefix("shim-")?.split_once('-')?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group whose shim is gone is removed; one whose shim runs, or that is not a
+    /// shim's, stays.
+    #[test]
+    fn the_groups_of_shims_that_are_gone_are_swept() {
+        let root = v2_root().expect("cgroup v2 (the tests run where execd would)");
+        let parent = root.join("argos");
+        std::fs::create_dir_all(&parent).expect("a delegated cgroup tree (root)");
+        let me = std::process::id() as i32;
+        let start = crate::sys::proc::identity(me).unwrap().start_time;
+        let gone = parent.join(format!("shim-{}-{}", i32::MAX - 7, 1));
+        let alive = parent.join(format!("shim-{me}-{start}"));
+        let other = parent.join("not-a-shim-test");
+        for d in [&gone, &alive, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let swept = Cgroups::sweep();
+        let (gone_left, alive_left, other_left) = (gone.exists(), alive.exists(), other.exists());
+        for d in [&gone, &alive, &other] {
+            let _ = std::fs::remove_dir(d);
+        }
+        assert!(swept >= 1);
+        assert!(!gone_left, "the group of a shim that is gone was left");
+        assert!(alive_left, "the group of a running shim was removed");
+        assert!(other_left, "a group that is no shim's was removed");
+    }
 }

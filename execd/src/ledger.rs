@@ -118,7 +118,9 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 impl Ledger {
     pub async fn open(path: &std::path::Path) -> Result<Ledger, argos_store::StoreError> {
         Ok(Ledger {
-            pool: argos_store::open(path, &MIGRATOR).await?,
+            // Commit: a launch runs only once its intent is recorded ("audited or not
+            // done"), which a power cut must not take back.
+            pool: argos_store::open(path, &MIGRATOR, argos_store::Durability::Commit).await?,
         })
     }
 

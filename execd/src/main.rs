@@ -183,6 +183,18 @@ fn main() -> ExitCode {
                 }
             }));
         }
+        // The cgroups a killed shim left behind go (a shim removes its own at its end).
+        serve = serve.with_task(
+            ctx.every("cgroup sweep", Duration::from_secs(60), || async {
+                let removed = tokio::task::spawn_blocking(argos_execd::cgroup::Cgroups::sweep)
+                    .await
+                    .unwrap_or(0);
+                if removed > 0 {
+                    tracing::info!(removed, "removed the cgroups of shims that are gone");
+                }
+                Ok(())
+            }),
+        );
         // Approvals past their time expire (their executions are rejected) within 5 s.
         let m = manager.clone();
         serve = serve.with_task(

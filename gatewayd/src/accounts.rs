@@ -233,7 +233,9 @@ impl Accounts {
         concurrent_hashes: usize,
         limits: SessionLimits,
     ) -> anyhow::Result<Accounts> {
-        let pool = argos_store::open(path, &MIGRATOR).await?;
+        // Commit: accounts, tokens, sessions revoked and the audit trail of decisions
+        // must not come back undone after a power cut.
+        let pool = argos_store::open(path, &MIGRATOR, argos_store::Durability::Commit).await?;
         // A database that once had accounts and has none lost them: never taken for a
         // first start, which would offer a new first-admin link to whoever opens it.
         let users: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")

@@ -198,7 +198,10 @@ pub struct Store {
 impl Store {
     pub async fn open(path: &std::path::Path) -> Result<Store, StoreError> {
         Ok(Store {
-            pool: argos_store::open(path, &MIGRATOR).await?,
+            // Commit: a job or task a user was told is made, a schedule's run that was
+            // started, a delivery that was sent, must not come back undone after a
+            // power cut (it would run twice, or never).
+            pool: argos_store::open(path, &MIGRATOR, argos_store::Durability::Commit).await?,
         })
     }
 

@@ -55,7 +55,10 @@ fn place(id: &str, field: &str) -> Vec<u8> {
 
 impl Store {
     pub async fn open(path: &std::path::Path, key: Arc<Key>) -> Result<Store, StoreError> {
-        let pool = argos_store::open(path, &MIGRATOR).await?;
+        // Checkpoint: its writes are mostly what it learns again from its servers
+        // (pins, eras, refreshed tokens), often; an admin's change to a server is in
+        // the gateway's audit trail and is made again.
+        let pool = argos_store::open(path, &MIGRATOR, argos_store::Durability::Checkpoint).await?;
         Ok(Store { pool, key })
     }
 

@@ -149,16 +149,6 @@ fn judge_command(command: Command<'_>, acc: &mut Acc) {
         }
         Command::Shell(s) => {
             shell::script(s, acc);
-            // Where dash reads the text otherwise than bash (`$'…'`, `$[…]`, a `'`
-            // inside a double-quoted `${…}`), it is judged as dash reads it too.
-            if s.contains("$'") || s.contains("$[") || (s.contains("${") && s.contains('\'')) {
-                let mut dash = Acc {
-                    depth: acc.depth,
-                    ..Acc::default()
-                };
-                word::as_dash(|| shell::script(s, &mut dash));
-                acc.absorb_new(dash, "as dash reads it: ");
-            }
         }
         Command::Argv([]) => acc.raise(Class::ConfigMutation, "an empty command"),
         Command::Argv(argv) if argv.iter().map(String::len).sum::<usize>() > MAX_LEN => {

@@ -46,7 +46,23 @@ pub fn script(src: &str, acc: &mut Acc) {
     }
     acc.depth += 1;
     walk(src, acc);
+    // Where dash reads the text otherwise than bash (`$'…'`, `$[…]`, a `'` inside a
+    // double-quoted `${…}`), it is judged as dash reads it too: every script, at every
+    // depth, since any of them may be handed to `/bin/sh`.
+    if !word::dash() && read_otherwise_by_dash(src) {
+        let mut dash = Acc {
+            depth: acc.depth,
+            ..Acc::default()
+        };
+        word::as_dash(|| walk(src, &mut dash));
+        acc.absorb_new(dash, "as dash reads it: ");
+    }
     acc.depth -= 1;
+}
+
+/// Whether dash may read the text otherwise than bash.
+fn read_otherwise_by_dash(src: &str) -> bool {
+    src.contains("$'") || src.contains("$[") || (src.contains("${") && src.contains('\''))
 }
 
 fn walk(src: &str, acc: &mut Acc) {

@@ -615,7 +615,9 @@ mod tests {
 
     async fn trail(dir: &std::path::Path) -> (Audit, SqlitePool) {
         static NONE: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
-        let pool = crate::open(&dir.join("t.db"), &NONE).await.unwrap();
+        let pool = crate::open(&dir.join("t.db"), &NONE, crate::Durability::Commit)
+            .await
+            .unwrap();
         let key = Arc::new(Key::load_or_create(&dir.join("t.key")).unwrap());
         (Audit::open(pool.clone(), key, "t").await.unwrap(), pool)
     }
@@ -836,7 +838,9 @@ mod tests {
         }
         // The key is older than this start: the column was taken away, not never there.
         static NONE: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
-        let pool = crate::open(&dir.path().join("t.db"), &NONE).await.unwrap();
+        let pool = crate::open(&dir.path().join("t.db"), &NONE, crate::Durability::Commit)
+            .await
+            .unwrap();
         let old_key = Arc::new(Key::load_or_create(&dir.path().join("t.key")).unwrap());
         let e = Audit::open(pool, old_key, "t")
             .await

@@ -328,19 +328,35 @@ async fn check_kept(path: &Path, daemon: &str) -> Result<(), StoreError> {
     schema.map(drop).ok_or_else(lost)
 }
 
-/// Opens (creating if needed) `path` in WAL mode and applies `migrator`. The file is
-/// made 0600: only the daemon reads it.
+/// How durable a commit is when it returns: each daemon chooses for its database, and
+/// says why where it opens it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// On the disk (`synchronous = FULL`: the write-ahead log is synced at every commit):
+    /// for records something is done on the strength of — a launch's intent before it
+    /// runs, an approval, an account — which a power cut must not take back.
+    Commit,
+    /// Safe from the daemon's crash, not from a power cut until the next checkpoint
+    /// (`synchronous = NORMAL`; the file stays consistent): for state that can be made
+    /// again.
+    Checkpoint,
+}
+
+/// Opens (creating if needed) `path` in WAL mode with `durability` and applies
+/// `migrator`. The file is made 0600: only the daemon reads it.
 pub async fn open(
     path: &Path,
     migrator: &sqlx::migrate::Migrator,
+    durability: Durability,
 ) -> Result<SqlitePool, StoreError> {
-    open_with(path, migrator, 4).await
+    open_with(path, migrator, 4, durability).await
 }
 
 async fn open_with(
     path: &Path,
     migrator: &sqlx::migrate::Migrator,
     connections: u32,
+    durability: Durability,
 ) -> Result<SqlitePool, StoreError> {
     let shown = path.display().to_string();
     let opts = SqliteConnectOptions::from_str(&format!("sqlite://{shown}"))
@@ -350,7 +366,10 @@ async fn open_with(
         })?
         .create_if_missing(true)
         .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
+        .synchronous(match durability {
+            Durability::Commit => SqliteSynchronous::Full,
+            Durability::Checkpoint => SqliteSynchronous::Normal,
+        })
         .foreign_keys(true)
         .busy_timeout(std::time::Duration::from_secs(5));
     let pool = SqlitePoolOptions::new()
@@ -460,7 +479,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db");
         // One connection: every transaction below gets the one the failure touched.
-        let pool = super::open_with(&path, &MIGRATOR, 1).await.unwrap();
+        let pool = super::open_with(&path, &MIGRATOR, 1, super::Durability::Commit)
+            .await
+            .unwrap();
         sqlx::query("CREATE TABLE t (v TEXT)")
             .execute(&pool)
             .await
@@ -540,7 +561,9 @@ mod tests {
         let path = dir.path().join("d.db");
         // A first start: nothing to lose yet (a start that died before the mark, too).
         super::check_kept(&path, "execd").await.unwrap();
-        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        let pool = super::open(&path, &MIGRATOR, super::Durability::Commit)
+            .await
+            .unwrap();
         assert!(super::marker(&path).exists());
         super::close(&pool).await.unwrap();
         super::check_kept(&path, "execd").await.unwrap();
@@ -568,7 +591,9 @@ mod tests {
         let path = dir.path().join("d.db");
         super::check(&path, "jobd").await.unwrap();
         let made = async |path: &std::path::Path| {
-            let pool = super::open(path, &MIGRATOR).await.unwrap();
+            let pool = super::open(path, &MIGRATOR, super::Durability::Checkpoint)
+                .await
+                .unwrap();
             sqlx::query("CREATE TABLE t (v TEXT)")
                 .execute(&pool)
                 .await
@@ -585,7 +610,9 @@ mod tests {
         made(&path).await;
         super::check(&path, "jobd").await.unwrap();
         let app: i32 = {
-            let pool = super::open(&path, &MIGRATOR).await.unwrap();
+            let pool = super::open(&path, &MIGRATOR, super::Durability::Commit)
+                .await
+                .unwrap();
             let id = sqlx::query_scalar("PRAGMA application_id")
                 .fetch_one(&pool)
                 .await
@@ -638,7 +665,9 @@ mod tests {
     async fn a_closed_database_holds_everything_in_its_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("d.db");
-        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        let pool = super::open(&path, &MIGRATOR, super::Durability::Commit)
+            .await
+            .unwrap();
         sqlx::query("CREATE TABLE t (v TEXT)")
             .execute(&pool)
             .await
@@ -660,7 +689,9 @@ mod tests {
         assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0);
         // The WAL lost while stopped loses nothing.
         let _ = std::fs::remove_file(&wal);
-        let pool = super::open(&path, &MIGRATOR).await.unwrap();
+        let pool = super::open(&path, &MIGRATOR, super::Durability::Commit)
+            .await
+            .unwrap();
         let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM t")
             .fetch_one(&pool)
             .await
