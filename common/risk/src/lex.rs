@@ -76,8 +76,12 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
             b'\\' if b.get(i + 1) == Some(&b'\n') => i += 2,
             b'#' => i = find(b, i, b'\n'),
             // `(( … ))`: an arithmetic command, one word (its `<<` is a shift).
-            b'(' if b.get(i + 1) == Some(&b'(') && arith_end(b, i + 2).is_some() => {
-                let end = arith_end(b, i + 2).unwrap_or(b.len()) + 1;
+            // dash has no `((`: subshells to it.
+            b'(' if b.get(i + 1) == Some(&b'(')
+                && !super::word::dash()
+                && arith_end(b, i + 2, false).is_some() =>
+            {
+                let end = arith_end(b, i + 2, false).unwrap_or(b.len()) + 1;
                 out.push(Token::Word(&src[i..end], i));
                 i = end;
             }
@@ -154,8 +158,10 @@ pub(super) fn word_end(b: &[u8], mut i: usize) -> Result<usize, String> {
             b'$' => match b.get(i + 1) {
                 // dash has neither `$'…'` nor `$[…]`: a plain `$`.
                 Some(b'\'' | b'[') if super::word::dash() => i += 1,
-                Some(b'(') if b.get(i + 2) == Some(&b'(') && arith_end(b, i + 3).is_some() => {
-                    i = arith_end(b, i + 3).unwrap_or(b.len()) + 1;
+                Some(b'(')
+                    if b.get(i + 2) == Some(&b'(') && arith_end(b, i + 3, false).is_some() =>
+                {
+                    i = arith_end(b, i + 3, false).unwrap_or(b.len()) + 1;
                 }
                 Some(b'(') => {
                     i = find_close(b, i + 2, Frame::cmd()).ok_or("an unclosed `$(`")? + 1;

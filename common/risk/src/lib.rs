@@ -267,6 +267,9 @@ pub(crate) struct Acc {
     /// …and decodes text at run time (`base64 -d`): a variable may hold a command in an
     /// array subscript, which arithmetic runs.
     decodes: bool,
+    /// …or builds a value that may be one in pieces (`x=a[; x+='$(…)]'`) or writes one
+    /// out (`echo 'a[$(…)]' > f`).
+    pieced: bool,
     /// It changed into, or linked to, a directory of descriptors (`cd /dev/fd`,
     /// `ln -s /proc/self/fd d`): a relative path it runs may be one.
     descriptor_dirs: bool,
@@ -348,6 +351,11 @@ impl Acc {
         self.decodes = true;
     }
 
+    /// Notes that the command builds a value in pieces, or holds a subscript's text.
+    pub(crate) fn pieced(&mut self) {
+        self.pieced = true;
+    }
+
     /// Notes that the command runs a Python module, which Python looks for in the
     /// current directory first: a file the command writes may be that module.
     pub(crate) fn runs_module(&mut self) {
@@ -374,6 +382,7 @@ impl Acc {
         self.wrote_ssh |= inner.wrote_ssh;
         self.wrote_later |= inner.wrote_later;
         self.decodes |= inner.decodes;
+        self.pieced |= inner.pieced;
     }
 
     /// As [`Acc::absorb`], with only the reasons `self` did not find already (`inner`
@@ -451,6 +460,11 @@ impl Acc {
         if self.arith && self.decodes {
             self.unread(
                 "evaluates arithmetic in a command that decodes text at run time: a value holding an array subscript with a command in it (`a[$(…)]`) runs that command",
+            );
+        }
+        if self.arith && self.pieced {
+            self.unread(
+                "evaluates arithmetic in a command that builds a value in pieces or holds a subscript's text: a value holding an array subscript with a command in it (`a[$(…)]`) runs that command",
             );
         }
         // Files a program reads as code of its own: a shell's start-up files (any shell),

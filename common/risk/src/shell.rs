@@ -46,6 +46,12 @@ pub fn script(src: &str, acc: &mut Acc) {
     }
     acc.depth += 1;
     walk(src, acc);
+    if word::too_deep() {
+        acc.unread(format!(
+            "arithmetic nested more than {} deep",
+            word::MAX_ARITH
+        ));
+    }
     // Where dash reads the text otherwise than bash (`$'…'`, `$[…]`, a `'` inside a
     // double-quoted `${…}`), it is judged as dash reads it too: every script, at every
     // depth, since any of them may be handed to `/bin/sh`.
@@ -60,9 +66,14 @@ pub fn script(src: &str, acc: &mut Acc) {
     acc.depth -= 1;
 }
 
-/// Whether dash may read the text otherwise than bash.
+/// Whether dash may read the text otherwise than bash: `$'…'` and `$[…]` are plain text
+/// to it, `((` two subshells, `$((` always arithmetic (to its first `))`), and a `'`
+/// inside a double-quoted `${…}` plain.
 fn read_otherwise_by_dash(src: &str) -> bool {
-    src.contains("$'") || src.contains("$[") || (src.contains("${") && src.contains('\''))
+    src.contains("$'")
+        || src.contains("$[")
+        || src.contains("((")
+        || (src.contains("${") && src.contains('\''))
 }
 
 fn walk(src: &str, acc: &mut Acc) {
@@ -96,6 +107,29 @@ fn walk(src: &str, acc: &mut Acc) {
         match &tokens[i] {
             Token::Word(raw, _) => {
                 let w = word::word(raw, acc);
+                if shell.pattern != Pattern::No {
+                    // A pattern's word (its substitutions were judged); `esac` where a
+                    // pattern would start ends the `case`.
+                    let ends = shell.pattern == Pattern::Start && !w.dynamic && w.lit == "esac";
+                    shell.pattern = if ends { Pattern::No } else { Pattern::Inside };
+                    if !ends {
+                        i += 1;
+                        continue;
+                    }
+                }
+                if !w.dynamic && w.lit == "in" && cmd.opens_case(&shell) {
+                    // `case WORD in`: the patterns come next.
+                    cmd.words.push(w);
+                    shell.pattern = Pattern::Start;
+                    i += 1;
+                    continue;
+                }
+                if raw.len() >= 4 && raw.starts_with("((") && raw.ends_with("))") && cmd.at_start()
+                {
+                    // An arithmetic command to bash, subshells to a shell without it:
+                    // judged as those too, quoted as written.
+                    script(&raw[1..raw.len() - 1], acc);
+                }
                 if !w.dynamic && cmd.at_start() {
                     if let Some(close) = opener(&w.lit) {
                         let defines = shell.defining.take();
@@ -124,6 +158,34 @@ fn walk(src: &str, acc: &mut Acc) {
             }
             Token::Body(_) => i += 1, // read with its `<<`
             &Token::Op(op, at) => {
+                if shell.pattern != Pattern::No {
+                    match op {
+                        "(" if shell.pattern == Pattern::Start => {
+                            shell.pattern = Pattern::Inside;
+                            i += 1;
+                            continue;
+                        }
+                        "|" => {
+                            shell.pattern = Pattern::Inside;
+                            i += 1;
+                            continue;
+                        }
+                        "\n" if shell.pattern == Pattern::Start => {
+                            i += 1;
+                            continue;
+                        }
+                        ")" => {
+                            // The pattern's commands come next (`case WORD in` is flushed
+                            // at its first).
+                            flush(&mut cmd, std::mem::take(&mut place), &mut shell, acc);
+                            shell.pattern = Pattern::No;
+                            i += 1;
+                            continue;
+                        }
+                        // bash's syntax error: read on as commands.
+                        _ => shell.pattern = Pattern::No,
+                    }
+                }
                 match op {
                     "<" | ">" | ">>" | ">|" | "<>" | "&>" | "&>>" | ">&" | "<&" | "<<" | "<<-"
                     | "<<<" => {
@@ -202,6 +264,11 @@ fn walk(src: &str, acc: &mut Acc) {
                         // `… | ( … )`: the subshell reads the pipe.
                         let fed = here.from.is_some();
                         let name = flush(&mut cmd, here, &mut shell, acc);
+                        if matches!(op, ";;" | ";&" | ";;&")
+                            && shell.frames.last().is_some_and(|f| f.close == "esac")
+                        {
+                            shell.pattern = Pattern::Start;
+                        }
                         place = Place {
                             piped,
                             from: name.filter(|_| piped),
@@ -250,6 +317,19 @@ impl Command {
         self.words
             .iter()
             .all(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()))
+    }
+
+    /// Whether the words so far are `case WORD` (after reserved words) and opened the
+    /// innermost compound command: an `in` now starts its patterns.
+    fn opens_case(&self, shell: &Shell) -> bool {
+        let n = self.words.len();
+        n >= 2
+            && self.words[n - 2].lit == "case"
+            && !self.words[n - 2].dynamic
+            && self.words[..n - 2]
+                .iter()
+                .all(|w| !w.dynamic && rules::RESERVED.contains(&w.lit.as_str()))
+            && shell.frames.last().is_some_and(|f| f.close == "esac")
     }
 
     /// Whether the words so far name a function about to be defined: `name` (with
@@ -323,6 +403,21 @@ struct Shell {
     defining: Option<String>,
     /// A reading `command_not_found_handle` was said.
     handler_said: bool,
+    /// Where a `case`'s patterns are being read: their words are no command.
+    pattern: Pattern,
+}
+
+/// Where the reading is in a `case`'s pattern list.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Pattern {
+    /// Not in one.
+    #[default]
+    No,
+    /// Where one starts (after `in`, `;;`, `;&`, `;;&`): a `(` opens it, `esac` ends the
+    /// `case`.
+    Start,
+    /// Inside one: its `)` ends it.
+    Inside,
 }
 
 impl Shell {

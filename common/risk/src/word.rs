@@ -172,7 +172,7 @@ impl<'a, 'c> Scan<'a, 'c> {
         match b.get(i + 1) {
             Some(b'(') => {
                 if b.get(i + 2) == Some(&b'(')
-                    && let Some(close) = arith_end(b, i + 3)
+                    && let Some(close) = arith_end(b, i + 3, ctx != Ctx::Bare)
                 {
                     // `$((…))`: arithmetic, as bash tries it first (`$((ls); rm x)` is a
                     // command substitution): no quotes, no comments in it.
@@ -196,8 +196,9 @@ impl<'a, 'c> Scan<'a, 'c> {
                 };
                 let close = find_close(b, i + 2, first).unwrap_or(b.len());
                 let inner = &self.s[i + 2..close.max(i + 2)];
-                if inner.contains('[') || inner.contains(':') {
-                    // A subscript or an offset: arithmetic on what it names.
+                if inner.contains('[') || inner.contains(':') || inner.starts_with('!') {
+                    // A subscript or an offset: arithmetic on what it names; an indirect
+                    // name (`${!x}`) may hold a subscript, evaluated.
                     self.acc.arithmetic();
                 }
                 let name: String = inner
@@ -383,11 +384,17 @@ fn ansi_c(s: &str) -> (String, usize) {
 pub(super) enum Frame {
     /// `$(…)`: ends at a `)` that closes no `(` and no `case` pattern.
     Cmd {
-        parens: u32,
-        cases: u32,
+        /// The `case` commands open in it, innermost last; the first is the text itself.
+        levels: Vec<Level>,
         /// Here-documents begun on this line: (delimiter, leading tabs stripped).
         heredocs: Vec<(String, bool, bool)>,
+        /// Just after the last `)` that was an operator (a subshell's or a pattern's end),
+        /// where a new word starts (`(:)#` is a comment, `$(x)#` is not).
+        op_end: usize,
     },
+    /// `$((…))` or `((…))`: ends at a `))` closing no `(`. `singles`: a `'` quotes (not
+    /// to dash inside double quotes).
+    Arith { parens: u32, singles: bool },
     /// `"…"`.
     Double,
     /// `${…}` (`}`) or `$[…]` (`]`).
@@ -396,12 +403,38 @@ pub(super) enum Frame {
     QuotedBrace,
 }
 
+/// A `case` command open in a `$(…)` (or the text around them): its parentheses, and
+/// where in the `case` the finder is, which decides what a `)` and the words `case` and
+/// `esac` mean.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Level {
+    parens: u32,
+    at: CaseAt,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseAt {
+    /// Commands: outside any `case`, or a pattern's commands.
+    Commands,
+    /// Just after `case`: its word comes next.
+    Subject,
+    /// After the word: `in` comes next.
+    In,
+    /// Where a pattern list starts: a `(` is its optional opening, `esac` ends the case.
+    Patterns,
+    /// Inside a pattern list: its `)` ends it.
+    Pattern,
+}
+
 impl Frame {
     pub(super) fn cmd() -> Frame {
         Frame::Cmd {
-            parens: 0,
-            cases: 0,
+            levels: vec![Level {
+                parens: 0,
+                at: CaseAt::Commands,
+            }],
             heredocs: Vec::new(),
+            op_end: 0,
         }
     }
 }
@@ -416,17 +449,33 @@ enum Step {
     Read,
     /// Nothing special for this frame; it may still open a substitution.
     Plain,
+    /// The text is not what the first frame took it for (`$((` that is not arithmetic).
+    Fail,
+}
+
+/// How deep arithmetic is looked ahead into, nested in itself; deeper, the text is not
+/// read (`too_deep`).
+pub(super) const MAX_ARITH: u32 = 16;
+
+thread_local! {
+    static ARITH_NEST: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    static TOO_DEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether arithmetic nested deeper than `MAX_ARITH` was met since the last call.
+pub(super) fn too_deep() -> bool {
+    TOO_DEEP.with(|t| t.replace(false))
 }
 
 /// The index of the character closing `first`, which opened just before `from`; `None` if
-/// it never closes. One pass, no recursion: nesting is an explicit stack.
+/// it never closes. One pass, no recursion: nesting is an explicit stack (but for the
+/// look ahead at `$((`, bounded by `MAX_ARITH`).
 pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
     let mut stack = vec![first];
     let mut i = from;
     while i < b.len() {
         let c = b[i];
-        let word_start =
-            i == from || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'(');
+        let quoted = matches!(stack.last(), Some(Frame::Double | Frame::QuotedBrace));
         let step = match stack.last_mut().expect("a frame") {
             Frame::Double => match c {
                 b'"' => Step::Close,
@@ -463,64 +512,156 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 b'"' => Step::Open(Frame::Double),
                 _ => Step::Plain,
             },
-            Frame::Cmd {
-                parens,
-                cases,
-                heredocs,
-            } => match c {
-                b')' if *parens > 0 => {
-                    *parens -= 1;
-                    Step::Read
-                }
-                // Else the end, or the end of a `case` pattern.
-                b')' if *cases == 0 => Step::Close,
-                b')' => Step::Read,
+            Frame::Arith { parens, singles } => match c {
                 b'(' => {
                     *parens += 1;
                     Step::Read
                 }
+                b')' if *parens > 0 => {
+                    *parens -= 1;
+                    Step::Read
+                }
+                b')' if b.get(i + 1) == Some(&b')') => {
+                    i += 1;
+                    Step::Close
+                }
+                // bash: not arithmetic but a command substitution (or subshells); dash
+                // reads on to the first `))`.
+                b')' if !dash() => Step::Fail,
+                b')' => Step::Read,
                 b'\\' => {
                     i += 1;
                     Step::Read
                 }
-                b'\'' => {
+                b'\'' if *singles => {
                     i = find(b, i + 1, b'\'');
                     Step::Read
                 }
                 b'"' => Step::Open(Frame::Double),
-                b'#' if word_start => {
-                    // A comment, to the end of the line (the newline is read next).
-                    i = find(b, i, b'\n') - 1;
-                    Step::Read
-                }
-                b'<' if b[i..].starts_with(b"<<<") => {
-                    i += 2; // a here-string
-                    Step::Read
-                }
-                b'<' if b[i..].starts_with(b"<<") => {
-                    let (delimiter, strip, quoted, next) = heredoc_delimiter(b, i + 2);
-                    heredocs.push((delimiter, strip, quoted));
-                    i = next - 1;
-                    Step::Read
-                }
-                b'\n' if !heredocs.is_empty() => {
-                    for (delimiter, strip, quoted) in heredocs.drain(..) {
-                        let (_, next) = super::lex::body(b, i + 1, &delimiter, strip, quoted);
-                        // At the newline that ends the closing line (or the end).
-                        i = next.saturating_sub(1).max(i);
-                    }
-                    Step::Read
-                }
-                _ if word_start && keyword(b, i, b"case") && command_position(b, from, i) => {
-                    *cases += 1;
-                    Step::Read
-                }
-                _ if word_start && keyword(b, i, b"esac") => {
-                    *cases = cases.saturating_sub(1);
-                    Step::Read
-                }
+                // No comments in arithmetic: a `#` is a plain character.
                 _ => Step::Plain,
             },
+            Frame::Cmd {
+                levels,
+                heredocs,
+                op_end,
+            } => {
+                let word_start = i == from
+                    || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'(')
+                    || (b[i - 1] == b')' && *op_end == i);
+                let depth = levels.len();
+                let level = *levels.last().expect("a level");
+                let top = levels.last_mut().expect("a level");
+                match c {
+                    b')' if level.parens > 0 => {
+                        top.parens -= 1;
+                        *op_end = i + 1;
+                        Step::Read
+                    }
+                    b')' if matches!(level.at, CaseAt::Patterns | CaseAt::Pattern) => {
+                        top.at = CaseAt::Commands;
+                        *op_end = i + 1;
+                        Step::Read
+                    }
+                    // Else the end (a `)` in a pattern's commands is bash's error).
+                    b')' => Step::Close,
+                    b'(' if level.at == CaseAt::Patterns => {
+                        top.at = CaseAt::Pattern;
+                        Step::Read
+                    }
+                    b'(' => {
+                        top.parens += 1;
+                        Step::Read
+                    }
+                    b'#' if word_start => {
+                        // A comment, to the end of the line (the newline is read next).
+                        i = find(b, i, b'\n') - 1;
+                        Step::Read
+                    }
+                    b';' if depth > 1
+                        && level.at == CaseAt::Commands
+                        && matches!(b.get(i + 1), Some(b';' | b'&')) =>
+                    {
+                        // `;;`, `;&`, `;;&`: a pattern list comes next.
+                        i += 1;
+                        if b[i] == b';' && b.get(i + 1) == Some(&b'&') {
+                            i += 1;
+                        }
+                        top.at = CaseAt::Patterns;
+                        Step::Read
+                    }
+                    b'<' if b[i..].starts_with(b"<<<") => {
+                        i += 2; // a here-string
+                        Step::Read
+                    }
+                    b'<' if b[i..].starts_with(b"<<") => {
+                        let (delimiter, strip, quoted, next) = heredoc_delimiter(b, i + 2);
+                        heredocs.push((delimiter, strip, quoted));
+                        i = next - 1;
+                        Step::Read
+                    }
+                    b'\n' if !heredocs.is_empty() => {
+                        for (delimiter, strip, quoted) in heredocs.drain(..) {
+                            let (_, next) = super::lex::body(b, i + 1, &delimiter, strip, quoted);
+                            // At the newline that ends the closing line (or the end).
+                            i = next.saturating_sub(1).max(i);
+                        }
+                        Step::Read
+                    }
+                    _ if word_start && !matches!(c, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|') => {
+                        // A word starts: where it stands in a `case` decides what it is.
+                        match level.at {
+                            CaseAt::Subject => top.at = CaseAt::In,
+                            CaseAt::In => top.at = CaseAt::Patterns,
+                            CaseAt::Patterns if keyword(b, i, b"esac") => {
+                                levels.pop();
+                            }
+                            CaseAt::Patterns => top.at = CaseAt::Pattern,
+                            CaseAt::Pattern => {}
+                            CaseAt::Commands
+                                if keyword(b, i, b"esac")
+                                    && depth > 1
+                                    && command_position(b, from, *op_end, i) =>
+                            {
+                                levels.pop();
+                            }
+                            CaseAt::Commands
+                                if keyword(b, i, b"case")
+                                    && command_position(b, from, *op_end, i) =>
+                            {
+                                levels.push(Level {
+                                    parens: 0,
+                                    at: CaseAt::Subject,
+                                });
+                            }
+                            CaseAt::Commands => {}
+                        }
+                        // The word's first character may still quote or expand.
+                        match c {
+                            b'\\' => {
+                                i += 1;
+                                Step::Read
+                            }
+                            b'\'' => {
+                                i = find(b, i + 1, b'\'');
+                                Step::Read
+                            }
+                            b'"' => Step::Open(Frame::Double),
+                            _ => Step::Plain,
+                        }
+                    }
+                    b'\\' => {
+                        i += 1;
+                        Step::Read
+                    }
+                    b'\'' => {
+                        i = find(b, i + 1, b'\'');
+                        Step::Read
+                    }
+                    b'"' => Step::Open(Frame::Double),
+                    _ => Step::Plain,
+                }
+            }
         };
         // Substitutions open in every frame.
         let step = match (step, c, b.get(i + 1)) {
@@ -529,19 +670,17 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 Step::Read
             }
             (Step::Plain, b'$', Some(b'(')) => match b.get(i + 2) {
-                Some(b'(') if let Some(end) = arith_end(b, i + 3) => {
+                Some(b'(') if let Some(end) = arith_end(b, i + 3, quoted) => {
                     i = end;
                     Step::Read
                 }
                 _ => Step::Open(Frame::cmd()),
             },
-            (Step::Plain, b'$', Some(b'{')) => {
-                Step::Open(if matches!(stack.last(), Some(Frame::Double)) {
-                    Frame::QuotedBrace
-                } else {
-                    Frame::Brace(b'}')
-                })
-            }
+            (Step::Plain, b'$', Some(b'{')) => Step::Open(if quoted {
+                Frame::QuotedBrace
+            } else {
+                Frame::Brace(b'}')
+            }),
             (Step::Plain, b'$', Some(b'[')) if !dash() => Step::Open(Frame::Brace(b']')),
             (step, ..) => step,
         };
@@ -558,6 +697,7 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 }
                 stack.push(f);
             }
+            Step::Fail => return None,
             Step::Read | Step::Plain => {}
         }
         i += 1;
@@ -574,30 +714,37 @@ fn keyword(b: &[u8], i: usize, k: &[u8]) -> bool {
 
 /// The index of the second `)` of the `))` closing arithmetic that opened (`$((`, `((`)
 /// just before `from`, or `None` when the parentheses do not close so (then it is a
-/// command substitution or subshells, as bash decides). No quotes and no comments apply.
-pub(super) fn arith_end(b: &[u8], from: usize) -> Option<usize> {
-    let mut depth = 0u32;
-    let mut i = from;
-    while i < b.len() {
-        match b[i] {
-            b'(' => depth += 1,
-            b')' if depth > 0 => depth -= 1,
-            b')' => return (b.get(i + 1) == Some(&b')')).then_some(i + 1),
-            _ => {}
-        }
-        i += 1;
+/// command substitution or subshells, as bash decides; dash reads on to the first `))`).
+/// Quotes and substitutions in it are skipped as the shell skips them; a `#` is plain.
+/// `quoted`: inside double quotes, where dash takes a `'` as a plain character.
+pub(super) fn arith_end(b: &[u8], from: usize, quoted: bool) -> Option<usize> {
+    let nest = ARITH_NEST.with(|n| n.get());
+    if nest >= MAX_ARITH {
+        TOO_DEEP.with(|t| t.set(true));
+        return None;
     }
-    None
+    ARITH_NEST.with(|n| n.set(nest + 1));
+    let end = find_close(
+        b,
+        from,
+        Frame::Arith {
+            parens: 0,
+            singles: !(quoted && dash()),
+        },
+    );
+    ARITH_NEST.with(|n| n.set(nest));
+    end
 }
 
-/// Whether the word at `i` stands where a command starts (after a separator or a
-/// reserved word), so that `case` there opens a case (`echo case` does not).
-fn command_position(b: &[u8], from: usize, i: usize) -> bool {
+/// Whether the word at `i` stands where a command starts (after a separator, a reserved
+/// word, or an operator `)` ending at `op_end`: a pattern's), so that `case` there opens a
+/// case (`echo case` does not).
+fn command_position(b: &[u8], from: usize, op_end: usize, i: usize) -> bool {
     let mut j = i;
     while j > from && matches!(b[j - 1], b' ' | b'\t') {
         j -= 1;
     }
-    if j == from || matches!(b[j - 1], b';' | b'&' | b'|' | b'(' | b'\n') {
+    if j == from || matches!(b[j - 1], b';' | b'&' | b'|' | b'(' | b'\n') || j == op_end {
         return true;
     }
     let end = j;
@@ -607,7 +754,7 @@ fn command_position(b: &[u8], from: usize, i: usize) -> bool {
     matches!(
         &b[j..end],
         b"then" | b"do" | b"else" | b"elif" | b"if" | b"while" | b"until" | b"{" | b"!" | b"time"
-    ) && command_position(b, from, j)
+    ) && command_position(b, from, op_end, j)
 }
 
 /// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`,
@@ -675,5 +822,29 @@ mod tests {
         assert_eq!(close("$(echo ${a:-)})x"), Some(14));
         assert_eq!(close("$(wc <<< 'a')x"), Some(12));
         assert_eq!(close("$(ls"), None);
+        // `esac` as a word, a pattern's `)`, a `case` after it, a comment after `)`.
+        assert_eq!(close("$(case x in x) echo esac;; esac)x"), Some(31));
+        assert_eq!(
+            close("$(case x in x) case y in y) :;; esac;; esac)x"),
+            Some(43)
+        );
+        assert_eq!(close("$(case x in (x) :;; esac)x"), Some(24));
+        assert_eq!(close("$( (:)# )\n)x"), Some(10));
+        assert_eq!(close("$(echo $(x)#b)x"), Some(13));
+    }
+
+    #[test]
+    fn arithmetic_ends_where_the_shell_ends_it() {
+        let end = |s: &str| arith_end(s.as_bytes(), 3, false);
+        assert_eq!(end("$(( 1 + (2) ))x"), Some(13));
+        assert_eq!(end("$(( $(: \"((\") 1 )); x #))"), Some(17));
+        assert_eq!(end("$(( ')' ))x"), Some(9));
+        assert_eq!(end("$(( # ))x"), Some(7));
+        // Not arithmetic to bash: a command substitution starting with a subshell.
+        assert_eq!(end("$((:) ; echo ))"), None);
+        // dash reads on to the first `))`, and a `'` in double quotes is plain to it.
+        assert_eq!(as_dash(|| end("$((:) ; echo ))")), Some(14));
+        assert_eq!(as_dash(|| arith_end(b"$(( '))' ))", 3, true)), Some(6));
+        assert_eq!(arith_end(b"$(( '))' ))", 3, true), Some(10));
     }
 }

@@ -111,6 +111,19 @@ pub fn simple(
     if subscripted {
         acc.unread("the shell evaluates an array subscript in it, running what it holds");
     }
+    if let Some(first) = rest.first()
+        && SUBSCRIPTED.contains(&first.lit.as_str())
+        && names_built(&first.lit, &rest[1..])
+    {
+        // A name built at run time (`test -v "$x"`, `printf -v "$x"`, `declare "$x=1"`)
+        // may be an array element, its subscript evaluated.
+        acc.arithmetic();
+    }
+    if rest.iter().any(|w| subscript_command(&w.lit)) {
+        // The text of a subscript with a command (`echo 'a[$(…)]' > f`): arithmetic on
+        // a value read back runs it.
+        acc.pieced();
+    }
     // Leading assignments: `NAME=value cmd` (the value may hold commands, already judged).
     let mut assigned = false;
     let assignments = rest;
@@ -156,13 +169,10 @@ pub fn simple(
     }
     if first.lit.starts_with("((") && first.lit.ends_with("))") {
         // An arithmetic command to bash (what it runs, `$(…)` in it, was judged with its
-        // word); to a shell without it (dash), subshells: judged as those too.
+        // word; as subshells, as dash reads it, by `shell::walk`).
         acc.arithmetic();
         acc.compound = true;
         acc.raise(Low, "arithmetic");
-        if !first.dynamic {
-            super::shell::script(&first.lit[1..first.lit.len() - 1], acc);
-        }
         return None;
     }
     if first.lit.starts_with('{') && (first.lit.contains(',') || first.lit.contains("..")) {
@@ -253,6 +263,12 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
             "`{name}` makes the shell run another program or file"
         ));
     }
+    if w.lit[..w.lit.find('=').unwrap_or(0)].ends_with('+')
+        || (value.contains('[') && !value.starts_with('('))
+    {
+        // Built in pieces, or a `[` in it: with the rest, perhaps a subscript.
+        acc.pieced();
+    }
     if subscript_command(value) {
         acc.unread(format!(
             "`{name}` holds an array subscript with a command in it, which arithmetic runs"
@@ -291,6 +307,17 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
             ))
         }
         _ => {}
+    }
+}
+
+/// Whether the builtin `name` (one of `SUBSCRIPTED`) is given a variable's name built at
+/// run time: after `-v` for `test`, `[`, `[[` and `printf`, any operand for the others.
+fn names_built(name: &str, args: &[Word]) -> bool {
+    match name {
+        "test" | "[" | "[[" | "printf" => args
+            .windows(2)
+            .any(|p| p[0].lit == "-v" && !p[0].dynamic && p[1].dynamic),
+        _ => args.iter().any(|w| w.dynamic),
     }
 }
 

@@ -56,11 +56,18 @@ pub(super) fn sed(args: &[Word], acc: &mut Acc) {
     if scripts.is_empty() {
         scripts.extend(parsed.as_ref().and_then(|p| p.operands.first().cloned()));
     }
+    // Each script alone and all joined as sed joins them (a `a\` may run on into the
+    // next), with bracket expressions in a regex read as GNU sed reads them (`/[/]/`) and
+    // as older seds did: what any reading finds is judged.
+    let joined = scripts.join("\n");
     let mut commands = Vec::new();
     let acts = scripts
         .iter()
-        .map(|s| sed_script_acts(s, &mut commands))
+        .chain((scripts.len() > 1).then_some(&joined))
+        .flat_map(|s| [true, false].map(|brackets| sed_script_acts(s, brackets, &mut commands)))
         .max();
+    commands.sort();
+    commands.dedup();
     for c in &commands {
         crate::shell::script(c, acc);
     }
@@ -91,78 +98,81 @@ pub(super) enum Acts {
     RunsEdited,
 }
 
-/// Whether a sed script holds a command that writes a file or runs one.
+/// Whether a sed script holds a command that writes a file or runs one, read as GNU sed
+/// reads it (a regex, a replacement and a command's text end at a newline that is not
+/// escaped; `;` does not end `a`, `i`, `c` text nor a file name); `brackets`: a bracket
+/// expression in a regex holds its delimiter (`/[/]/`), as GNU sed's since 4.3.
 /// The commands written after `e` go to `commands`.
-pub(super) fn sed_script_acts(script: &str, commands: &mut Vec<String>) -> Acts {
+pub(super) fn sed_script_acts(script: &str, brackets: bool, commands: &mut Vec<String>) -> Acts {
     let mut acts = Acts::Nothing;
     let b: Vec<char> = script.chars().collect();
     let mut i = 0;
-    // Skips a delimited part starting at `i` (the delimiter); returns the index after it.
-    let delimited = |mut i: usize, d: char| {
-        i += 1;
-        while i < b.len() && b[i] != d {
+    // The index of the first unescaped newline at or after `i` (or the end).
+    let line_end = |mut i: usize| {
+        while i < b.len() && b[i] != '\n' {
             if b[i] == '\\' {
                 i += 1;
             }
             i += 1;
         }
-        i + 1
+        i.min(b.len())
     };
     while i < b.len() {
         match b[i] {
-            '/' | '\\' => {
-                // An address regex (`\cREc` uses any delimiter).
-                let d = if b[i] == '\\' {
-                    i += 1;
-                    b.get(i).copied().unwrap_or('/')
-                } else {
-                    '/'
-                };
-                i = delimited(i, d);
+            '#' => i = line_end(i),
+            '/' => i = sed_delimited(&b, i + 1, '/', brackets),
+            '\\' => {
+                // `\cREc`: an address regex with any delimiter.
+                let d = b.get(i + 1).copied().unwrap_or('/');
+                i = sed_delimited(&b, i + 2, d, brackets);
             }
             's' | 'y' => {
                 let Some(&d) = b.get(i + 1) else {
                     return acts;
                 };
-                i = delimited(i + 1, d);
-                i = delimited(i - 1, d);
+                if d == '\n' || d == '\\' {
+                    return acts.max(Acts::Changes); // sed refuses it; not read
+                }
+                i = sed_delimited(&b, i + 2, d, brackets && b[i] == 's');
+                i = sed_delimited(&b, i, d, false);
                 // Its flags; `w` takes the rest of the line as a file name.
-                for c in b[i.min(b.len())..]
-                    .iter()
-                    .take_while(|c| !matches!(c, ';' | '\n' | '}'))
-                {
-                    match c {
+                while i < b.len() && !matches!(b[i], ';' | '\n' | '}' | '#') {
+                    match b[i] {
                         'e' => return Acts::RunsEdited,
                         'w' | 'W' => {
-                            acts = Acts::Changes;
+                            acts = acts.max(Acts::Changes);
+                            i = line_end(i);
                             break;
                         }
-                        _ => {}
+                        _ => i += 1,
                     }
                 }
             }
             'e' => {
                 // `e command` runs the command written there; `e` alone, the pattern space.
                 // (It takes the rest of the line, `;` included.)
-                let rest: String = b[i + 1..].iter().take_while(|c| **c != '\n').collect();
-                if rest.trim().is_empty() {
+                let end = line_end(i + 1);
+                let rest: String = b[i + 1..end].iter().collect();
+                if rest.trim().is_empty() || rest.trim_start().starts_with(['}', ';']) {
                     return Acts::RunsEdited;
                 }
                 commands.push(rest);
-                acts = Acts::Changes;
-                while i < b.len() && b[i] != '\n' {
-                    i += 1;
-                }
+                acts = acts.max(Acts::Changes);
+                i = end;
             }
             'w' | 'W' => {
                 // The file name runs to the end of the line.
-                acts = Acts::Changes;
-                while i < b.len() && b[i] != '\n' {
-                    i += 1;
-                }
+                acts = acts.max(Acts::Changes);
+                i = line_end(i);
             }
-            'a' | 'i' | 'c' | 'r' | 'R' | 'b' | 't' | 'T' | ':' => {
-                // Text or a label or file name to the end of the command.
+            'a' | 'i' | 'c' => {
+                // Text to the end of the line; an escaped newline goes on with it
+                // (`a\` and its lines).
+                i = line_end(i + 1);
+            }
+            'r' | 'R' | 'b' | 't' | 'T' | ':' | 'v' => {
+                // A file name or a label: to the end of the line, or of the command for
+                // a sed that ends it there.
                 while i < b.len() && b[i] != '\n' && b[i] != ';' {
                     i += 1;
                 }
@@ -171,6 +181,44 @@ pub(super) fn sed_script_acts(script: &str, commands: &mut Vec<String>) -> Acts 
         }
     }
     acts
+}
+
+/// The index after the delimiter `d` ending a regex or a replacement that starts at `i`;
+/// at an unescaped newline (sed refuses it) or the end if none.
+fn sed_delimited(b: &[char], mut i: usize, d: char, brackets: bool) -> usize {
+    while i < b.len() && b[i] != '\n' {
+        match b[i] {
+            '\\' => i += 2,
+            c if c == d => return i + 1,
+            '[' if brackets => {
+                // A bracket expression: `]` first is a member; `[:…:]`, `[=…=]`, `[.….]`
+                // are inside it; a backslash is a plain character.
+                i += 1;
+                if b.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                if b.get(i) == Some(&']') {
+                    i += 1;
+                }
+                while i < b.len() && b[i] != ']' && b[i] != '\n' {
+                    if b[i] == '['
+                        && let Some(&k @ (':' | '=' | '.')) = b.get(i + 1)
+                    {
+                        i += 2;
+                        while i + 1 < b.len() && !(b[i] == k && b[i + 1] == ']') && b[i] != '\n' {
+                            i += 1;
+                        }
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    i.min(b.len())
 }
 
 /// Notes destructive SQL (or a key-value store's flush) in a command's words.
