@@ -63,7 +63,41 @@ pub fn joined(src: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// Whether a `[[ … =~ REGEX ]]` holds what bash reads its own way in a regex and this
+/// lexer would not: a `#`, a redirection, a separator or parentheses that do not pair
+/// (`[[ x =~ (#) ]]` hides the rest of the line from a comment reader).
+fn regex_read_apart(src: &str) -> Option<&'static str> {
+    let mut rest = src;
+    while let Some(at) = rest.find("=~") {
+        let after = &rest[at + 2..];
+        let end = after.find("]]").unwrap_or(after.len());
+        let regex = &after[..end];
+        let mut depth = 0i32;
+        for c in regex.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                '#' | '<' | '>' | ';' | '&' | '\n' | '`' => {
+                    return Some("a `[[ … =~ … ]]` regex bash reads its own way");
+                }
+                _ => {}
+            }
+            if depth < 0 {
+                break;
+            }
+        }
+        if depth != 0 {
+            return Some("a `[[ … =~ … ]]` regex bash reads its own way");
+        }
+        rest = after;
+    }
+    None
+}
+
 pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
+    if let Some(why) = regex_read_apart(src) {
+        return Err(why.into());
+    }
     let b = src.as_bytes();
     let mut out = Vec::new();
     // Here-documents begun on this line: (index of the body token, delimiter, `<<-`,
@@ -86,9 +120,11 @@ pub fn lex(src: &str) -> Result<Vec<Token<'_>>, String> {
                 i = end;
             }
             c if starts_operator(c) => {
+                // dash has no `&>`: to it, `&` then a redirection.
+                let dash = super::word::dash();
                 let op = OPERATORS
                     .iter()
-                    .find(|o| b[i..].starts_with(o.as_bytes()))
+                    .find(|o| b[i..].starts_with(o.as_bytes()) && !(dash && o.starts_with("&>")))
                     .expect("an operator starts here");
                 out.push(Token::Op(op, i));
                 i += op.len();

@@ -279,6 +279,35 @@ pub(crate) struct Acc {
     depth: u32,
 }
 
+/// The file (or directory) `path` writes that the host needs to boot or to let anyone log
+/// in, if it is one: accounts, sudo, PAM, mounts, the boot partition, the loader's preload.
+fn vital(path: &str) -> Option<&'static str> {
+    const VITAL: &[&str] = &[
+        "/etc/passwd",
+        "/etc/shadow",
+        "/etc/group",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/sudoers.d/",
+        "/etc/pam.d/",
+        "/etc/security/",
+        "/etc/nsswitch.conf",
+        "/etc/fstab",
+        "/etc/crypttab",
+        "/etc/ld.so.preload",
+        "/boot/",
+    ];
+    // `/etc//passwd`, `/etc/./passwd` name it too.
+    let mut p = path.replace("/./", "/");
+    while p.contains("//") {
+        p = p.replace("//", "/");
+    }
+    VITAL
+        .iter()
+        .find(|v| p == **v || (v.ends_with('/') && (p.starts_with(**v) || p == v[..v.len() - 1])))
+        .copied()
+}
+
 impl Acc {
     pub(crate) fn raise(&mut self, class: Class, why: impl Into<String>) {
         self.raised += 1;
@@ -323,6 +352,12 @@ impl Acc {
         ]
         .iter()
         .any(|d| path.contains(d));
+        if let Some(vital) = vital(path) {
+            self.raise(
+                Class::Destructive,
+                format!("writes to {vital}, which the host needs to boot or to let anyone log in"),
+            );
+        }
         if let Some(name) = file_name(path) {
             self.written.push(name);
         }

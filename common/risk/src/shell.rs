@@ -67,12 +67,15 @@ pub fn script(src: &str, acc: &mut Acc) {
 }
 
 /// Whether dash may read the text otherwise than bash: `$'…'` and `$[…]` are plain text
-/// to it, `((` two subshells, `$((` always arithmetic (to its first `))`), and a `'`
+/// to it, `&>` a `&` and a redirection, `coproc` and `function` commands, `((` two subshells, `$((` always arithmetic (to its first `))`), and a `'`
 /// inside a double-quoted `${…}` plain.
 fn read_otherwise_by_dash(src: &str) -> bool {
     src.contains("$'")
         || src.contains("$[")
         || src.contains("((")
+        || src.contains("&>")
+        || src.contains("coproc")
+        || src.contains("function")
         || (src.contains("${") && src.contains('\''))
 }
 
@@ -405,6 +408,8 @@ struct Shell {
     handler_said: bool,
     /// Where a `case`'s patterns are being read: their words are no command.
     pattern: Pattern,
+    /// The aliases it defined, by name.
+    aliases: Vec<String>,
 }
 
 /// Where the reading is in a `case`'s pattern list.
@@ -640,10 +645,21 @@ pub(crate) fn descriptor(path: &str) -> Option<u32> {
 /// pattern pairs with its `case`).
 fn unbalanced(tokens: &[Token]) -> Option<&'static str> {
     let (mut depth, mut cases) = (0u32, 0u32);
+    // Where a command starts: `case` and `esac` are words anywhere else (`echo case`).
+    let mut at_start = true;
     for t in tokens {
+        let starts = at_start;
+        at_start = match t {
+            Token::Op(op, _) => !matches!(
+                *op,
+                "<" | ">" | ">>" | ">|" | "<>" | "&>" | "&>>" | ">&" | "<&" | "<<" | "<<-" | "<<<"
+            ),
+            Token::Word(w, _) => rules::RESERVED.contains(w) && *w != "esac",
+            Token::Body(_) => at_start,
+        };
         match t {
-            Token::Word("case", _) => cases += 1,
-            Token::Word("esac", _) => cases = cases.saturating_sub(1),
+            Token::Word("case", _) if starts => cases += 1,
+            Token::Word("esac", _) if starts && cases > 0 => cases -= 1,
             Token::Op("(", _) => depth += 1,
             Token::Op(")", _) => {
                 if depth > 0 {
@@ -696,6 +712,9 @@ fn redirect(
             let quoted = target.contains(['\'', '"', '\\']);
             if let Some(Token::Body(body)) = tokens.get(i) {
                 rules::sql_text(body, acc);
+                if rules::subscript_command(body) {
+                    acc.pieced();
+                }
                 if !quoted {
                     word::heredoc(body, acc);
                 }
@@ -708,6 +727,10 @@ fn redirect(
         "<<<" => {
             let w = word::word(target, acc);
             rules::sql_text(&w.lit, acc);
+            if rules::subscript_command(&w.lit) {
+                // `read x <<< 'a[$(…)]'`: arithmetic on it runs the command.
+                acc.pieced();
+            }
             redirs.push((input, Source::Text(w.lit, w.dynamic, "here-string")));
             acc.raise(Class::ReversibleLow, "here-string");
         }
@@ -802,6 +825,17 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         place.piped = true;
         place.from = Some(String::new());
     }
+    if let Some(first) = words.first()
+        && !first.dynamic
+        && shell.aliases.contains(&first.lit)
+    {
+        // A shell that expands aliases here (dash, bash --posix) runs its body with these
+        // words after it (`alias echo=env` makes `echo rm …` run rm).
+        acc.unread(format!(
+            "`{}` is an alias the command defined: what it runs is its body with these words",
+            first.lit
+        ));
+    }
     let name = if words.is_empty() {
         None
     } else {
@@ -816,6 +850,9 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         .is_some_and(|w| !w.dynamic && w.lit == "alias")
     {
         for w in &words[1..] {
+            if let Some((alias, _)) = w.lit.split_once('=') {
+                shell.aliases.push(alias.to_string());
+            }
             if let Some((alias, body)) = w.lit.split_once('=')
                 && reads_input(body)
             {

@@ -73,6 +73,9 @@ struct Scan<'a, 'c> {
     dynamic: bool,
     nest: u32,
     acc: &'c mut Acc,
+    /// A brace expansion being read (bash, unquoted): 1 after a `{`, 2 once a `,` or
+    /// `..` follows it; its `}` makes the word many, built by the shell.
+    brace: u8,
 }
 
 impl<'a, 'c> Scan<'a, 'c> {
@@ -86,6 +89,7 @@ impl<'a, 'c> Scan<'a, 'c> {
             dynamic: false,
             nest,
             acc,
+            brace: 0,
         }
     }
 
@@ -135,9 +139,31 @@ impl<'a, 'c> Scan<'a, 'c> {
                     if self.i == start {
                         self.push_char(); // a quote that does not apply here
                     } else {
+                        if ctx == Ctx::Bare && !self.quiet && !dash() {
+                            self.braces(start);
+                        }
                         self.push(&self.s[start..self.i]);
                     }
                 }
+            }
+        }
+    }
+
+    /// Follows a brace expansion (`{a,b}`, `{1..3}`) through unquoted text: the word it
+    /// is in becomes several, or other words, at run time (`-name {'*',-delete}`).
+    fn braces(&mut self, start: usize) {
+        let text = &self.b[start..self.i];
+        for (k, &c) in text.iter().enumerate() {
+            match c {
+                b'{' if self.brace == 0 => self.brace = 1,
+                b',' if self.brace > 0 => self.brace = 2,
+                b'.' if self.brace > 0 && text.get(k + 1) == Some(&b'.') => self.brace = 2,
+                b'}' if self.brace == 2 => {
+                    self.brace = 0;
+                    self.dynamic = true;
+                }
+                b'}' => self.brace = 0,
+                _ => {}
             }
         }
     }
@@ -569,6 +595,25 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                         top.at = CaseAt::Pattern;
                         Step::Read
                     }
+                    // `((…))`, an arithmetic command to bash: its `<<` is a shift, its
+                    // `#` no comment.
+                    b'(' if !dash()
+                        && b.get(i + 1) == Some(&b'(')
+                        && level.at == CaseAt::Commands
+                        && command_position(b, from, *op_end, i)
+                        && let Some(end) = arith_end(b, i + 2, false) =>
+                    {
+                        i = end;
+                        Step::Read
+                    }
+                    // `$'…'`: a backslash escapes a `'` in it (to bash; dash has none).
+                    b'$' if !word_start && !dash() && b.get(i + 1) == Some(&b'\'') => {
+                        i += 2;
+                        while i < b.len() && b[i] != b'\'' {
+                            i += if b[i] == b'\\' { 2 } else { 1 };
+                        }
+                        Step::Read
+                    }
                     b'(' => {
                         top.parens += 1;
                         Step::Read
@@ -640,6 +685,13 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                         match c {
                             b'\\' => {
                                 i += 1;
+                                Step::Read
+                            }
+                            b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
+                                i += 2;
+                                while i < b.len() && b[i] != b'\'' {
+                                    i += if b[i] == b'\\' { 2 } else { 1 };
+                                }
                                 Step::Read
                             }
                             b'\'' => {
@@ -738,23 +790,50 @@ pub(super) fn arith_end(b: &[u8], from: usize, quoted: bool) -> Option<usize> {
 
 /// Whether the word at `i` stands where a command starts (after a separator, a reserved
 /// word, or an operator `)` ending at `op_end`: a pattern's), so that `case` there opens a
-/// case (`echo case` does not).
+/// case (`echo case` does not). To bash, after `coproc [NAME]` and `function NAME` too (a
+/// compound command follows); not after `time` (bash does not take `case` for a reserved
+/// word there inside `$(…)`, and to dash `time` is a command).
 fn command_position(b: &[u8], from: usize, op_end: usize, i: usize) -> bool {
-    let mut j = i;
-    while j > from && matches!(b[j - 1], b' ' | b'\t') {
-        j -= 1;
+    // The word before the one at `at`: (its start, its end), or None at a separator.
+    let before = |at: usize| -> Option<(usize, usize)> {
+        let mut j = at;
+        while j > from && matches!(b[j - 1], b' ' | b'\t') {
+            j -= 1;
+        }
+        if j == from || matches!(b[j - 1], b';' | b'&' | b'|' | b'(' | b'\n') || j == op_end {
+            return None;
+        }
+        let end = j;
+        while j > from && !matches!(b[j - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') {
+            j -= 1;
+        }
+        Some((j, end))
+    };
+    let mut at = i;
+    // Each step goes back one word at least: bounded by the text.
+    loop {
+        let Some((start, end)) = before(at) else {
+            return true;
+        };
+        let w = &b[start..end];
+        let reserved = matches!(
+            w,
+            b"then" | b"do" | b"else" | b"elif" | b"if" | b"while" | b"until" | b"{" | b"!"
+        ) || (!dash() && w == b"coproc");
+        if reserved {
+            at = start;
+            continue;
+        }
+        // `coproc NAME`, `function NAME` (bash).
+        if !dash()
+            && let Some((s2, e2)) = before(start)
+            && matches!(&b[s2..e2], b"coproc" | b"function")
+        {
+            at = s2;
+            continue;
+        }
+        return false;
     }
-    if j == from || matches!(b[j - 1], b';' | b'&' | b'|' | b'(' | b'\n') || j == op_end {
-        return true;
-    }
-    let end = j;
-    while j > from && !matches!(b[j - 1], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(') {
-        j -= 1;
-    }
-    matches!(
-        &b[j..end],
-        b"then" | b"do" | b"else" | b"elif" | b"if" | b"while" | b"until" | b"{" | b"!" | b"time"
-    ) && command_position(b, from, op_end, j)
 }
 
 /// A here-document's delimiter after `<<` at `i`: (delimiter without quotes, `<<-`,

@@ -118,6 +118,28 @@ pub fn simple(
         // A name built at run time (`test -v "$x"`, `printf -v "$x"`, `declare "$x=1"`)
         // may be an array element, its subscript evaluated.
         acc.arithmetic();
+        if matches!(
+            first.lit.as_str(),
+            "printf"
+                | "declare"
+                | "typeset"
+                | "local"
+                | "export"
+                | "readonly"
+                | "read"
+                | "mapfile"
+                | "readarray"
+        ) && rest[1..]
+            .iter()
+            .any(|w| w.dynamic && built_name(w).contains(['$', '`', '{']))
+        {
+            // …and a variable it assigns may be one the shell runs (`PS4`,
+            // `PROMPT_COMMAND`): which one is known only at run time.
+            acc.unread(format!(
+                "`{}` assigns a variable named at run time, perhaps one the shell runs",
+                first.lit
+            ));
+        }
     }
     if rest.iter().any(|w| subscript_command(&w.lit)) {
         // The text of a subscript with a command (`echo 'a[$(…)]' > f`): arithmetic on
@@ -133,6 +155,10 @@ pub fn simple(
         }
         // Variables whose value the shell runs or expands again later.
         let name = w.lit.split(['=', '+', '[']).next().unwrap_or("");
+        if w.lit.split('=').next().unwrap_or("").contains('[') {
+            // `a[x]=1`: the subscript is evaluated as arithmetic.
+            acc.arithmetic();
+        }
         if matches!(
             name,
             "PS4" | "PS1" | "PS2" | "PS0" | "PROMPT_COMMAND" | "BASH_ENV" | "ENV"
@@ -313,12 +339,26 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
 /// Whether the builtin `name` (one of `SUBSCRIPTED`) is given a variable's name built at
 /// run time: after `-v` for `test`, `[`, `[[` and `printf`, any operand for the others.
 fn names_built(name: &str, args: &[Word]) -> bool {
+    // A name built at run time, or an array element's (`a[x]`: its subscript evaluated).
+    let evaluated = |w: &Word| {
+        let name = built_name(w);
+        name.contains('[') || (w.dynamic && name.contains(['$', '`', '{']))
+    };
     match name {
         "test" | "[" | "[[" | "printf" => args
             .windows(2)
-            .any(|p| p[0].lit == "-v" && !p[0].dynamic && p[1].dynamic),
-        _ => args.iter().any(|w| w.dynamic),
+            .any(|p| p[0].lit == "-v" && !p[0].dynamic && evaluated(&p[1])),
+        _ => args
+            .iter()
+            .skip_while(|w| w.lit.starts_with('-'))
+            .any(evaluated),
     }
+}
+
+/// The variable name an operand of an assigning builtin names: all of it, or what comes
+/// before its `=` (`declare NAME=value`).
+fn built_name(w: &Word) -> &str {
+    w.lit.split('=').next().unwrap_or("")
 }
 
 /// Whether `text` holds an array subscript with a command in it (`a[$(…)]`, ``a[`…`]``):
@@ -609,7 +649,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 acc.raise(Config, "`tee` writes files");
             }
         }
-        "truncate" | "fallocate" => acc.raise(Config, format!("`{name}` resizes files")),
+        "truncate" | "fallocate" => {
+            for o in operands(args) {
+                acc.wrote(o);
+            }
+            acc.raise(Config, format!("`{name}` resizes files"))
+        }
         "dd" => {
             for of in a.iter().filter_map(|x| x.strip_prefix("of=")) {
                 acc.wrote(of);
@@ -837,6 +882,18 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     }
                 }
             }
+            // `-f host:file`: tar runs rsh (or ssh) to reach it, unless told the name is
+            // local.
+            if !flag(args, &[], &["force-local"])
+                && values(args, &['f'], &["file"])
+                    .iter()
+                    .any(|w| w.dynamic || w.lit.split('/').next().is_some_and(|h| h.contains(':')))
+            {
+                acc.raise(
+                    Config,
+                    "`tar` reaches an archive on another host: it runs a remote shell",
+                );
+            }
             let list = flag(args, &['t'], &["list"])
                 || a.first().is_some_and(|f| {
                     !f.starts_with('-') && f.contains('t') && !f.contains(['c', 'x', 'r', 'u'])
@@ -887,9 +944,7 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
 
         // Processes.
         "kill" => kill(args, acc),
-        "pkill" | "killall" | "skill" | "renice" => {
-            acc.raise(Low, format!("`{name}` signals or reprioritises processes"))
-        }
+        "pkill" | "killall" | "skill" | "renice" => by_name(name, args, acc),
         "killall5" => acc.raise(Destructive, "`killall5` signals every process"),
 
         // Power and the system.
@@ -1024,6 +1079,29 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 );
             reader_unless(name, !lists, "mounts a filesystem", acc);
         }
+        "umount"
+            if flag(args, &['a'], &["all"])
+                || operands(args).iter().any(|o| {
+                    matches!(
+                        o.trim_end_matches('/'),
+                        "" | "/usr"
+                            | "/var"
+                            | "/etc"
+                            | "/boot"
+                            | "/home"
+                            | "/proc"
+                            | "/sys"
+                            | "/dev"
+                            | "/run"
+                            | "/var/lib"
+                    )
+                }) =>
+        {
+            acc.raise(
+                Destructive,
+                "`umount` of the root or a filesystem the system runs from",
+            )
+        }
         "umount" | "swapoff" | "swapon" | "losetup" | "modprobe" | "insmod" | "rmmod" => acc.raise(
             Config,
             format!("`{name}` changes devices, mounts or modules"),
@@ -1086,6 +1164,24 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             if name != "apt-mark" || matches!(sub, "showhold" | "showauto" | "showmanual") =>
         {
             acc.raise(ReadOnly, format!("`{name}` queries packages"))
+        }
+        "rpm" | "dpkg"
+            if a.iter().any(|x| {
+                *x == "--nodeps"
+                    || matches!(
+                        *x,
+                        "--force-depends"
+                            | "--force-remove-essential"
+                            | "--force-all"
+                            | "--force-remove-protected"
+                    )
+                    || (x.starts_with("--force-") && x.contains("essential"))
+            }) =>
+        {
+            acc.raise(
+                Destructive,
+                format!("`{name}` forced past what other packages depend on"),
+            )
         }
         "dpkg" | "dpkg-query" => reader_unless(
             name,
@@ -1248,6 +1344,77 @@ fn kill(args: &[Word], acc: &mut Acc) {
         acc.raise(Destructive, "`kill` of every process (-1) or of init (1)");
     } else {
         acc.raise(Low, "`kill` signals processes");
+    }
+}
+
+/// `pkill`, `killall`, `skill`, `renice`: processes chosen by name, user, group or
+/// session. Every process of a user, a group or a session, a pattern that matches any
+/// name, or the daemons the host needs to be reached and to run (sshd, systemd, init,
+/// dbus, journald, Argos's own) take the host down or lock its operators out.
+fn by_name(name: &str, args: &[Word], acc: &mut Acc) {
+    const VITAL: &[&str] = &[
+        "sshd",
+        "systemd",
+        "init",
+        "dbus-daemon",
+        "dbus-broker",
+        "systemd-journald",
+        "systemd-logind",
+        "systemd-udevd",
+        "agetty",
+        "argos-execd",
+        "argos-gatewayd",
+        "argos-shim",
+    ];
+    // The options that choose processes by user, group, session, parent or terminal.
+    let (short, long): (&[&str], &[&str]) = match name {
+        "pkill" => (
+            &["-u", "-U", "-G", "-g", "-s", "-P", "-t", "-c"],
+            &[
+                "--euid",
+                "--uid",
+                "--group",
+                "--pgroup",
+                "--session",
+                "--parent",
+                "--terminal",
+                "--cgroup",
+            ],
+        ),
+        "killall" => (&["-u"], &["--user"]),
+        _ => (&["-u", "-t", "-p", "-c"], &[]),
+    };
+    let whole = args.iter().any(|a| {
+        let a = a.lit.as_str();
+        short
+            .iter()
+            .any(|o| a.starts_with(o) && !a.starts_with("--"))
+            || long
+                .iter()
+                .any(|o| a == *o || a.strip_prefix(o).is_some_and(|r| r.starts_with('=')))
+    });
+    let operands: Vec<&str> = args
+        .iter()
+        .map(|a| a.lit.as_str())
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let broad = operands.iter().any(|o| {
+        matches!(*o, "." | ".*" | "^" | "$" | "" | ".+" | "^.*" | "^.*$")
+            || VITAL.iter().any(|v| {
+                *o == *v
+                    || o.trim_start_matches('^').trim_end_matches('$') == *v
+                    || o.ends_with(&format!("/{v}"))
+            })
+    });
+    if name == "renice" {
+        acc.raise(Low, "`renice` reprioritises processes");
+    } else if whole || broad || args.iter().any(|a| a.dynamic) {
+        acc.raise(
+            Destructive,
+            format!("`{name}` signals every process of a user, group or session, any name, or a daemon the host needs (sshd, systemd, Argos)"),
+        );
+    } else {
+        acc.raise(Low, format!("`{name}` signals processes"));
     }
 }
 

@@ -70,6 +70,10 @@ pub struct Model {
     pub runs: Vec<String>,
     /// A shell script read for this model: it evaluates none of its arguments.
     pub script: bool,
+    /// Options refused wherever they stand, after a subcommand too (`apt list -o …`,
+    /// `kubectl get --kubeconfig=…`: the program takes its global options anywhere), and
+    /// `;`: an argument holding a `;` or a newline (the program runs commands so cut).
+    deny: Vec<String>,
 }
 
 /// The model of a program, by name.
@@ -131,6 +135,52 @@ impl Accepted {
     }
 }
 
+/// Why `args` hold what `model` refuses anywhere (`@deny`), if they do: a denied option
+/// (short, in a cluster or with its value attached; long, whole, with `=…` or, unless
+/// `@exact`, abbreviated), an argument from an expansion that could be one, or a `;`.
+fn denied(name: &str, model: &Model, args: &[Word]) -> Option<String> {
+    if model.deny.is_empty() {
+        return None;
+    }
+    for w in args {
+        let a = w.lit.as_str();
+        if w.dynamic && expands_to_option(a) {
+            return Some(format!(
+                "`{name}`: an argument from an expansion ({a}) could be one of its options that run or write"
+            ));
+        }
+        let hit = model.deny.iter().find(|d| {
+            if d.as_str() == ";" {
+                return a.contains([';', '\n']);
+            }
+            if let Some(long) = d.strip_prefix("--") {
+                let given = a
+                    .strip_prefix("--")
+                    .map(|g| g.split_once('=').map_or(g, |(n, _)| n));
+                return given.is_some_and(|g| {
+                    g == long || (!model.exact && g.len() >= 2 && long.starts_with(g))
+                });
+            }
+            // `-o`, `-oVALUE`, or among a cluster of flags (`-qqo`).
+            let short = d.trim_start_matches('-');
+            !a.starts_with("--")
+                && a.starts_with('-')
+                && (a[1..].starts_with(short)
+                    || (!a.contains('=')
+                        && a[1..].bytes().all(|b| b.is_ascii_alphabetic())
+                        && a[1..].contains(short)))
+        });
+        if let Some(d) = hit {
+            return Some(if d == ";" {
+                format!("`{name}` with an argument holding `;`: it runs each command so cut")
+            } else {
+                format!("`{name}` with `{d}`: it chooses what the program runs or where it writes")
+            });
+        }
+    }
+    None
+}
+
 /// Reads `args` by `name`'s model: what it accepted, or why the command is not known to
 /// only read.
 pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, String> {
@@ -145,6 +195,9 @@ pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, Strin
     let mut i = 0;
     let not_known =
         |path: &str, what: &str| format!("`{path}` with {what}: not known to only read");
+    if let Some(why) = denied(name, model, args) {
+        return Err(why);
+    }
     while i < args.len() {
         if node.any {
             return Ok(out);
@@ -430,6 +483,7 @@ fn token(m: &mut Model, t: &str) -> Result<(), String> {
             "rule" => m.rule = true,
             "script" => m.script = true,
             "need" if !list.is_empty() => m.need = list,
+            "deny" if !list.is_empty() => m.deny = list,
             "runs" if !list.is_empty() => m.runs = list,
             _ => return Err("unknown marker".into()),
         }

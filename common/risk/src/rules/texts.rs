@@ -170,10 +170,20 @@ pub(super) fn sed_script_acts(script: &str, brackets: bool, commands: &mut Vec<S
                 // (`a\` and its lines).
                 i = line_end(i + 1);
             }
-            'r' | 'R' | 'b' | 't' | 'T' | ':' | 'v' => {
-                // A file name or a label: to the end of the line, or of the command for
-                // a sed that ends it there.
+            'r' | 'R' => {
+                // A file name: to the end of the line, or of the command for a sed that
+                // ends it there.
                 while i < b.len() && b[i] != '\n' && b[i] != ';' {
+                    i += 1;
+                }
+            }
+            'b' | 't' | 'T' | ':' | 'v' => {
+                // A label (or a version): GNU sed ends it at a blank too (`:a e cmd`).
+                i += 1;
+                while i < b.len() && matches!(b[i], ' ' | '\t') {
+                    i += 1;
+                }
+                while i < b.len() && !matches!(b[i], '\n' | ';' | ' ' | '\t') {
                     i += 1;
                 }
             }

@@ -110,6 +110,14 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 _ => 0,
             };
             inner = &inner[skip.min(inner.len())..];
+            if args[..args.len() - inner.len()].iter().any(|w| w.dynamic) {
+                // An expansion may be several words (`timeout {9,find} …`, `$T` split):
+                // the command may start inside it.
+                acc.raise(
+                    Config,
+                    format!("`{name}`: an argument before its command comes from an expansion"),
+                );
+            }
             if name == "flock" && flag(args, &['c'], &["command"]) {
                 if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command")
                     && let Some(s) = args.get(i + 1)
