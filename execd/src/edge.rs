@@ -111,9 +111,20 @@ pub fn start(e: StartError) -> Status {
     }
 }
 
-/// The ledger, approvals store or audit trail failed.
-pub fn store<E: std::fmt::Display>(e: E) -> Status {
-    internal("ledger unavailable")(e)
+/// The ledger, approvals store or audit trail failed: a fault of the disk is said as
+/// what it is (UNAVAILABLE, try again once there is room), anything else only as
+/// "ledger unavailable".
+pub fn store<E: std::fmt::Display + 'static>(e: E) -> Status {
+    let fault = (&e as &dyn std::any::Any)
+        .downcast_ref::<sqlx::Error>()
+        .and_then(argos_store::Fault::of);
+    match fault {
+        Some(f) => {
+            tracing::error!(error = %e, "ledger unavailable");
+            Status::unavailable(f.say("execd"))
+        }
+        None => internal("ledger unavailable")(e),
+    }
 }
 
 #[cfg(test)]
@@ -141,6 +152,12 @@ mod tests {
             "{s:?}"
         );
         assert!(!s.message().contains("/var/lib"), "{s:?}");
+        let s = store(sqlx::Error::Io(std::io::Error::from_raw_os_error(
+            nix::libc::ENOSPC,
+        )));
+        assert_eq!(s.code(), tonic::Code::Unavailable);
+        assert!(s.message().contains("is full"), "{s:?}");
+        assert_eq!(store("x").message(), "ledger unavailable");
     }
 
     #[test]

@@ -153,6 +153,7 @@ fn request(c: &Canonical, stdin: Vec<u8>) -> LaunchRequest {
         executables: Vec::new(),
         registered_env: false,
         client_ref: String::new(),
+        end_unfollowed_ms: 0,
     }
 }
 

@@ -49,6 +49,8 @@ pub struct LaunchRequest {
     pub registered_env: bool,
     /// The caller's own reference for the launch, kept in the ledger (empty: none).
     pub client_ref: String,
+    /// Ended once nobody followed its output for this long, in ms (0: never).
+    pub end_unfollowed_ms: u64,
 }
 
 /// Recent terminal output a shim keeps for a client that attaches again.
@@ -305,6 +307,12 @@ impl Launcher {
                 "a launch with open stdin takes its input through Attach",
             ));
         }
+        if req.end_unfollowed_ms > 0 && req.tty.is_some() {
+            return Err(invalid(
+                "end_unfollowed_ms",
+                "a terminal is torn down after its own detach limit: give 0",
+            ));
+        }
         let tty = match &req.tty {
             None => None,
             Some(_) if !req.stdin.is_empty() => {
@@ -422,6 +430,7 @@ impl Launcher {
             shim: None,
             init: None,
             tty,
+            end_unfollowed_ms: req.end_unfollowed_ms,
         })
     }
 

@@ -1,6 +1,7 @@
 //! The `argos.exec.v1.Exec` service: each RPC checked against the caller's access
 //! (`access.rs`), then handed to the launch manager, the gate or the audit trail.
 
+use argos_store::audit::AnchorRefused;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -442,9 +443,13 @@ impl Exec for ExecService {
             recorded = audit
                 .record_anchor(PEER, head.seq, &head.hash)
                 .await
-                .map_err(|why| {
-                    tracing::error!(%why, "the gateway's audit head contradicts its anchor");
-                    edge::lost(why)
+                .map_err(|e| match e {
+                    AnchorRefused::Contradicts(why) => {
+                        tracing::error!(%why, "the gateway's audit head contradicts its anchor");
+                        edge::lost(why)
+                    }
+                    // A full disk is no contradiction: said as what it is.
+                    AnchorRefused::Store(e) => edge::store(e),
                 })?;
         }
         let (seq, hash) = audit.content_head().await.map_err(edge::store)?;

@@ -334,6 +334,10 @@ pub struct LaunchSpec {
     /// Run on a terminal the shim holds (a web terminal) instead of pipes.
     #[serde(default)]
     pub tty: Option<Tty>,
+    /// Hung up once no follower was connected for this long, in ms (0: never); a
+    /// terminal's `detach_ttl_ms` stands for it.
+    #[serde(default)]
+    pub end_unfollowed_ms: u64,
 }
 
 /// A launch's terminal: its first size and type, and how much recent output the shim keeps

@@ -29,6 +29,7 @@ pub fn launch_request(r: pb::RunRequest) -> LaunchRequest {
         // Only StartMcpServer, from an admin's registration, sets it.
         registered_env: false,
         client_ref: r.client_ref,
+        end_unfollowed_ms: r.end_unfollowed_ms,
     }
 }
 

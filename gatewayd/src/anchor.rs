@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use argos_exec_client::ErrorKind;
 use argos_proto::exec::v1 as pb;
-use argos_store::audit::Anchor;
+use argos_store::audit::{Anchor, AnchorRefused};
 
 use crate::api::Shared;
 
@@ -46,8 +46,11 @@ fn wire(a: &Anchor) -> pb::AuditAnchor {
 pub enum AnchorError {
     /// execd is not there now.
     Away,
-    /// A trail does not hold what the other recorded of it (or could not be read).
+    /// A trail does not hold what the other recorded of it.
     Broken(String),
+    /// A trail could not be read or written (a full disk among the causes): nothing is
+    /// said of either trail's integrity, and the next exchange tries again.
+    Storage(String),
 }
 
 impl From<String> for AnchorError {
@@ -59,15 +62,31 @@ impl From<String> for AnchorError {
 impl From<argos_exec_client::ExecError> for AnchorError {
     fn from(e: argos_exec_client::ExecError) -> AnchorError {
         match e.kind {
+            // execd answered that its disk is at fault.
+            ErrorKind::Unavailable if argos_store::Fault::said(&e.message, "execd") => {
+                AnchorError::Storage(format!("execd: {}", e.message))
+            }
             ErrorKind::Unavailable | ErrorKind::Cancelled => AnchorError::Away,
-            _ => AnchorError::Broken(e.message),
+            ErrorKind::DataLoss => AnchorError::Broken(e.message),
+            _ => AnchorError::Storage(format!("execd: {}", e.message)),
+        }
+    }
+}
+
+impl From<AnchorRefused> for AnchorError {
+    fn from(e: AnchorRefused) -> AnchorError {
+        match e {
+            AnchorRefused::Contradicts(why) => AnchorError::Broken(why),
+            AnchorRefused::Store(e) => {
+                AnchorError::Storage(format!("the gateway's audit trail: {e}"))
+            }
         }
     }
 }
 
 /// One exchange of heads with execd; an error says which trail contradicts its anchor.
 pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
-    let store = |e: sqlx::Error| format!("the gateway's audit trail: {e}");
+    let store = |e: sqlx::Error| AnchorError::Storage(format!("the gateway's audit trail: {e}"));
     let held = api.audit.anchor_of(EXECD).await.map_err(store)?;
     let peer = api
         .exec
@@ -85,7 +104,9 @@ pub async fn exchange(api: &Shared) -> Result<Exchanged, AnchorError> {
             at_ms: mine.at_ms,
         };
         if let Some(why) = api.audit.confirm(&mine).await.map_err(store)? {
-            return Err(format!("the gateway's audit trail: {why}").into());
+            return Err(AnchorError::Broken(format!(
+                "the gateway's audit trail: {why}"
+            )));
         }
     }
     let mut done = Exchanged::default();
@@ -146,6 +167,12 @@ pub async fn run(api: Shared, every: Duration) {
                     last_error = e;
                 }
             }
+            Err(AnchorError::Storage(e)) => {
+                if e != last_error {
+                    tracing::warn!(error = %e, "audit anchoring with execd waits: a trail cannot be read or written (no word of tampering)");
+                    last_error = e;
+                }
+            }
         }
     }
 }
@@ -161,8 +188,42 @@ pub async fn at_stop(api: Shared) {
         Ok(Err(AnchorError::Broken(e))) => {
             tracing::error!(error = %e, "audit anchoring at stop: a trail does not hold what the other recorded of it")
         }
+        Ok(Err(AnchorError::Storage(e))) => tracing::warn!(
+            error = %e,
+            "the newest audit rows are not anchored at this stop: a trail cannot be read or written"
+        ),
         Err(_) => tracing::warn!(
             "execd did not answer in time: the newest audit rows are not anchored at this stop"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use argos_exec_client::ExecError;
+
+    /// A full disk at either end is said as a storage fault, never as a trail that does
+    /// not hold what the other recorded (the alarm an operator acts on as tampering).
+    #[test]
+    fn a_full_disk_is_no_word_of_tampering() {
+        let full = ExecError::new(
+            ErrorKind::Unavailable,
+            argos_store::Fault::Full.say("execd"),
+        );
+        assert!(matches!(AnchorError::from(full), AnchorError::Storage(_)));
+        let gone = ExecError::new(ErrorKind::Unavailable, "transport error");
+        assert!(matches!(AnchorError::from(gone), AnchorError::Away));
+        let cut = ExecError::new(ErrorKind::DataLoss, "execd's audit trail: row 3 is missing");
+        assert!(matches!(AnchorError::from(cut), AnchorError::Broken(_)));
+        let here = AnchorRefused::Store(sqlx::Error::Io(std::io::Error::from_raw_os_error(
+            nix::libc::ENOSPC,
+        )));
+        assert!(matches!(AnchorError::from(here), AnchorError::Storage(_)));
+        let rewritten = AnchorRefused::Contradicts("execd's trail was cut off or rewritten".into());
+        assert!(matches!(
+            AnchorError::from(rewritten),
+            AnchorError::Broken(_)
+        ));
     }
 }

@@ -310,6 +310,80 @@ fn a_launch_survives_kill_9_of_execd_and_a_follower_resumes_without_gap_or_repea
     s.stop();
 }
 
+/// A stream's command whose reader died with its client (a gateway killed, never started
+/// again) ran on unsupervised until it ended. A launch started with `end_unfollowed_ms`
+/// is ended by its shim once nobody followed its output that long, whether nobody ever
+/// did or its follower left; one followed throughout runs to its end.
+#[test]
+fn a_launch_nobody_follows_any_more_is_ended_after_its_window() {
+    require_root("launches in the agent profile");
+    let mut s = Standalone::start("execd");
+    rt().block_on(async {
+        let c = client(&s);
+        let start = |command: &str| {
+            let c = c.clone();
+            let command = command.to_string();
+            async move {
+                c.start(RunRequest {
+                    command,
+                    timeout_ms: Some(120_000),
+                    end_unfollowed_ms: 1_500,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .id
+            }
+        };
+        let never = start("sleep 120").await;
+        let left = start("while :; do echo tick; sleep 0.1; done").await;
+        let followed = start("for i in $(seq 1 40); do echo line$i; sleep 0.1; done").await;
+        // The one that is left is followed for a moment first.
+        let (seen, _, _) = follow(&c, &left, 0, |o| o.ends_with(b"tick\n")).await;
+        assert!(!seen.is_empty());
+        // The followed one, to its end (4 s: past the window of the others).
+        let (out, _, end) = follow(&c, &followed, 0, |_| false).await;
+        assert_eq!(String::from_utf8(out).unwrap(), lines(40));
+        let end = end.unwrap();
+        assert_eq!(end.status, ExecutionStatus::Succeeded as i32, "{end:?}");
+        for id in [&never, &left] {
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            let e = loop {
+                let e = c.get(id, false).await.unwrap().execution.unwrap();
+                if e.status != ExecutionStatus::Running as i32
+                    || std::time::Instant::now() > deadline
+                {
+                    break e;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            };
+            assert_eq!(e.status, ExecutionStatus::Killed as i32, "{e:?}");
+            assert!(e.error.contains("nobody followed its output"), "{e:?}");
+            assert!(e.teardown_complete, "{e:?}");
+        }
+        // A terminal keeps its own detach limit: the field is refused with it.
+        let refused = c
+            .start(RunRequest {
+                command: "true".into(),
+                tty: Some(argos_proto::exec::v1::Tty {
+                    rows: 24,
+                    cols: 80,
+                    term: String::new(),
+                }),
+                end_unfollowed_ms: 1_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(refused.kind, ErrorKind::InvalidArgument, "{refused:?}");
+        assert!(
+            refused.message.starts_with("end_unfollowed_ms"),
+            "{refused:?}"
+        );
+    });
+    s.stop();
+}
+
 /// The client library's follower needs nothing from its caller across a kill -9 and
 /// restart of execd: it follows again from the last byte it handed out, and the output
 /// arrives whole, once.

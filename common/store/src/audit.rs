@@ -97,6 +97,18 @@ pub struct Record {
     pub mac: String,
 }
 
+/// Why another daemon's head was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum AnchorRefused {
+    /// It contradicts the anchor recorded before it: that trail was cut off or rewritten.
+    #[error("{0}")]
+    Contradicts(String),
+    /// This trail could not be read or written (a full disk among the causes): nothing
+    /// is said of the other trail.
+    #[error("this daemon's audit trail: {0}")]
+    Store(sqlx::Error),
+}
+
 /// A daemon's head as another daemon's trail recorded it: row `seq` had `hash`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
@@ -442,14 +454,19 @@ impl Audit {
     /// one recorded. A head behind the last one, or the same row with another hash, is not
     /// recorded (that would hide a trail cut short or rewritten): it is refused, naming
     /// the anchor it contradicts. Returns whether a row was written.
-    pub async fn record_anchor(&self, of: &str, seq: i64, hash: &str) -> Result<bool, String> {
-        let last = self.anchor_of(of).await.map_err(|e| e.to_string())?;
+    pub async fn record_anchor(
+        &self,
+        of: &str,
+        seq: i64,
+        hash: &str,
+    ) -> Result<bool, AnchorRefused> {
+        let last = self.anchor_of(of).await.map_err(AnchorRefused::Store)?;
         if let Some(a) = &last {
             if seq < a.seq || (seq == a.seq && hash != a.hash) {
-                return Err(format!(
+                return Err(AnchorRefused::Contradicts(format!(
                     "{of}'s audit head is row {seq} ({hash:.12}…), but this trail recorded row {} ({:.12}…) at unix ms {}: {of}'s trail was cut off or rewritten",
                     a.seq, a.hash, a.at_ms
-                ));
+                )));
             }
             if seq == a.seq {
                 return Ok(false);
@@ -465,7 +482,7 @@ impl Audit {
             serde_json::json!({"seq": seq, "hash": hash}),
         ))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(AnchorRefused::Store)?;
         Ok(true)
     }
 
@@ -612,6 +629,10 @@ fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    async fn other_pool_closed(a: &Audit) {
+        a.pool.close().await;
+    }
 
     async fn trail(dir: &std::path::Path) -> (Audit, SqlitePool) {
         static NONE: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
@@ -818,7 +839,14 @@ mod tests {
         // A head behind the anchor is refused, not recorded over it.
         let (seq, hash) = audit.content_head().await.unwrap();
         let e = other.record_anchor("t", seq, &hash).await.unwrap_err();
-        assert!(e.contains("cut off or rewritten"), "{e}");
+        assert!(
+            matches!(&e, AnchorRefused::Contradicts(why) if why.contains("cut off or rewritten")),
+            "{e}"
+        );
+        // A trail that cannot be read or written says so: no word of the other trail.
+        other_pool_closed(&other).await;
+        let e = other.record_anchor("t", seq + 1, &hash).await.unwrap_err();
+        assert!(matches!(e, AnchorRefused::Store(_)), "{e}");
     }
 
     /// A trail written before rows had MACs is tagged once when opened, and says so.

@@ -156,6 +156,14 @@ impl Fault {
     }
 
     /// What happened, for `daemon`'s state, in words a caller can act on.
+    /// Whether `message` holds how [`Fault::say`] says a fault of `daemon`'s disk (as
+    /// another daemon's answer carries it).
+    pub fn said(message: &str, daemon: &str) -> bool {
+        [Fault::Full, Fault::ReadOnly, Fault::Io]
+            .into_iter()
+            .any(|f| message.contains(&f.say(daemon)))
+    }
+
     pub fn say(self, daemon: &str) -> String {
         match self {
             Fault::Full => format!(

@@ -320,13 +320,13 @@ pub(super) fn supervise(
     ];
     let mut clock = Clock::start(spec);
     let mut buf = vec![0u8; 1024 * 1024];
-    // A terminal nobody is attached to is torn down after its TTL.
-    let detach_ttl = spec
+    // A terminal nobody is attached to is torn down after its TTL; a launch asked to end
+    // once nobody follows it (a stream's), after its own.
+    let ttl_ms = spec
         .tty
         .as_ref()
-        .map(|t| t.detach_ttl_ms)
-        .filter(|ms| *ms > 0)
-        .map(Duration::from_millis);
+        .map_or(spec.end_unfollowed_ms, |t| t.detach_ttl_ms);
+    let detach_ttl = (ttl_ms > 0).then(|| Duration::from_millis(ttl_ms));
     let mut unattached_since = Instant::now();
     let mut hung_up = false;
     while streams.iter().any(|s| s.fd.is_some()) {
@@ -501,10 +501,12 @@ pub(super) fn supervise(
         LaunchStatus::Failed
     };
     if hung_up && error.is_none() {
-        error = Some(format!(
-            "no client attached for {} s: the terminal was torn down",
-            detach_ttl.map_or(0, |t| t.as_secs())
-        ));
+        let after = detach_ttl.map_or(0, |t| t.as_secs());
+        error = Some(if tty {
+            format!("no client attached for {after} s: the terminal was torn down")
+        } else {
+            format!("nobody followed its output for {after} s (its reader gone): ended")
+        });
     }
     let [out, err] = streams;
     // The tail is only needed where the head does not already hold everything.

@@ -52,6 +52,7 @@ pub async fn agent_run(
                 open_stdin: false,
                 executables: Vec::new(),
                 client_ref: String::new(),
+                end_unfollowed_ms: 0,
             }),
             purpose: b.purpose,
             declared_risk: declared_risk(b.risk.as_deref())?,

@@ -46,6 +46,7 @@ impl ExecBody {
             open_stdin: false,
             executables: Vec::new(),
             client_ref: String::new(),
+            end_unfollowed_ms: 0,
         }
     }
 }
@@ -382,6 +383,12 @@ pub async fn shell_stream(
             let reference = api.streams.starting().await.map_err(ApiError::internal)?;
             let mut req = b.run_request();
             req.client_ref = reference.clone();
+            // execd ends it on its own once nobody follows it for longer than a client
+            // may take to resume and the follow to find execd again: a gateway that dies
+            // leaves no command running unsupervised, even if it never comes back.
+            req.end_unfollowed_ms =
+                u64::try_from((api.resume_grace + argos_exec_client::RESUME_WINDOW).as_millis())
+                    .unwrap_or(u64::MAX);
             let started = execd.start(req).await;
             let e = match started {
                 Ok(e) => e,

@@ -129,6 +129,7 @@ pub async fn open_terminal(
             open_stdin: false,
             executables: Vec::new(),
             client_ref: String::new(),
+            end_unfollowed_ms: 0,
         })
         .await
         .map_err(from_exec)?;
