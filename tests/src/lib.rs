@@ -613,7 +613,13 @@ impl Stack {
 
     /// Stops the stack with SIGTERM and asserts a clean stop: nothing of it left, and
     /// each daemon's database whole in its file (its write-ahead log checkpointed away).
-    pub fn stop(mut self) {
+    pub fn stop(self) {
+        self.stop_and(|| {});
+    }
+
+    /// As [`Stack::stop`], then `then` before the stack's files go (a file system the
+    /// test mounted over a daemon's state taken off).
+    pub fn stop_and(mut self, then: impl FnOnce()) {
         let status = self.terminate();
         assert!(
             status.success(),
@@ -637,6 +643,7 @@ impl Stack {
                 wal.display()
             );
         }
+        then();
     }
 }
 

@@ -23,6 +23,9 @@ struct SmallDisk {
 
 impl SmallDisk {
     fn over(dir: &Path, size_kib: u32) -> SmallDisk {
+        use std::os::unix::fs::MetadataExt as _;
+        // The mount's root is the daemon's own, as the dir was (an unprivileged daemon's).
+        let meta = std::fs::metadata(dir).unwrap();
         let aside = dir.with_extension("aside");
         std::fs::rename(dir, &aside).unwrap();
         std::fs::create_dir(dir).unwrap();
@@ -31,7 +34,15 @@ impl SmallDisk {
             dir,
             Some("tmpfs"),
             nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
-            Some(format!("size={size_kib}k,mode=0700").as_str()),
+            Some(
+                format!(
+                    "size={size_kib}k,mode={:o},uid={},gid={}",
+                    meta.mode() & 0o7777,
+                    meta.uid(),
+                    meta.gid()
+                )
+                .as_str(),
+            ),
         )
         .unwrap();
         let disk = SmallDisk { at: dir.into() };
@@ -459,4 +470,71 @@ fn a_gateway_that_lost_its_accounts_is_refused_and_offers_no_first_admin_link() 
         .collect();
     links.dedup();
     assert_eq!(links.len(), 1, "only the first start's link: {log}");
+}
+
+/// The review: the gateway stayed wedged once its disk had been full (a pooled connection
+/// kept the write lock), and every failure read as 500 "internal". Now, with the disk
+/// holding the gateway's and jobd's state full, a login and a job are refused as what
+/// they are (503, the disk named), nothing is half-done, and both take them again as
+/// soon as there is room, without a restart.
+#[test]
+fn a_full_disk_under_the_gateway_and_jobd_refuses_logins_and_jobs_and_both_recover() {
+    require_root("mounting small file systems over the gateway's and jobd's state");
+    let mut stack = argos_tests::StackBuilder::new().start();
+    let (mut admin, _) = stack.admin_and_user();
+    let mut disks = Vec::new();
+    stack.restart_with(|root| {
+        for d in ["gatewayd", "jobd"] {
+            disks.push(SmallDisk::over(&root.join("state").join(d), 8192));
+        }
+    });
+    let login = || {
+        let mut bob = argos_tests::web::Web::new(stack.listen_addr());
+        bob.post(
+            "/api/login",
+            serde_json::json!({"name": "bob", "password": argos_tests::ADMIN_PASSWORD}),
+        )
+    };
+    assert_eq!(login().status, 200, "a login with room");
+    let job = |admin: &mut argos_tests::web::Web| {
+        admin.post("/api/jobs", serde_json::json!({"command": "echo job"}))
+    };
+    let r = job(&mut admin);
+    assert_eq!(r.status, 201, "a job with room: {r:?}");
+    let fillers: Vec<PathBuf> = disks.iter().map(SmallDisk::fill).collect();
+    // No room: said as what it is, and nothing half-done.
+    let r = login();
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(
+        r.message()
+            .starts_with("the disk holding the gateway's state is full"),
+        "{r:?}"
+    );
+    let r = job(&mut admin);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert!(r.message().contains("state is full"), "{r:?}");
+    // Room again: both take requests without a restart.
+    for f in &fillers {
+        std::fs::remove_file(f).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (l, j) = (login(), job(&mut admin));
+        if l.status == 200 && j.status == 201 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not recovered once there was room: {l:?} {j:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    rt().block_on(async {
+        for (d, db) in [("gatewayd", "gateway.db"), ("jobd", "jobd.db")] {
+            write_lock_free(&stack.root().join("state").join(d).join(db))
+                .await
+                .unwrap_or_else(|e| panic!("{d}'s connections hold the write lock: {e}"));
+        }
+    });
+    stack.stop_and(|| drop(disks));
 }

@@ -825,8 +825,10 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         place.piped = true;
         place.from = Some(String::new());
     }
-    if let Some(first) = words.first()
-        && !first.dynamic
+    // The command's name: after reserved words (`if`, `!`, `{`) and assignments.
+    if let Some(first) = words.iter().find(|w| {
+        w.dynamic || !(rules::RESERVED.contains(&w.lit.as_str()) || rules::is_assignment(&w.lit))
+    }) && !first.dynamic
         && shell.aliases.contains(&first.lit)
     {
         // A shell that expands aliases here (dash, bash --posix) runs its body with these
@@ -844,12 +846,14 @@ fn flush(cmd: &mut Command, mut place: Place, shell: &mut Shell, acc: &mut Acc) 
         }
         rules::simple(&words, &place, &shell.functions, acc)
     };
-    // `alias cat=sh`: a later `cat` reads its input as `sh` would.
-    if words
-        .first()
-        .is_some_and(|w| !w.dynamic && w.lit == "alias")
+    // `alias cat=sh` (`command alias`, `builtin alias`): a later `cat` reads its input as
+    // `sh` would.
+    if let Some(at) = words
+        .iter()
+        .take(3)
+        .position(|w| !w.dynamic && w.lit == "alias")
     {
-        for w in &words[1..] {
+        for w in &words[at + 1..] {
             if let Some((alias, _)) = w.lit.split_once('=') {
                 shell.aliases.push(alias.to_string());
             }

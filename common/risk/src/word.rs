@@ -73,9 +73,10 @@ struct Scan<'a, 'c> {
     dynamic: bool,
     nest: u32,
     acc: &'c mut Acc,
-    /// A brace expansion being read (bash, unquoted): 1 after a `{`, 2 once a `,` or
-    /// `..` follows it; its `}` makes the word many, built by the shell.
-    brace: u8,
+    /// A brace expansion being read (bash, unquoted): how many `{` are open, and whether
+    /// a `,` or `..` followed one; a `}` then makes the word many, built by the shell.
+    brace: u32,
+    brace_sep: bool,
 }
 
 impl<'a, 'c> Scan<'a, 'c> {
@@ -90,6 +91,7 @@ impl<'a, 'c> Scan<'a, 'c> {
             nest,
             acc,
             brace: 0,
+            brace_sep: false,
         }
     }
 
@@ -155,14 +157,20 @@ impl<'a, 'c> Scan<'a, 'c> {
         let text = &self.b[start..self.i];
         for (k, &c) in text.iter().enumerate() {
             match c {
-                b'{' if self.brace == 0 => self.brace = 1,
-                b',' if self.brace > 0 => self.brace = 2,
-                b'.' if self.brace > 0 && text.get(k + 1) == Some(&b'.') => self.brace = 2,
-                b'}' if self.brace == 2 => {
-                    self.brace = 0;
-                    self.dynamic = true;
+                b'{' => self.brace += 1,
+                b',' if self.brace > 0 => self.brace_sep = true,
+                b'.' if self.brace > 0 && text.get(k + 1) == Some(&b'.') => {
+                    self.brace_sep = true;
                 }
-                b'}' => self.brace = 0,
+                b'}' if self.brace > 0 => {
+                    self.brace -= 1;
+                    if self.brace_sep {
+                        self.dynamic = true;
+                    }
+                    if self.brace == 0 {
+                        self.brace_sep = false;
+                    }
+                }
                 _ => {}
             }
         }
@@ -336,6 +344,15 @@ pub(super) fn find(b: &[u8], from: usize, c: u8) -> usize {
         .iter()
         .position(|&x| x == c)
         .map_or(b.len(), |p| from + p)
+}
+
+/// The index of the `'` closing a `$'…'` whose text starts at `i` (a backslash escapes
+/// the character after it), or the end.
+pub(super) fn ansi_end(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i] != b'\'' {
+        i += if b[i] == b'\\' { 2 } else { 1 };
+    }
+    i.min(b.len())
 }
 
 /// The index of the backtick closing one opened just before `from`, or the end.
@@ -517,6 +534,10 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                     i += 1;
                     Step::Read
                 }
+                b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
+                    i = ansi_end(b, i + 2);
+                    Step::Read
+                }
                 b'\'' if !dash() => {
                     i = find(b, i + 1, b'\'');
                     Step::Read
@@ -528,6 +549,11 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
             Frame::Brace(close) => match c {
                 b'\\' => {
                     i += 1;
+                    Step::Read
+                }
+                // `$'…'` (bash): a backslash escapes a `'` in it.
+                b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
+                    i = ansi_end(b, i + 2);
                     Step::Read
                 }
                 // In `$[…]` (arithmetic) a `'` is a plain character.
@@ -557,6 +583,10 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 b')' => Step::Read,
                 b'\\' => {
                     i += 1;
+                    Step::Read
+                }
+                b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
+                    i = ansi_end(b, i + 2);
                     Step::Read
                 }
                 b'\'' if *singles => {
@@ -608,10 +638,7 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                     }
                     // `$'…'`: a backslash escapes a `'` in it (to bash; dash has none).
                     b'$' if !word_start && !dash() && b.get(i + 1) == Some(&b'\'') => {
-                        i += 2;
-                        while i < b.len() && b[i] != b'\'' {
-                            i += if b[i] == b'\\' { 2 } else { 1 };
-                        }
+                        i = ansi_end(b, i + 2);
                         Step::Read
                     }
                     b'(' => {
@@ -688,10 +715,7 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                                 Step::Read
                             }
                             b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
-                                i += 2;
-                                while i < b.len() && b[i] != b'\'' {
-                                    i += if b[i] == b'\\' { 2 } else { 1 };
-                                }
+                                i = ansi_end(b, i + 2);
                                 Step::Read
                             }
                             b'\'' => {

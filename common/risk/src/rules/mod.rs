@@ -113,6 +113,22 @@ pub fn simple(
     }
     if let Some(first) = rest.first()
         && SUBSCRIPTED.contains(&first.lit.as_str())
+        && rest[1..].iter().any(|w| {
+            w.dynamic
+                && w.lit
+                    .find('{')
+                    .is_some_and(|at| w.lit[at..].contains(',') || w.lit[at..].contains(".."))
+        })
+    {
+        // `printf {-v,PS4} …`: the brace expansion may give the option and the name of a
+        // variable the shell runs.
+        acc.unread(format!(
+            "`{}` is given a brace expansion: which variable it assigns is known only at run time",
+            first.lit
+        ));
+    }
+    if let Some(first) = rest.first()
+        && SUBSCRIPTED.contains(&first.lit.as_str())
         && names_built(&first.lit, &rest[1..])
     {
         // A name built at run time (`test -v "$x"`, `printf -v "$x"`, `declare "$x=1"`)

@@ -158,7 +158,7 @@ fn denied(name: &str, model: &Model, args: &[Word]) -> Option<String> {
                     .strip_prefix("--")
                     .map(|g| g.split_once('=').map_or(g, |(n, _)| n));
                 return given.is_some_and(|g| {
-                    g == long || (!model.exact && g.len() >= 2 && long.starts_with(g))
+                    g == long || (!model.exact && !g.is_empty() && long.starts_with(g))
                 });
             }
             // `-o`, `-oVALUE`, or among a cluster of flags (`-qqo`).
@@ -197,6 +197,21 @@ pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, Strin
         |path: &str, what: &str| format!("`{path}` with {what}: not known to only read");
     if let Some(why) = denied(name, model, args) {
         return Err(why);
+    }
+    // (A program that only prints what it is given takes them all alike.)
+    let prints = matches!(
+        name,
+        "echo" | "true" | "false" | ":" | "sleep" | "seq" | "yes" | "cal" | "ncal" | "factor"
+    );
+    if let Some(w) = args
+        .iter()
+        .find(|w| !prints && w.dynamic && brace_expanded(&w.lit))
+    {
+        // `{,-o/etc/passwd}`, `in{,.out}`: several arguments, options among them perhaps.
+        return Err(format!(
+            "`{name}`: a brace expansion ({}) makes several arguments, options perhaps",
+            w.lit
+        ));
     }
     while i < args.len() {
         if node.any {
@@ -353,9 +368,18 @@ pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, Strin
 
 /// Whether an expansion's value could begin with `-` (it begins with the expansion,
 /// except `$HOME`, which execd sets and the classifier judges when a request sets it).
+/// Whether a word's text holds a brace expansion (`{a,b}`, `{1..3}`, nested too).
+fn brace_expanded(lit: &str) -> bool {
+    lit.find('{').is_some_and(|at| {
+        let rest = &lit[at..];
+        (rest.contains(',') || rest.contains("..")) && rest.contains('}')
+    })
+}
+
 fn expands_to_option(lit: &str) -> bool {
     let safe = ["$HOME/", "${HOME}/"];
-    (lit.starts_with('$') || lit.starts_with('`')) && !safe.iter().any(|s| lit.starts_with(s))
+    ((lit.starts_with('$') || lit.starts_with('`')) && !safe.iter().any(|s| lit.starts_with(s)))
+        || brace_expanded(lit)
 }
 
 /// A long option by its name or, as GNU's getopt takes it, a unique prefix of one. A

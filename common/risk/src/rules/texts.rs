@@ -119,7 +119,13 @@ pub(super) fn sed_script_acts(script: &str, brackets: bool, commands: &mut Vec<S
     };
     while i < b.len() {
         match b[i] {
-            '#' => i = line_end(i),
+            // A comment ends at the newline, escaped or not.
+            '#' => {
+                i = b[i..]
+                    .iter()
+                    .position(|c| *c == '\n')
+                    .map_or(b.len(), |p| i + p)
+            }
             '/' => i = sed_delimited(&b, i + 1, '/', brackets),
             '\\' => {
                 // `\cREc`: an address regex with any delimiter.
@@ -171,9 +177,9 @@ pub(super) fn sed_script_acts(script: &str, brackets: bool, commands: &mut Vec<S
                 i = line_end(i + 1);
             }
             'r' | 'R' => {
-                // A file name: to the end of the line, or of the command for a sed that
-                // ends it there.
-                while i < b.len() && b[i] != '\n' && b[i] != ';' {
+                // A file name: to the end of the line (GNU sed), or of the command for a
+                // sed that ends it there (the other reading).
+                while i < b.len() && b[i] != '\n' && (brackets || b[i] != ';') {
                     i += 1;
                 }
             }
