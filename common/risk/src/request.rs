@@ -111,6 +111,18 @@ fn harmless(name: &str) -> bool {
 /// Judges the environment: each variable that is not known harmless raises the class to
 /// `config_mutation`, naming it (what it chooses, when known).
 pub(crate) fn environment(env: &BTreeMap<String, String>, acc: &mut Acc) {
+    // A locale named by a path chooses the message catalogue or locale a program loads
+    // (`LANGUAGE=../../tmp/x`): its format strings are then the caller's.
+    for (name, value) in env {
+        let locale = name.starts_with("LC_") || matches!(name.as_str(), "LANG" | "LANGUAGE");
+        if locale && (value.contains('/') || value.contains("..")) {
+            let shown: String = name.chars().take(64).collect();
+            acc.raise(
+                Class::ConfigMutation,
+                format!("its environment sets `{shown}` to a path: the catalogue or locale programs load"),
+            );
+        }
+    }
     for name in env.keys().filter(|n| !harmless(n)) {
         let shown: String = name.chars().take(64).collect();
         match CHOOSERS.iter().find(|(p, _)| matches(p, name)) {
@@ -218,6 +230,9 @@ mod tests {
             ("GCONV_PATH", "/tmp"),
             ("IFS", "/"),
             ("SOMETHING_NEW", "1"),
+            // A locale named by a path: the catalogue a program loads is the caller's.
+            ("LANGUAGE", "../../../tmp/x"),
+            ("LC_MESSAGES", "/tmp/x"),
         ] {
             let v = verdict("ls -l", &[(name, value)], "");
             assert_eq!(v.class, Class::ConfigMutation, "{name}: {v:?}");

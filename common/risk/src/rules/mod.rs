@@ -68,8 +68,14 @@ pub fn simple(
         match rest {
             [w, ..] if !w.dynamic && RESERVED.contains(&w.lit.as_str()) => {
                 rest = &rest[1..];
-                if w.lit == "time" && rest.first().is_some_and(|p| p.lit == "-p") {
-                    rest = &rest[1..];
+                if w.lit == "time" {
+                    // `time -p -- cmd`.
+                    while rest
+                        .first()
+                        .is_some_and(|p| !p.dynamic && matches!(p.lit.as_str(), "-p" | "--"))
+                    {
+                        rest = &rest[1..];
+                    }
                 }
             }
             [c, ..] if !c.dynamic && c.lit == "coproc" => {
@@ -900,10 +906,15 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             }
             // `-f host:file`: tar runs rsh (or ssh) to reach it, unless told the name is
             // local.
+            // (Old style, `tar tf host:x`: the cluster's `f` takes a word after it.)
+            let remote =
+                |w: &Word| w.dynamic || w.lit.split('/').next().is_some_and(|h| h.contains(':'));
+            let oldstyle_f = a
+                .first()
+                .is_some_and(|f| !f.starts_with('-') && f.contains('f'));
             if !flag(args, &[], &["force-local"])
-                && values(args, &['f'], &["file"])
-                    .iter()
-                    .any(|w| w.dynamic || w.lit.split('/').next().is_some_and(|h| h.contains(':')))
+                && (values(args, &['f'], &["file"]).iter().any(remote)
+                    || (oldstyle_f && args[1..].iter().any(remote)))
             {
                 acc.raise(
                     Config,

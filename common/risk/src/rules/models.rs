@@ -278,6 +278,17 @@ pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, Strin
                     out.path
                 ));
             }
+            if let Some(v) = v.as_deref().filter(|v| {
+                v.starts_with('-')
+                    && v[1..].starts_with(|c: char| c.is_ascii_alphabetic() || c == '-')
+            }) {
+                // A program that takes this value only attached, or not always, reads the
+                // word as its next option (`zstdcat -T -o f`, `git log -U --output=f`).
+                return Err(format!(
+                    "`{}`: the value of {name} looks like an option ({v}): the program may read it as one",
+                    out.path
+                ));
+            }
             i += 1;
             out.options.push((name, v));
             Ok(())
@@ -587,8 +598,14 @@ mod tests {
         let a = ok("tail", &["-n", "5", "-f", "x"]);
         assert_eq!(a.operands, ["x"]);
         // A value never counts as an operand; `--` ends options.
-        let a = ok("grep", &["-e", "-x", "--", "-v", "f"]);
+        let a = ok("grep", &["-e", "x", "--", "-v", "f"]);
         assert_eq!(a.operands, ["-v", "f"]);
+        // A value taken from the next word that looks like an option is not taken for a
+        // value: a program that takes it only attached reads it as an option
+        // (`zstdcat -T -o f`); a negative number is a value.
+        assert!(refused("grep", &["-e", "-x", "f"]).contains("looks like an option"));
+        assert!(refused("zstdcat", &["-T", "-o", "/x", "f"]).contains("looks like an option"));
+        ok("find", &[".", "-mtime", "-1"]);
         // Options after operands count (GNU permutes).
         assert!(refused("sort", &["f", "-o", "/etc/x"]).contains("-o"));
         // Numbers where the program takes them.

@@ -48,10 +48,12 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             }
         }
         "env" => {
-            let rest = after_options(
-                args,
-                &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
-            );
+            let valued = ["-u", "--unset", "-C", "--chdir", "-S", "--split-string"];
+            let mut rest = after_options(args, &valued);
+            // A lone `-` is `-i` to GNU env; options may follow it.
+            while rest.first().is_some_and(|w| w.lit == "-" && !w.dynamic) {
+                rest = after_options(&rest[1..], &valued);
+            }
             if flag(args, &['S'], &["split-string"]) {
                 acc.raise(Config, "`env -S` splits a string into a command");
                 // The string is the command (and its arguments), split as the shell would.
@@ -280,6 +282,9 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         }
         "nohup" => {
             acc.raise(Low, "`nohup` writes nohup.out");
+            let args = args
+                .strip_prefix(&[Word::literal("--")][..])
+                .unwrap_or(args);
             inner_command(args, acc);
         }
         "command" | "builtin" => {
