@@ -95,6 +95,12 @@ pub fn simple(
     match rest.first().map(|w| w.lit.as_str()) {
         None => return None,
         Some("for" | "select" | "case" | "function") if !rest[0].dynamic => {
+            if matches!(rest[0].lit.as_str(), "for" | "select")
+                && let Some(var) = rest.get(1)
+            {
+                // `for HOME in -delete`: the loop assigns it.
+                steering(&var.lit, acc);
+            }
             if rest.iter().any(|w| w.lit.starts_with("((")) {
                 acc.arithmetic();
             }
@@ -116,6 +122,28 @@ pub fn simple(
         && rest[1..].iter().any(evaluates);
     if subscripted {
         acc.unread("the shell evaluates an array subscript in it, running what it holds");
+    }
+    if let Some(first) = rest.first()
+        && matches!(
+            first.lit.as_str(),
+            "printf"
+                | "read"
+                | "declare"
+                | "typeset"
+                | "local"
+                | "export"
+                | "readonly"
+                | "mapfile"
+                | "readarray"
+                | "for"
+                | "select"
+                | "getopts"
+        )
+    {
+        // The names it assigns (`printf -v HOME`, `read PATH`, `for HOME in`).
+        for w in &rest[1..] {
+            steering(w.lit.split(['=', '+', '[']).next().unwrap_or(""), acc);
+        }
     }
     if let Some(first) = rest.first()
         && SUBSCRIPTED.contains(&first.lit.as_str())
@@ -198,6 +226,7 @@ pub fn simple(
             // `export`).
             for w in assignments {
                 assignment(w, acc);
+                steering(w.lit.split(['=', '+', '[']).next().unwrap_or(""), acc);
             }
             acc.raise(Low, "sets a shell variable");
             return None;
@@ -374,6 +403,22 @@ fn names_built(name: &str, args: &[Word]) -> bool {
             .iter()
             .skip_while(|w| w.lit.starts_with('-'))
             .any(evaluated),
+    }
+}
+
+/// A shell variable that chooses what later commands run or what their words become
+/// (`PATH=/tmp/d; ls`, `HOME=-delete; find /srv ~`): setting it is no low-risk change.
+fn steering(name: &str, acc: &mut Acc) {
+    if matches!(
+        name,
+        "PATH" | "HOME" | "PWD" | "OLDPWD" | "EXECIGNORE" | "CDPATH" | "GLOBIGNORE" | "IFS"
+    ) {
+        acc.raise(
+            Config,
+            format!(
+                "sets `{name}`, which chooses what later commands run or what `~` and words become"
+            ),
+        );
     }
 }
 
@@ -656,7 +701,13 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             }
         }
         "tee" => {
-            let ops = operands(args);
+            // (GNU tee writes a file named `-`: no standard output by that name.)
+            let ops: Vec<&str> = args
+                .iter()
+                .map(|w| w.lit.as_str())
+                .filter(|a| !a.starts_with('-') || *a == "-")
+                .collect();
+            let harmless_sink = |o: &str| o != "-" && harmless_sink(o);
             for o in ops.iter().filter(|o| !harmless_sink(o)) {
                 acc.wrote(o);
             }
@@ -813,12 +864,19 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc,
         ),
         "xxd" => {
-            if let Some(out) = operands(args).get(1) {
+            // xxd reads no option after its first operand: the next word, whatever it
+            // looks like (`-n`), is the file it writes.
+            let out = match models::get("xxd").map(|m| models::check("xxd", m, args)) {
+                Some(Ok(p)) => p.operands.get(1).cloned(),
+                // Options the model does not take (`-r`): the second plain word, at least.
+                _ => operands(args).get(1).map(|s| s.to_string()),
+            };
+            if let Some(out) = &out {
                 acc.wrote(out);
             }
             reader_unless(
                 name,
-                flag(args, &['r'], &["revert"]) || operands(args).len() > 1,
+                flag(args, &['r'], &["revert"]) || out.is_some(),
                 "writes a file",
                 acc,
             )

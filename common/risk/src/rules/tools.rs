@@ -73,12 +73,32 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
         acc.raise(Config, "`ip -batch` runs commands from a file");
         return;
     }
-    let rest = after_options(
-        args,
-        &[
-            "-n", "-netns", "-f", "-family", "-rc", "-rcvbuf", "-l", "-loops",
-        ],
-    );
+    // iproute2 takes any prefix of an option's name (`-fam` is `-family`, which takes
+    // the next word): skipped as it reads them.
+    let mut at = 0;
+    while let Some(w) = args.get(at) {
+        let o = w.lit.as_str();
+        if w.dynamic || !o.starts_with('-') || o == "--" {
+            if o == "--" {
+                at += 1;
+            }
+            break;
+        }
+        let of = |name: &str| o.len() >= 2 && name.starts_with(o);
+        if of("-batch") || (of("-force") && !of("-family")) {
+            acc.raise(Config, "`ip -batch` runs commands from a file");
+            return;
+        }
+        // (`-r` is `-resolve`, read before `-rcvbuf`.)
+        let valued = ["-loops", "-family", "-netns"].iter().any(|n| of(n))
+            || (o.len() >= 3 && "-rcvbuf".starts_with(o));
+        at += if valued { 2 } else { 1 };
+    }
+    let rest = args.get(at..).unwrap_or(&[]);
+    if rest.first().is_some_and(|w| w.dynamic) {
+        acc.raise(Config, "`ip`: the object comes from an expansion");
+        return;
+    }
     let object = rest.first().map_or("", |w| w.lit.as_str());
     let verb = rest.get(1).map_or("", |w| w.lit.as_str());
     if object == "netns" && verb == "exec" {
