@@ -605,6 +605,44 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                 let word_start = i == from
                     || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b';' | b'|' | b'&' | b'(')
                     || (b[i - 1] == b')' && *op_end == i);
+                // A word starts: where it stands in a `case` decides what it is (its first
+                // character is then read as any other).
+                if word_start
+                    && !matches!(
+                        c,
+                        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'#'
+                    )
+                    && !b[i..].starts_with(b"<<")
+                {
+                    let depth = levels.len();
+                    let level = *levels.last().expect("a level");
+                    let top = levels.last_mut().expect("a level");
+                    match level.at {
+                        CaseAt::Subject => top.at = CaseAt::In,
+                        CaseAt::In => top.at = CaseAt::Patterns,
+                        CaseAt::Patterns if keyword(b, i, b"esac") => {
+                            levels.pop();
+                        }
+                        CaseAt::Patterns => top.at = CaseAt::Pattern,
+                        CaseAt::Pattern => {}
+                        CaseAt::Commands
+                            if keyword(b, i, b"esac")
+                                && depth > 1
+                                && command_position(b, from, *op_end, i) =>
+                        {
+                            levels.pop();
+                        }
+                        CaseAt::Commands
+                            if keyword(b, i, b"case") && command_position(b, from, *op_end, i) =>
+                        {
+                            levels.push(Level {
+                                parens: 0,
+                                at: CaseAt::Subject,
+                            });
+                        }
+                        CaseAt::Commands => {}
+                    }
+                }
                 let depth = levels.len();
                 let level = *levels.last().expect("a level");
                 let top = levels.last_mut().expect("a level");
@@ -637,7 +675,7 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                         Step::Read
                     }
                     // `$'…'`: a backslash escapes a `'` in it (to bash; dash has none).
-                    b'$' if !word_start && !dash() && b.get(i + 1) == Some(&b'\'') => {
+                    b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
                         i = ansi_end(b, i + 2);
                         Step::Read
                     }
@@ -679,52 +717,6 @@ pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
                             i = next.saturating_sub(1).max(i);
                         }
                         Step::Read
-                    }
-                    _ if word_start && !matches!(c, b' ' | b'\t' | b'\n' | b';' | b'&' | b'|') => {
-                        // A word starts: where it stands in a `case` decides what it is.
-                        match level.at {
-                            CaseAt::Subject => top.at = CaseAt::In,
-                            CaseAt::In => top.at = CaseAt::Patterns,
-                            CaseAt::Patterns if keyword(b, i, b"esac") => {
-                                levels.pop();
-                            }
-                            CaseAt::Patterns => top.at = CaseAt::Pattern,
-                            CaseAt::Pattern => {}
-                            CaseAt::Commands
-                                if keyword(b, i, b"esac")
-                                    && depth > 1
-                                    && command_position(b, from, *op_end, i) =>
-                            {
-                                levels.pop();
-                            }
-                            CaseAt::Commands
-                                if keyword(b, i, b"case")
-                                    && command_position(b, from, *op_end, i) =>
-                            {
-                                levels.push(Level {
-                                    parens: 0,
-                                    at: CaseAt::Subject,
-                                });
-                            }
-                            CaseAt::Commands => {}
-                        }
-                        // The word's first character may still quote or expand.
-                        match c {
-                            b'\\' => {
-                                i += 1;
-                                Step::Read
-                            }
-                            b'$' if !dash() && b.get(i + 1) == Some(&b'\'') => {
-                                i = ansi_end(b, i + 2);
-                                Step::Read
-                            }
-                            b'\'' => {
-                                i = find(b, i + 1, b'\'');
-                                Step::Read
-                            }
-                            b'"' => Step::Open(Frame::Double),
-                            _ => Step::Plain,
-                        }
                     }
                     b'\\' => {
                         i += 1;
