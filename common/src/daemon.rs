@@ -647,6 +647,14 @@ where
             }
         })
     });
+    // What a load took comes back once it is over: free pages are returned every 5 s.
+    let memory_return = tokio::spawn(async {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            let _ = tokio::task::spawn_blocking(argos_alloc::return_free_memory).await;
+        }
+    });
     let background = futures_util::future::join_all(served.background);
     let background = tokio::spawn(background);
     let grace = Duration::from_millis(config.shutdown.grace_ms);
@@ -679,6 +687,7 @@ where
     if let Some(w) = watchdog {
         w.abort();
     }
+    memory_return.abort();
     match tokio::time::timeout(grace, background).await {
         Ok(Ok(results)) => {
             for r in results {

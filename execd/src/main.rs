@@ -73,7 +73,7 @@ fn launch_uid_range(c: &ExecConfig) -> Option<(u32, u32)> {
 }
 
 fn main() -> ExitCode {
-    argos_execd::sys::raw::keep_large_buffers();
+    argos_alloc::keep_large_buffers();
     let spec = Spec::new("execd", Privilege::MayBeRoot).validate(validate);
     daemon::run(spec, |ctx| async move {
         let usr2 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2())

@@ -189,6 +189,9 @@ pub async fn read_frame(rd: &mut OwnedReadHalf) -> Result<Option<(u8, u64, Vec<u
     }
 }
 
+/// The most one message read from a log file carries.
+const FILE_CHUNK: u64 = 1024 * 1024;
+
 /// Reads the log files from the offsets until the exit marker is seen and everything
 /// after it is read. False if the follower left.
 async fn follow_files(
@@ -200,8 +203,6 @@ async fn follow_files(
     use std::io::{Read, Seek, SeekFrom};
     let dir = manager.dir(id);
     let names = [files::STDOUT_LOG, files::STDERR_LOG];
-    // Large chunks: the per-message cost of gRPC dominates small ones.
-    let mut buf = vec![0u8; 1024 * 1024];
     let mut ended = false;
     let mut idle_rounds = 0u32;
     loop {
@@ -210,17 +211,23 @@ async fn follow_files(
             let Ok(mut f) = std::fs::File::open(dir.join(names[i])) else {
                 continue;
             };
-            if f.seek(SeekFrom::Start(offsets[i])).is_err() {
+            // What the file holds past the offset, in chunks of up to a MiB (the
+            // per-message cost of gRPC dominates small ones), read into a buffer of
+            // that size: a follower of a quiet launch holds a few bytes, not a MiB.
+            let held = f.metadata().map_or(0, |m| m.len());
+            if held <= offsets[i] || f.seek(SeekFrom::Start(offsets[i])).is_err() {
                 continue;
             }
-            let n = f.read(&mut buf).unwrap_or(0);
+            let want = (held - offsets[i]).min(FILE_CHUNK);
+            let mut chunk = Vec::with_capacity(want as usize);
+            let n = f.take(want).read_to_end(&mut chunk).unwrap_or(0);
             if n == 0 {
                 continue;
             }
             progressed = true;
             let at = offsets[i];
             offsets[i] += n as u64;
-            if !send_chunk(tx, i, at, buf[..n].to_vec()).await {
+            if !send_chunk(tx, i, at, chunk).await {
                 return false; // the follower left
             }
         }

@@ -23,10 +23,20 @@ pub fn rss_kib(pid: i32) -> u64 {
 /// Proportional set size of a process in KiB (`Pss` of `/proc/<pid>/smaps_rollup`: its
 /// private pages and its share of those it shares; 0 if it is gone).
 pub fn pss_kib(pid: i32) -> u64 {
+    rollup_kib(pid, "Pss:")
+}
+
+/// The anonymous part of [`pss_kib`] (`Pss_Anon`: heaps and stacks, not the program's
+/// own pages read from its file).
+pub fn pss_anon_kib(pid: i32) -> u64 {
+    rollup_kib(pid, "Pss_Anon:")
+}
+
+fn rollup_kib(pid: i32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("Pss:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
 }

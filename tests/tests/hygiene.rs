@@ -87,15 +87,29 @@ fn each_crate_links_only_what_it_uses() {
     assert_links_none("argos-ctl", &["argos-risk", "argos-store", "sqlx"]);
 }
 
-/// Every crate but execd forbids unsafe code outright.
+/// Every crate but execd and the allocator policy forbids unsafe code outright; the
+/// allocator policy's is its two allocator calls.
 #[test]
 fn unsafe_is_forbidden_outside_execd() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let alloc = std::fs::read_to_string(root.join("common/alloc/src/lib.rs")).unwrap();
+    let blocks: Vec<&str> = alloc.split("unsafe {").skip(1).collect();
+    assert_eq!(blocks.len(), 2, "argos-alloc: its two allocator calls only");
+    for (b, call) in blocks.iter().zip(["libc::mallopt(", "libc::malloc_trim("]) {
+        let body = &b[..b.find('}').unwrap()];
+        assert!(
+            body.trim_start().starts_with(call),
+            "argos-alloc: an unsafe block other than {call}…: {body}"
+        );
+    }
+    assert_eq!(alloc.matches("// SAFETY:").count(), 2);
     for krate in [
         "proto/src/lib.rs",
         "common/src/lib.rs",
         "common/risk/src/lib.rs",
         "common/store/src/lib.rs",
+        "common/net/src/lib.rs",
+        "common/exec-client/src/lib.rs",
         "gatewayd/src/main.rs",
         "mcpd/src/main.rs",
         "jobd/src/main.rs",

@@ -77,7 +77,7 @@ pub fn main() -> i32 {
     // SAFETY: first thing in main: no Rust object owns an fd yet but stdio (0-2).
     let _ = unsafe { raw::close_fds_from(3) };
     raw::reset_signal_dispositions();
-    raw::keep_large_buffers();
+    argos_alloc::keep_large_buffers();
     let _ = SigSet::all().thread_unblock();
     let usage = "usage: argos-shim --pool  (setup and launch id on stdin; run by argos-execd)";
     match std::env::args_os().nth(1) {

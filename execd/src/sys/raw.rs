@@ -173,22 +173,6 @@ pub fn set_sched_idle(idle: bool) -> SysResult<()> {
     Ok(())
 }
 
-/// Keeps large buffers (output chunks of up to a few MiB) in malloc's heap instead of a
-/// fresh mmap per allocation, and stops malloc returning freed memory to the kernel at
-/// every free: a stream of 1 MiB chunks then reuses the same pages instead of faulting in
-/// new ones (glibc; elsewhere this is a no-op).
-pub fn keep_large_buffers() {
-    #[cfg(target_env = "gnu")]
-    {
-        // SAFETY: mallopt only changes allocator parameters; it is called once at start,
-        // before the runtime's threads exist, with documented parameter values.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 64 * 1024 * 1024);
-        }
-    }
-}
-
 /// Makes the terminal on `fd` the controlling terminal of the calling process, a session
 /// leader without one (`TIOCSCTTY`): its line discipline then sends the foreground job
 /// SIGINT on Ctrl-C, SIGWINCH on a resize, SIGHUP when the terminal goes.

@@ -6,6 +6,9 @@
 //!   (`POST /api/shell/stream`) vs the same bytes from a raw pipe. Goal ≥ 0.5×.
 //! - Load: 200 concurrent SSE streams for 60 s: errors, and the gateway's RSS at the
 //!   start and the end.
+//! - Memory: 2,000 launches over HTTP, 16 at a time, and both audit trails verified
+//!   (anchored at every turn); then, once the stack is quiet again, each daemon's PSS
+//!   after all of the above against its PSS idle at the start. Goal ≤ 1.5×.
 //!
 //! Needs root (execd's containment). Run with `scripts/bench`.
 #![forbid(unsafe_code)]
@@ -17,7 +20,7 @@ use std::time::{Duration, Instant};
 use argos_proto::exec::v1::RunRequest;
 use argos_proto::exec::v1::exec_client::ExecClient;
 use argos_tests::StackBuilder;
-use argos_tests::measure::{median, pipe_seconds, rss_kib};
+use argos_tests::measure::{median, pipe_seconds, pss_anon_kib, pss_kib, rss_kib};
 use argos_tests::web::Web;
 use serde_json::json;
 
@@ -72,7 +75,7 @@ fn sse_request(
 
 fn main() {
     argos_tests::answer_help(
-        "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2|p3|load]\n  the gateway's request latency and load figures beside their anchors",
+        "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2,p3,load,memory]\n  the gateway's request latency and load figures beside their anchors",
     );
     let mut runs = 200usize;
     let mut load_s = 60u64;
@@ -87,12 +90,12 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--load-seconds S")
             }
-            "--only" => only = Some(args.next().expect("--only p2|p3|load")),
+            "--only" => only = Some(args.next().expect("--only p2,p3,load,memory")),
             "--bin-dir" => {
                 let _ = args.next(); // the harness finds the binaries beside this one
             }
             other => argos_tests::bad_argument(
-                "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2|p3|load]",
+                "usage: argos-bench-gateway [--runs N] [--load-seconds S] [--only p2,p3,load,memory]",
                 other,
             ),
         }
@@ -102,7 +105,11 @@ fn main() {
         "execd's containment needs root"
     );
     nix::unistd::sync();
-    let stack = StackBuilder::new().start();
+    // One token drives every stream and launch: no per-user quota (that is the load).
+    let stack = StackBuilder::new()
+        .env("ARGOS_QUOTA__LAUNCHES", "0")
+        .env("ARGOS_QUOTA__EVENT_STREAMS", "0")
+        .start();
     let mut admin = stack.admin();
     let r = admin.post(
         "/api/tokens",
@@ -127,7 +134,42 @@ fn main() {
     // Warm both paths, then alternate them, paced as an interactive caller would be.
     assert_eq!(web.post("/api/shell/exec", body.clone()).status, 200);
     rt.block_on(grpc.run(req())).unwrap();
-    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    let run = |part: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p == part))
+    };
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    // Each daemon's PSS idle: once each kind of work the load does was done once (its
+    // code read in from the program's file), and the stack has settled.
+    let daemons: Vec<(&str, i32)> = argos_tests::DAEMONS
+        .iter()
+        .map(|d| (*d, stack.daemon_pid(d)))
+        .collect();
+    let snapshot = || -> Vec<(u64, u64)> {
+        daemons
+            .iter()
+            .map(|(_, p)| (pss_kib(*p), pss_anon_kib(*p)))
+            .collect()
+    };
+    let idle = run("memory").then(|| {
+        let warm = agent
+            .run(sse_request(
+                &base,
+                &token,
+                &json!({"command": "echo warm", "profile": "agent", "timeout_ms": 10000}),
+            ))
+            .unwrap();
+        assert!(
+            drain_sse(warm.into_body().into_reader()).1,
+            "the warm-up stream"
+        );
+        assert_eq!(admin.get("/api/audit/verify").status, 200);
+        std::thread::sleep(Duration::from_secs(6));
+        snapshot()
+    });
     let (mut http, mut direct) = (Vec::new(), Vec::new());
     for _ in 0..if run("p2") { runs } else { 0 } {
         std::thread::sleep(Duration::from_millis(40));
@@ -145,10 +187,6 @@ fn main() {
     // P3: 1 GiB of text through the SSE stream vs a raw pipe (medians of 3).
     // Text (SSE carries JSON strings): lines of 1023 zero digits, 1 GiB in all.
     let cmd = format!("yes \"$(printf '%01023d' 0)\" | head -c {GIB}");
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
     let (mut sse_s, mut pipe_s) = (Vec::new(), Vec::new());
     for _ in 0..if run("p3") { 3 } else { 0 } {
         let t = Instant::now();
@@ -225,6 +263,51 @@ fn main() {
         let rss_end = rss_kib(gateway_pid);
         (events.load(std::sync::atomic::Ordering::Relaxed), errors.load(std::sync::atomic::Ordering::Relaxed), rss_start, rss_mid, rss_end)
     });
+    let memory = idle.map(|idle| {
+        // 2,000 launches, 16 at a time: each writes its intent, its end and their audit
+        // rows, and the gateway anchors execd's trail as it grows.
+        let t = Instant::now();
+        let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let failed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..16)
+            .map(|_| {
+                let (next, failed, body) = (next.clone(), failed.clone(), body.clone());
+                let mut web = Web::with_bearer(stack.listen, &token);
+                std::thread::spawn(move || {
+                    while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 2000 {
+                        let r = web.post("/api/shell/exec", body.clone());
+                        if r.status != 200 || r.json()["execution"]["status"] != "succeeded" {
+                            failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        let launches_s = t.elapsed().as_secs_f64();
+        let peak = snapshot();
+        // Both trails walked whole, a few times (an admin's `audit verify`).
+        let mut rows = 0;
+        for _ in 0..3 {
+            let v = admin.get("/api/audit/verify");
+            assert_eq!(v.status, 200, "{v:?}");
+            assert_eq!(v.json()["execd"]["ok"], true, "{v:?}");
+            rows = v.json()["execd"]["rows"].as_u64().unwrap_or(0);
+        }
+        // Quiet again: what a daemon holds now it keeps.
+        std::thread::sleep(Duration::from_secs(10));
+        let after = snapshot();
+        (
+            launches_s,
+            failed.load(std::sync::atomic::Ordering::Relaxed),
+            rows,
+            idle,
+            peak,
+            after,
+        )
+    });
     stack.stop();
 
     let mibs = |secs: f64| GIB as f64 / (1024.0 * 1024.0) / secs;
@@ -261,5 +344,27 @@ fn main() {
             "  {:<44} {:>6} KiB / {} KiB / {} KiB",
             "gateway RSS start / middle / end", rss_start, rss_mid, rss_end
         );
+    }
+    if let Some((secs, failed, rows, idle, peak, after)) = memory {
+        let mib = |k: u64| k as f64 / 1024.0;
+        println!(
+            "Memory: 2000 launches over HTTP, 16 at a time ({secs:.1} s, {failed} failed), execd's trail {rows} rows verified"
+        );
+        println!(
+            "  {:<12} {:>10} {:>10} {:>10} {:>12}   {:>16}",
+            "PSS MiB", "idle", "peak", "after", "after/idle", "anon idle/after"
+        );
+        for (i, (name, _)) in daemons.iter().enumerate() {
+            println!(
+                "  {:<12} {:>10.1} {:>10.1} {:>10.1} {:>11.2}x   {:>7.1} / {:<6.1}  (goal <= 1.5x)",
+                name,
+                mib(idle[i].0),
+                mib(peak[i].0),
+                mib(after[i].0),
+                after[i].0 as f64 / idle[i].0.max(1) as f64,
+                mib(idle[i].1),
+                mib(after[i].1),
+            );
+        }
     }
 }
