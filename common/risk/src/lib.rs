@@ -267,6 +267,9 @@ pub(crate) struct Acc {
     /// …and decodes text at run time (`base64 -d`): a variable may hold a command in an
     /// array subscript, which arithmetic runs.
     decodes: bool,
+    /// …or takes a value from outside the text (`read x < f`, `x=$(cat f)`): it may hold
+    /// one.
+    foreign: bool,
     /// …or builds a value that may be one in pieces (`x=a[; x+='$(…)]'`) or writes one
     /// out (`echo 'a[$(…)]' > f`).
     pieced: bool,
@@ -386,6 +389,11 @@ impl Acc {
         self.decodes = true;
     }
 
+    /// Notes that the command takes a variable's value from outside its text.
+    pub(crate) fn foreign(&mut self) {
+        self.foreign = true;
+    }
+
     /// Notes that the command builds a value in pieces, or holds a subscript's text.
     pub(crate) fn pieced(&mut self) {
         self.pieced = true;
@@ -495,6 +503,11 @@ impl Acc {
         if self.arith && self.decodes {
             self.unread(
                 "evaluates arithmetic in a command that decodes text at run time: a value holding an array subscript with a command in it (`a[$(…)]`) runs that command",
+            );
+        }
+        if self.arith && self.foreign {
+            self.unread(
+                "evaluates arithmetic in a command that takes a value from outside its text (a file, input, a program's output): a value holding an array subscript with a command in it (`a[$(…)]`) runs that command",
             );
         }
         if self.arith && self.pieced {

@@ -132,6 +132,7 @@ fn walk(src: &str, acc: &mut Acc) {
                     // An arithmetic command to bash, subshells to a shell without it:
                     // judged as those too, quoted as written.
                     script(&raw[1..raw.len() - 1], acc);
+                    crate::rules::arithmetic_assigns(&raw[2..raw.len() - 2], acc);
                 }
                 if !w.dynamic && cmd.at_start() {
                     if let Some(close) = opener(&w.lit) {

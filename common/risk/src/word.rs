@@ -211,7 +211,7 @@ impl<'a, 'c> Scan<'a, 'c> {
                     // `$((…))`: arithmetic, as bash tries it first (`$((ls); rm x)` is a
                     // command substitution): no quotes, no comments in it.
                     self.inside(i + 3, close - 1, "$((…))");
-                    self.acc.arithmetic();
+                    self.arithmetic(&self.s[i + 3..close - 1]);
                     self.i = (close + 1).min(b.len());
                     return;
                 }
@@ -239,13 +239,19 @@ impl<'a, 'c> Scan<'a, 'c> {
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                if super::rules::runs_later(&name)
-                    && (inner[name.len()..].starts_with(":=")
-                        || inner[name.len()..].starts_with('='))
-                {
+                let assigns =
+                    inner[name.len()..].starts_with(":=") || inner[name.len()..].starts_with('=');
+                if super::rules::runs_later(&name) && assigns {
                     self.acc.unread(format!(
                         "`${{{name}:=…}}` sets `{name}`, which the shell runs later"
                     ));
+                }
+                if assigns {
+                    super::rules::steering(&name, self.acc);
+                }
+                if inner.contains('[') || inner.contains(':') {
+                    // A subscript or an offset is arithmetic: what it assigns.
+                    super::rules::arithmetic_assigns(&inner[name.len()..], self.acc);
                 }
                 if self.s[i + 2..close.max(i + 2)].ends_with("@P") {
                     // A prompt expansion runs the command substitutions in the value.
@@ -257,7 +263,7 @@ impl<'a, 'c> Scan<'a, 'c> {
             }
             Some(b'[') if !dash() => {
                 let close = find_close(b, i + 2, Frame::Brace(b']')).unwrap_or(b.len());
-                self.acc.arithmetic();
+                self.arithmetic(&self.s[i + 2..close.max(i + 2)]);
                 self.inside(i + 2, close, "$((…))");
                 self.i = (close + 1).min(b.len());
             }
@@ -307,8 +313,30 @@ impl<'a, 'c> Scan<'a, 'c> {
         }
     }
 
+    /// Arithmetic on `text`: what it assigns, and whether it reads a variable (a value
+    /// evaluated in turn) — digits and operators alone read none.
+    fn arithmetic(&mut self, text: &str) {
+        if text
+            .bytes()
+            .any(|c| c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c == b'`')
+        {
+            self.acc.arithmetic();
+        }
+        super::rules::arithmetic_assigns(text, self.acc);
+    }
+
     fn substitution(&mut self, body: &str) {
         self.acc.raise(Class::ReversibleLow, "command substitution");
+        // A program's output is text from outside the command (a count excepted, one
+        // program alone: `$(wc -l < f)`, `$(nproc)`): arithmetic on a value holding it may find an
+        // array subscript with a command in it.
+        let counts = matches!(
+            body.trim_start().split([' ', '\t', '<']).next(),
+            Some("wc" | "nproc")
+        ) && !body.contains(['|', ';', '&', '\n', '`', '$', '>']);
+        if !counts {
+            self.acc.foreign();
+        }
         self.acc.compound = true;
         shell::script(body, self.acc);
         self.expansion("$(…)");

@@ -100,6 +100,13 @@ pub fn simple(
             {
                 // `for HOME in -delete`: the loop assigns it.
                 steering(&var.lit, acc);
+                // `for x in $(cat f)`: values from outside the text.
+                if rest[2..]
+                    .iter()
+                    .any(|w| w.lit.contains("$(") || w.lit.contains('`'))
+                {
+                    acc.foreign();
+                }
             }
             if rest.iter().any(|w| w.lit.starts_with("((")) {
                 acc.arithmetic();
@@ -138,11 +145,25 @@ pub fn simple(
                 | "for"
                 | "select"
                 | "getopts"
+                | "unset"
+                | "wait"
+                | "let"
         )
     {
-        // The names it assigns (`printf -v HOME`, `read PATH`, `for HOME in`).
+        // The names it assigns or unsets (`printf -v HOME`, `read PATH`, `for HOME in`,
+        // `unset PATH`: a shell without PATH runs `./ls`; `wait -p PATH`, `let PATH=0`).
         for w in &rest[1..] {
-            steering(w.lit.split(['=', '+', '[']).next().unwrap_or(""), acc);
+            steering(
+                w.lit
+                    .split(['=', '+', '-', '*', '/', '['])
+                    .next()
+                    .unwrap_or(""),
+                acc,
+            );
+        }
+        if matches!(first.lit.as_str(), "read" | "mapfile" | "readarray") {
+            // What it reads is outside the text: arithmetic on it may run a subscript.
+            acc.foreign();
         }
     }
     if let Some(first) = rest.first()
@@ -351,6 +372,16 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
             "`{name}` holds an array subscript with a command in it, which arithmetic runs"
         ));
     }
+    // A locale named by a path (`LANGUAGE=../../tmp/x`): the message catalogue programs
+    // load, their format strings, are then the caller's.
+    if (name.starts_with("LC_") || matches!(name, "LANG" | "LANGUAGE"))
+        && (value.contains('/') || value.contains(".."))
+    {
+        acc.raise(
+            Config,
+            format!("sets `{name}` to a path: the message catalogue or locale programs load"),
+        );
+    }
     match names::variable(name) {
         Some(names::Variable::Command) if w.dynamic => acc.unread(format!(
             "`{name}` holds a command programs run, built at run time"
@@ -407,11 +438,22 @@ fn names_built(name: &str, args: &[Word]) -> bool {
 }
 
 /// A shell variable that chooses what later commands run or what their words become
-/// (`PATH=/tmp/d; ls`, `HOME=-delete; find /srv ~`): setting it is no low-risk change.
-fn steering(name: &str, acc: &mut Acc) {
+/// (`PATH=/tmp/d; ls`, `HOME=-delete; find /srv ~`), or the message catalogue bash
+/// translates `$"…"` from (whose translations it expands, running what they hold):
+/// setting it, or unsetting it, is no low-risk change.
+pub(crate) fn steering(name: &str, acc: &mut Acc) {
     if matches!(
         name,
-        "PATH" | "HOME" | "PWD" | "OLDPWD" | "EXECIGNORE" | "CDPATH" | "GLOBIGNORE" | "IFS"
+        "PATH"
+            | "HOME"
+            | "PWD"
+            | "OLDPWD"
+            | "EXECIGNORE"
+            | "CDPATH"
+            | "GLOBIGNORE"
+            | "IFS"
+            | "TEXTDOMAIN"
+            | "TEXTDOMAINDIR"
     ) {
         acc.raise(
             Config,
@@ -419,6 +461,49 @@ fn steering(name: &str, acc: &mut Acc) {
                 "sets `{name}`, which chooses what later commands run or what `~` and words become"
             ),
         );
+    }
+}
+
+/// The names arithmetic assigns (`PATH=0`, `PATH += 1`, `++PATH`, `PATH[0]=1`), each
+/// judged as any assignment of it (`steering`).
+pub(crate) fn arithmetic_assigns(text: &str, acc: &mut Acc) {
+    let b = text.as_bytes();
+    let name_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < b.len() {
+        if !(b[i].is_ascii_alphabetic() || b[i] == b'_')
+            || (i > 0 && (name_char(b[i - 1]) || b[i - 1] == b'$'))
+        {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && name_char(b[i]) {
+            i += 1;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if b.get(j) == Some(&b'[') {
+            j += text[j..].find(']').map_or(text.len() - j, |e| e + 1);
+            while j < b.len() && b[j].is_ascii_whitespace() {
+                j += 1;
+            }
+        }
+        let after = &text[j..];
+        let before = text[..start].trim_end();
+        let assigns = (after.starts_with('=') && !after.starts_with("=="))
+            || [
+                "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|=", "++", "--",
+            ]
+            .iter()
+            .any(|op| after.starts_with(op))
+            || before.ends_with("++")
+            || before.ends_with("--");
+        if assigns {
+            steering(&text[start..i], acc);
+        }
     }
 }
 
@@ -1290,6 +1375,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 ),
             "installs or removes packages",
             acc,
+        ),
+        "rpm" if a.iter().any(|x| x.contains("://")) => acc.raise(
+            Config,
+            "`rpm` given a URL fetches the package over the network",
         ),
         "rpm" => reader_unless(
             name,

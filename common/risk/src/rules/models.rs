@@ -153,6 +153,9 @@ fn denied(name: &str, model: &Model, args: &[Word]) -> Option<String> {
             if d.as_str() == ";" {
                 return a.contains([';', '\n']);
             }
+            if d.as_str() == "@" {
+                return a.contains('@');
+            }
             if let Some(long) = d.strip_prefix("--") {
                 let given = a
                     .strip_prefix("--")
@@ -173,6 +176,10 @@ fn denied(name: &str, model: &Model, args: &[Word]) -> Option<String> {
         if let Some(d) = hit {
             return Some(if d == ";" {
                 format!("`{name}` with an argument holding `;`: it runs each command so cut")
+            } else if d == "@" {
+                format!(
+                    "`{name}` with an argument holding `@` ({a}): options read from a file, unseen, or a host looked up"
+                )
             } else {
                 format!("`{name}` with `{d}`: it chooses what the program runs or where it writes")
             });

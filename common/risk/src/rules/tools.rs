@@ -232,6 +232,29 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
     let ops = operands(sargs);
     let sa = lits(sargs);
     let g = |what: &str| format!("`git {sub}` {what}");
+    if let Some(why) = git_runs_or_configures(sub, sargs, &ops) {
+        acc.raise(Config, g(why));
+    }
+    // Signatures shown or checked: git runs gpg (which keeps a state of its own) on a
+    // temporary file it writes.
+    if matches!(
+        sub,
+        "log"
+            | "show"
+            | "whatchanged"
+            | "rev-list"
+            | "for-each-ref"
+            | "reflog"
+            | "stash"
+            | "tag"
+            | "branch"
+            | "shortlog"
+    ) && sa
+        .iter()
+        .any(|a| a.starts_with("--show-signature") || a.contains("%G") || a.contains("%(signature"))
+    {
+        acc.raise(Low, g("checks signatures: git runs gpg"));
+    }
     match sub {
         "status" | "log" | "diff" | "show" | "blame" | "annotate" | "shortlog" | "describe"
         | "rev-parse" | "rev-list" | "ls-files" | "ls-tree" | "ls-remote" | "cat-file" | "grep"
@@ -500,6 +523,20 @@ pub(super) fn kubectl(name: &str, args: &[Word], acc: &mut Acc) {
     let words = lits(rest);
     let sub = words.first().copied().unwrap_or("");
     let next = words.get(1).copied().unwrap_or("");
+    // `-f URL`: a manifest fetched from anywhere.
+    let fetched = lits(args)
+        .windows(2)
+        .any(|p| matches!(p[0], "-f" | "--filename") && p[1].contains("://"))
+        || lits(args).iter().any(|a| {
+            (a.starts_with("--filename=") || (a.starts_with("-f") && !a.starts_with("--")))
+                && a.contains("://")
+        });
+    if fetched {
+        acc.raise(
+            Config,
+            format!("`{name} -f URL` fetches a manifest over the network"),
+        );
+    }
     match sub {
         "get" | "describe" | "logs" | "top" | "version" | "explain" | "api-resources"
         | "api-versions" | "cluster-info" | "events" | "diff" => {
@@ -550,6 +587,94 @@ pub(super) fn packages(name: &str, args: &[Word], acc: &mut Acc) {
             format!("`{name} {sub}` installs, removes or upgrades packages"),
         ),
     }
+}
+
+/// Why `git SUB …` runs a program an option names (`--upload-pack`, `--receive-pack`,
+/// `--exec`, a clone's `-u`), takes configuration or hooks a clone does not otherwise
+/// have (`-c`/`--config`, `--template`, `--separate-git-dir`), runs a transport helper a
+/// remote names (`x::…` runs `git-remote-x`), or clones into a place programs read
+/// configuration from (`~/.config/git`, `~/.ssh`, `/etc/…`), if it does.
+fn git_runs_or_configures(sub: &str, sargs: &[Word], ops: &[&str]) -> Option<&'static str> {
+    if !matches!(
+        sub,
+        "clone" | "fetch" | "pull" | "push" | "archive" | "ls-remote" | "submodule"
+    ) {
+        return None;
+    }
+    const NAMED: &[&str] = &[
+        "upload-pack",
+        "receive-pack",
+        "exec",
+        "config",
+        "template",
+        "separate-git-dir",
+    ];
+    for w in sargs {
+        let a = w.lit.as_str();
+        if a == "--" {
+            break;
+        }
+        // Long options by any unambiguous prefix, as git takes them.
+        if let Some(long) = a.strip_prefix("--") {
+            let name = long.split_once('=').map_or(long, |(n, _)| n);
+            if !name.is_empty() && NAMED.iter().any(|n| n.starts_with(name)) {
+                return Some(
+                    "with an option that names a program it runs, or configuration or hooks it takes",
+                );
+            }
+        } else if sub == "clone"
+            && a.len() > 1
+            && a.starts_with('-')
+            && a[1..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphabetic())
+                .any(|c| c == 'u' || c == 'c')
+        {
+            return Some("with `-u` (a program it runs) or `-c` (configuration it takes)");
+        }
+    }
+    if ops.iter().any(|o| {
+        o.split_once("::")
+            .is_some_and(|(helper, _)| !helper.is_empty() && !helper.contains(['/', ':']))
+    }) {
+        return Some("names a remote helper (`x::…` runs `git-remote-x`)");
+    }
+    if sub == "clone" {
+        let dest = match ops {
+            [_, dest, ..] => dest.to_string(),
+            [url] => url
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .rsplit(['/', ':'])
+                .next()
+                .unwrap_or("")
+                .to_string(),
+            [] => String::new(),
+        };
+        if configures(&dest) {
+            return Some("clones into a place programs read configuration or keys from");
+        }
+    }
+    None
+}
+
+/// Whether a path is where programs read configuration, keys or start-up files from: the
+/// system's directories, or a hidden file or directory (`~/.config/git`, `~/.ssh`).
+fn configures(path: &str) -> bool {
+    [
+        "/etc",
+        "/usr",
+        "/lib",
+        "/boot",
+        "/var/spool",
+        "/var/lib",
+        "/root",
+    ]
+    .iter()
+    .any(|d| path == *d || path.starts_with(&format!("{d}/")))
+        || path
+            .split('/')
+            .any(|c| c.starts_with('.') && c != "." && c != "..")
 }
 
 /// Whether a `git -c key=value` makes git run a command: an alias to a shell (`!…`), or

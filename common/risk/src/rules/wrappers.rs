@@ -446,6 +446,14 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             {
                 acc.unread(format!("`{name} -n` names a variable the shell runs later"));
             }
+            if matches!(name, "declare" | "typeset" | "local") && flag(args, &['n'], &[]) {
+                // `typeset -n r=HOME; r=-delete`: assigning the reference assigns HOME.
+                for w in args {
+                    if let Some((_, v)) = w.lit.split_once('=') {
+                        super::steering(v.split('[').next().unwrap_or(v), acc);
+                    }
+                }
+            }
             if matches!(
                 name,
                 "export" | "readonly" | "declare" | "typeset" | "local"
