@@ -26,9 +26,10 @@ fn starts_operator(c: u8) -> bool {
 
 /// Tokens of `src`, or why it is not a complete command (an unclosed quote or
 /// substitution: the shell would run none of it).
-/// `src` with its line continuations (a `\` before a newline, outside single quotes)
-/// removed, as the shell removes them before it reads words: `$\⏎'…'` is `$'…'`, and a
-/// here-document's delimiter `\⏎E` is `E`.
+/// `src` with its line continuations (a `\` before a newline, outside single quotes and
+/// comments) removed, as the shell removes them before it reads words: `$\⏎'…'` is
+/// `$'…'`, and a here-document's delimiter `\⏎E` is `E`. A comment ends at its newline,
+/// a `\` before it is the comment's (`ls # \⏎rm …` runs `rm`).
 pub fn joined(src: &str) -> std::borrow::Cow<'_, str> {
     if !src.contains("\\\n") {
         return std::borrow::Cow::Borrowed(src);
@@ -39,6 +40,20 @@ pub fn joined(src: &str) -> std::borrow::Cow<'_, str> {
     let mut i = 0;
     while i < b.len() {
         match b[i] {
+            // A comment: a `#` that starts a word, outside quotes, through its newline.
+            b'#' if !single
+                && !double
+                && out
+                    .last()
+                    .is_none_or(|c: &u8| c.is_ascii_whitespace() || starts_operator(*c)) =>
+            {
+                let end = b[i..]
+                    .iter()
+                    .position(|c| *c == b'\n')
+                    .map_or(b.len(), |e| i + e);
+                out.extend_from_slice(&b[i..end]);
+                i = end;
+            }
             b'\\' if !single && b.get(i + 1) == Some(&b'\n') => i += 2,
             b'\\' if !single => {
                 out.extend_from_slice(&b[i..(i + 2).min(b.len())]);
@@ -61,6 +76,20 @@ pub fn joined(src: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Whether `src` opens a here-document whose delimiter is quoted (`<<'E'`, `<<"E"`,
+/// `<<\E`): its body keeps a `\⏎` as written, where [`joined`] would take it out.
+pub fn quoted_heredoc(src: &str) -> bool {
+    src.match_indices("<<").any(|(at, _)| {
+        let rest = &src[at + 2..];
+        !rest.starts_with('<')
+            && !src[..at].ends_with('<')
+            && rest
+                .trim_start_matches('-')
+                .trim_start_matches([' ', '\t'])
+                .starts_with(['\'', '"', '\\'])
+    })
 }
 
 /// Whether a `[[ … =~ REGEX ]]` holds what bash reads its own way in a regex and this

@@ -108,6 +108,29 @@ fn harmless(name: &str) -> bool {
     HARMLESS.contains(&name) || name.starts_with("LC_")
 }
 
+/// A variable the command itself exports to the programs it runs (`export X=…`,
+/// `declare -x`, `set -a`): judged as one its environment would set — only locale,
+/// terminal and output-format variables are known harmless (`TAR_OPTIONS`,
+/// `GIT_TRACE`, `KUBECONFIG`, `DBUS_SYSTEM_BUS_ADDRESS` make readers write or run).
+pub(crate) fn exported(name: &str, acc: &mut Acc) {
+    if name.is_empty() || harmless(name) {
+        return;
+    }
+    let shown: String = name.chars().take(64).collect();
+    match CHOOSERS.iter().find(|(p, _)| matches(p, name)) {
+        Some((_, what)) => acc.raise(
+            Class::ConfigMutation,
+            format!("exports `{shown}` to the programs it runs, which chooses {what}"),
+        ),
+        None => acc.raise(
+            Class::ConfigMutation,
+            format!(
+                "exports `{shown}` to the programs it runs, not known to be harmless (only locale, terminal and output-format variables are)"
+            ),
+        ),
+    }
+}
+
 /// Judges the environment: each variable that is not known harmless raises the class to
 /// `config_mutation`, naming it (what it chooses, when known).
 pub(crate) fn environment(env: &BTreeMap<String, String>, acc: &mut Acc) {

@@ -80,6 +80,11 @@ fn read_otherwise_by_dash(src: &str) -> bool {
 }
 
 fn walk(src: &str, acc: &mut Acc) {
+    if src.contains("\\\n") && lex::quoted_heredoc(src) {
+        acc.unread(
+            "a line continuation beside a here-document with a quoted delimiter, whose body keeps it: where the document ends is read apart",
+        );
+    }
     let src = lex::joined(src);
     let src = src.as_ref();
     let tokens = match lex::lex(src) {

@@ -454,6 +454,36 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     }
                 }
             }
+            // What it hands the programs it runs: every name `export` or `declare -x`
+            // exports (`-n` only takes the export away), and everything set after `set -a`.
+            let exports = (name == "export" && !flag(args, &['n'], &[]))
+                || (matches!(name, "declare" | "typeset" | "local") && flag(args, &['x'], &[]));
+            if exports {
+                if flag(args, &['f'], &[]) {
+                    acc.raise(
+                        Config,
+                        format!("`{name} -f` exports shell functions, which the bash scripts it runs call instead of programs"),
+                    );
+                }
+                for w in operands_words(args) {
+                    crate::request::exported(
+                        w.lit.split(['=', '+', '[']).next().unwrap_or(""),
+                        acc,
+                    );
+                }
+            }
+            if name == "set"
+                && (args.iter().any(|w| {
+                    !w.lit.starts_with("--") && w.lit.starts_with('-') && w.lit.contains('a')
+                }) || args
+                    .windows(2)
+                    .any(|p| p[0].lit == "-o" && p[1].lit == "allexport"))
+            {
+                acc.raise(
+                    Config,
+                    "`set -a` exports every variable set after it to the programs it runs",
+                );
+            }
             if matches!(
                 name,
                 "export" | "readonly" | "declare" | "typeset" | "local"
