@@ -12,19 +12,35 @@ use super::lex::{self, Token};
 use super::{Acc, Class, rules, word};
 
 /// A word of a simple command.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Word {
     /// The word with its quoting removed; expansions stay as written.
     pub lit: String,
     /// Whether the word's value depends on an expansion (`$X`, `$(…)`, arithmetic).
     pub dynamic: bool,
+    /// What pathname expansion may make of it, by the names of files present when it
+    /// runs.
+    pub glob: Glob,
+}
+
+/// What an unquoted `*`, `?` or `[` in a word may make of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Glob {
+    /// None in it: the word is itself.
+    #[default]
+    None,
+    /// Several words, or others, each starting as the word does (`./*.txt`).
+    Names,
+    /// Words starting with whatever a file's name starts with, `-` too: options
+    /// (`[-]delete`, `*` beside a file named `-delete`).
+    Options,
 }
 
 impl Word {
     pub fn literal(s: &str) -> Word {
         Word {
             lit: s.to_string(),
-            dynamic: false,
+            ..Word::default()
         }
     }
 }
@@ -258,6 +274,7 @@ fn walk(src: &str, acc: &mut Acc) {
                                 cmd.words.push(Word {
                                     lit: "/dev/fd/63".into(),
                                     dynamic: true,
+                                    ..Word::default()
                                 });
                             }
                             cmd.substituted = false;
@@ -742,6 +759,9 @@ fn redirect(
         }
         "<" => {
             let w = word::word(target, acc);
+            if let Some(what) = crate::rules::acting_read(&w.lit).filter(|_| !w.dynamic) {
+                acc.raise(Class::ConfigMutation, format!("reads `{}`: {what}", w.lit));
+            }
             redirs.push((input, Source::File(w)));
             acc.raise(Class::ReversibleLow, "input redirection");
         }

@@ -9,7 +9,7 @@
 //! judges as commands costs at most a higher class; text it wrongly took for a literal
 //! could hide a command.
 
-use super::shell::{self, Word};
+use super::shell::{self, Glob, Word};
 use super::{Acc, Class};
 
 /// How deep `${…}`, `$((…))` and `$[…]` nest inside one another before the scanner stops
@@ -23,6 +23,7 @@ pub fn word(raw: &str, acc: &mut Acc) -> Word {
     Word {
         lit: s.lit,
         dynamic: s.dynamic,
+        glob: s.glob,
     }
 }
 
@@ -71,6 +72,8 @@ struct Scan<'a, 'c> {
     /// Whether `lit` is kept (not for the insides of expansions).
     quiet: bool,
     dynamic: bool,
+    /// What pathname expansion may make of the word.
+    glob: Glob,
     nest: u32,
     acc: &'c mut Acc,
     /// A brace expansion being read (bash, unquoted): how many `{` are open, and whether
@@ -88,6 +91,7 @@ impl<'a, 'c> Scan<'a, 'c> {
             lit: String::with_capacity(if quiet { 0 } else { s.len() }),
             quiet,
             dynamic: false,
+            glob: Glob::None,
             nest,
             acc,
             brace: 0,
@@ -144,10 +148,27 @@ impl<'a, 'c> Scan<'a, 'c> {
                         if ctx == Ctx::Bare && !self.quiet && !dash() {
                             self.braces(start);
                         }
+                        if ctx == Ctx::Bare && !self.quiet {
+                            self.globs(start);
+                        }
                         self.push(&self.s[start..self.i]);
                     }
                 }
             }
+        }
+    }
+
+    /// Notes an unquoted `*`, `?` or `[` in the text from `start`: pathname expansion
+    /// may make other words of it, options too when one leads the word.
+    fn globs(&mut self, start: usize) {
+        let text = &self.b[start..self.i];
+        if let Some(at) = text.iter().position(|c| matches!(c, b'*' | b'?' | b'[')) {
+            let leads = self.lit.is_empty() && at == 0;
+            self.glob = if leads || self.glob == Glob::Options {
+                Glob::Options
+            } else {
+                Glob::Names
+            };
         }
     }
 

@@ -105,6 +105,7 @@ pub(super) fn values(args: &[Word], short: &[char], long: &[&str]) -> Vec<Word> 
             Some(v) => out.push(Word {
                 lit: v.to_string(),
                 dynamic,
+                ..Word::default()
             }),
             None => {
                 if let Some(w) = args.get(i) {

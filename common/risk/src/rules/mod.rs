@@ -612,6 +612,44 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
         // A relative path run from there may be a descriptor (`cd /dev/fd; sh 3`).
         acc.descriptor_dirs = true;
     }
+    // A reader given a device or a consumed stream acts on the host (`cat /dev/watchdog`);
+    // programs that only look at a file's name or metadata open none.
+    let names_only = matches!(
+        name,
+        "ls" | "dir"
+            | "vdir"
+            | "stat"
+            | "file"
+            | "readlink"
+            | "realpath"
+            | "test"
+            | "["
+            | "[["
+            | "du"
+            | "find"
+            | "namei"
+            | "lsof"
+            | "fuser"
+            | "udevadm"
+            | "basename"
+            | "dirname"
+            | "echo"
+            | "printf"
+            | "lsblk"
+            | "blkid"
+            | "findmnt"
+            | "df"
+    );
+    if let Some((w, what)) = args
+        .iter()
+        .filter(|w| !w.dynamic && !names_only)
+        .find_map(|w| {
+            let path = w.lit.split_once('=').map_or(w.lit.as_str(), |(_, v)| v);
+            acting_read(path).map(|what| (w, what))
+        })
+    {
+        acc.raise(Config, format!("`{name}` opens `{}`: {what}", w.lit));
+    }
     let start = acc.reasons.len();
     let (raised, reads) = (acc.raised, acc.reads_raised);
     let checked = models::get(name).map(|m| (m, models::check(name, m, args)));
@@ -1693,6 +1731,45 @@ fn normal(path: &str) -> String {
 }
 
 /// A file whose writing acts on the kernel or its memory (`/proc/sysrq-trigger`).
+/// A file whose reading acts on the host, if `p` is one: a device other than the plain
+/// ones (opening `/dev/watchdog` arms the watchdog, which reboots the host; a terminal's
+/// reader takes its keystrokes; `/dev/mem` reads the hardware), or a stream a reader
+/// consumes (`/proc/kmsg`, a tracing `trace_pipe`), or a device's configuration space.
+pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
+    let p = normal(p);
+    if let Some(dev) = p.strip_prefix("/dev/") {
+        let plain = dev.is_empty()
+            || dev.starts_with("shm/")
+            || matches!(
+                dev,
+                "null"
+                    | "zero"
+                    | "full"
+                    | "random"
+                    | "urandom"
+                    | "stdin"
+                    | "stdout"
+                    | "stderr"
+                    | "tty"
+            )
+            || dev.starts_with("fd/")
+            || block_device(&p);
+        return (!plain).then_some("a device, which opening or reading acts on");
+    }
+    if p == "/dev" {
+        return None;
+    }
+    if p == "/proc/kmsg" || p.ends_with("/trace_pipe") || p.contains("/trace_pipe_raw") {
+        return Some("a stream its reader consumes, taken from whoever else reads it");
+    }
+    if p.starts_with("/sys/")
+        && (p.ends_with("/config") || p.ends_with("/rom") || p.contains("/resource"))
+    {
+        return Some("a device's configuration space or memory");
+    }
+    None
+}
+
 fn kernel_trigger(p: &str) -> bool {
     matches!(
         normal(p).as_str(),

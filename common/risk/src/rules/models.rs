@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use crate::shell::Word;
+use crate::shell::{Glob, Word};
 
 const DATA: &str = include_str!("models.txt");
 
@@ -70,6 +70,12 @@ pub struct Model {
     pub runs: Vec<String>,
     /// A shell script read for this model: it evaluates none of its arguments.
     pub script: bool,
+    /// Every option the program has only reads (not only those listed): a pattern that
+    /// expands to one is harmless (`ls *`, `du -sh *`).
+    globs: bool,
+    /// Its operands' places mean different things (`uniq IN OUT` writes the second,
+    /// `sysctl KEY=VALUE` sets): a pattern that expands to several is refused.
+    fixed: bool,
     /// Options refused wherever they stand, after a subcommand too (`apt list -o …`,
     /// `kubectl get --kubeconfig=…`: the program takes its global options anywhere), and
     /// `;`: an argument holding a `;` or a newline (the program runs commands so cut).
@@ -204,6 +210,20 @@ pub fn check(name: &str, model: &Model, args: &[Word]) -> Result<Accepted, Strin
         |path: &str, what: &str| format!("`{path}` with {what}: not known to only read");
     if let Some(why) = denied(name, model, args) {
         return Err(why);
+    }
+    for w in args {
+        if w.glob == Glob::Options && !model.globs {
+            return Err(format!(
+                "`{name}` with `{}`: a pattern that may expand to a file named like one of its options (`-delete`, `--output=…`)",
+                w.lit
+            ));
+        }
+        if w.glob != Glob::None && model.fixed {
+            return Err(format!(
+                "`{name}` with `{}`: a pattern that may expand to several operands, the later ones written or set",
+                w.lit
+            ));
+        }
     }
     // (A program that only prints what it is given takes them all alike.)
     let prints = matches!(
@@ -524,6 +544,8 @@ fn token(m: &mut Model, t: &str) -> Result<(), String> {
             "nohelp" => m.nohelp = true,
             "rule" => m.rule = true,
             "script" => m.script = true,
+            "globs" => m.globs = true,
+            "fixed" => m.fixed = true,
             "need" if !list.is_empty() => m.need = list,
             "deny" if !list.is_empty() => m.deny = list,
             "runs" if !list.is_empty() => m.runs = list,
@@ -756,11 +778,13 @@ mod tests {
         let w = vec![Word {
             lit: "$X".into(),
             dynamic: true,
+            ..Word::default()
         }];
         assert!(check("sort", m, &w).is_err());
         let w = vec![Word {
             lit: "$HOME/f".into(),
             dynamic: true,
+            ..Word::default()
         }];
         assert!(check("sort", m, &w).is_ok());
     }

@@ -96,6 +96,7 @@ pub(super) fn gdb(args: &[Word], acc: &mut Acc) {
             Some(v) => Word {
                 lit: v.to_string(),
                 dynamic: w.dynamic,
+                ..Word::default()
             },
             None => match args.get(i) {
                 Some(v) => {

@@ -110,10 +110,14 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
         inner_command(rest.get(3..).unwrap_or(&[]), acc);
         return;
     }
+    // `ip link s` is `set` (iproute2 tries it before `show`); for the other objects `s`
+    // shows.
+    let link = !object.is_empty() && "link".starts_with(object);
     let reading = matches!(
         verb,
-        "" | "show" | "sh" | "s" | "list" | "ls" | "lst" | "l" | "get" | "monitor" | "help"
-    ) || verb.starts_with("dev") && object.starts_with('l')
+        "" | "show" | "sh" | "list" | "ls" | "lst" | "l" | "get" | "monitor" | "help"
+    ) || (verb == "s" && !link)
+        || verb.starts_with("dev") && object.starts_with('l')
         || object == "-br";
     if verb == "flush" {
         acc.raise(
