@@ -606,7 +606,9 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             .iter()
             .find(|w| !w.lit.starts_with('-'))
             .is_some_and(|d| {
-                !d.dynamic && (d.lit.starts_with("/dev") || d.lit.starts_with("/proc"))
+                let to = reached(&d.lit);
+                !d.dynamic
+                    && (to.starts_with("/dev") || to.starts_with("/proc") || to.starts_with("/sys"))
             })
     {
         // A relative path run from there may be a descriptor (`cd /dev/fd; sh 3`).
@@ -619,13 +621,11 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
         "ls" | "dir"
             | "vdir"
             | "stat"
-            | "file"
             | "readlink"
             | "realpath"
             | "test"
             | "["
             | "[["
-            | "du"
             | "find"
             | "namei"
             | "lsof"
@@ -636,19 +636,36 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             | "echo"
             | "printf"
             | "lsblk"
-            | "blkid"
-            | "findmnt"
-            | "df"
     );
     if let Some((w, what)) = args
         .iter()
         .filter(|w| !w.dynamic && !names_only)
         .find_map(|w| {
-            let path = w.lit.split_once('=').map_or(w.lit.as_str(), |(_, v)| v);
-            acting_read(path).map(|what| (w, what))
+            // The word, an option's value after `=`, or one attached (`-f/dev/…`).
+            let after_eq = w.lit.split_once('=').map(|(_, v)| v);
+            let attached = (w.lit.starts_with('-') && !w.lit.starts_with("--"))
+                .then(|| w.lit.find(['/', '.', '~']).map(|at| &w.lit[at..]))
+                .flatten();
+            [Some(w.lit.as_str()), after_eq, attached]
+                .into_iter()
+                .flatten()
+                .find_map(acting_read)
+                .map(|what| (w, what))
         })
     {
         acc.raise(Config, format!("`{name}` opens `{}`: {what}", w.lit));
+    }
+    // After `cd /dev` (or /proc, /sys), a relative name may be a device (`cat watchdog`).
+    if acc.descriptor_dirs
+        && !names_only
+        && args
+            .iter()
+            .any(|w| !w.lit.is_empty() && !w.lit.starts_with(['/', '-']))
+    {
+        acc.raise(
+            Config,
+            format!("`{name}` reads a relative path after a change into /dev, /proc or /sys"),
+        );
     }
     let start = acc.reasons.len();
     let (raised, reads) = (acc.raised, acc.reads_raised);
@@ -1711,6 +1728,27 @@ fn decompressed(args: &[Word], acc: &mut Acc) {
 }
 
 /// `path` with `//`, `.` and `..` resolved as written (`//dev/./sda` is `/dev/sda`).
+/// Where a path may lead whatever the current directory: `..` climbs to `/` from
+/// anywhere, `~user/..` too, `/proc/PID/root` is `/`, and a relative `dev/…` is `/dev/…`
+/// from there — the path from the last `..` on, made absolute.
+fn reached(path: &str) -> String {
+    let mut parts: Vec<&str> = path.split('/').collect();
+    if let Some(up) = parts.iter().rposition(|c| *c == "..") {
+        parts.drain(..=up);
+    } else if parts.first().is_some_and(|c| c.starts_with('~')) {
+        parts.remove(0);
+    }
+    let mut p = normal(&format!("/{}", parts.join("/")));
+    loop {
+        let segs: Vec<&str> = p.splitn(5, '/').collect();
+        if segs.len() >= 4 && segs[1] == "proc" && segs[3] == "root" {
+            p = format!("/{}", segs.get(4).copied().unwrap_or(""));
+        } else {
+            return p;
+        }
+    }
+}
+
 fn normal(path: &str) -> String {
     let mut parts: Vec<&str> = Vec::new();
     for p in path.split('/') {
@@ -1736,7 +1774,7 @@ fn normal(path: &str) -> String {
 /// reader takes its keystrokes; `/dev/mem` reads the hardware), or a stream a reader
 /// consumes (`/proc/kmsg`, a tracing `trace_pipe`), or a device's configuration space.
 pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
-    let p = normal(p);
+    let p = reached(p);
     if let Some(dev) = p.strip_prefix("/dev/") {
         let plain = dev.is_empty()
             || dev.starts_with("shm/")
