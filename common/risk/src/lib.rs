@@ -190,32 +190,59 @@ fn file_name(path: &str) -> Option<String> {
 /// `?` and a bracket expression one character, a brace expansion any run (so it says yes
 /// more often than the shell would, never less).
 fn may_match(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some(('*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
-            Some(('{', rest)) => {
-                let close = rest
-                    .iter()
-                    .position(|c| *c == '}')
-                    .map_or(rest.len(), |i| i + 1);
-                let rest = &rest[close.min(rest.len())..];
-                (0..=n.len()).any(|i| go(rest, &n[i..]))
-            }
-            Some(('?', rest)) => !n.is_empty() && go(rest, &n[1..]),
-            Some(('[', rest)) => {
-                let close = rest
-                    .iter()
-                    .position(|c| *c == ']')
-                    .map_or(rest.len(), |i| i + 1);
-                !n.is_empty() && go(&rest[close.min(rest.len())..], &n[1..])
-            }
-            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
-        }
+    // The pattern as tokens: any run (`*`, a brace expansion), one character (`?`, a
+    // bracket expression), or itself; matched over the name in one pass per token, so
+    // the time is the product of their lengths whatever the stars (a backtracking
+    // matcher takes exponential time on `*********…`).
+    enum Token {
+        Run,
+        One,
+        Char(char),
     }
     let p: Vec<char> = pattern.chars().collect();
+    let mut tokens = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        let (token, close) = match p[i] {
+            '*' => (Token::Run, None),
+            '{' => (Token::Run, Some('}')),
+            '?' => (Token::One, None),
+            '[' => (Token::One, Some(']')),
+            c => (Token::Char(c), None),
+        };
+        i = match close {
+            Some(c) => p[i + 1..]
+                .iter()
+                .position(|x| *x == c)
+                .map_or(p.len(), |at| i + 1 + at + 1),
+            None => i + 1,
+        };
+        tokens.push(token);
+    }
     let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
+    // matched[j]: the tokens so far match the name's first j characters.
+    let mut matched = vec![false; n.len() + 1];
+    matched[0] = true;
+    for token in tokens {
+        let mut next = vec![false; n.len() + 1];
+        match token {
+            Token::Run => {
+                let mut any = false;
+                for j in 0..=n.len() {
+                    any |= matched[j];
+                    next[j] = any;
+                }
+            }
+            Token::One => next[1..].copy_from_slice(&matched[..n.len()]),
+            Token::Char(c) => {
+                for j in 1..=n.len() {
+                    next[j] = matched[j - 1] && n[j - 1] == c;
+                }
+            }
+        }
+        matched = next;
+    }
+    matched[n.len()]
 }
 
 /// What classification has found so far.

@@ -388,3 +388,21 @@ fn code_run_through_options_files_and_variables_is_judged() {
         assert_eq!(class(cmd), Class::ConfigMutation, "{cmd}");
     }
 }
+
+/// A pattern a command runs is matched against the files it writes in time that grows with
+/// their lengths, not with the stars (the fuzzer found a backtracking matcher taking 41 s).
+#[test]
+fn a_pattern_is_matched_in_bounded_time() {
+    use crate::may_match;
+    assert!(may_match("*.sh", "a.sh"));
+    assert!(may_match("s[ab]x", "sbx"));
+    assert!(may_match("{a,b}x", "zzx"));
+    assert!(may_match("a?c", "abc"));
+    assert!(!may_match("a?c", "ac"));
+    assert!(!may_match("*.sh", "a.py"));
+    let stars = "*".repeat(40) + "-" + &"*".repeat(40) + "x";
+    let name = "\0".repeat(2000);
+    let t = std::time::Instant::now();
+    assert!(!may_match(&stars, &name));
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+}
