@@ -104,6 +104,16 @@ fn matches(pattern: &str, name: &str) -> bool {
     }
 }
 
+/// Whether a locale or time-zone variable's value names a file programs load: a locale
+/// with a `/` or `..` (`LANGUAGE=../../tmp/x`), a time zone that is a path (`TZ=/dev/…`,
+/// `TZ=:/…`, `TZ=../…`; `Europe/Paris` is a name).
+pub(crate) fn loads_path(name: &str, value: &str) -> bool {
+    if name.starts_with("LC_") || matches!(name, "LANG" | "LANGUAGE") {
+        return value.contains('/') || value.contains("..");
+    }
+    name == "TZ" && (value.trim_start_matches(':').starts_with('/') || value.contains(".."))
+}
+
 fn harmless(name: &str) -> bool {
     HARMLESS.contains(&name) || name.starts_with("LC_")
 }
@@ -137,12 +147,11 @@ pub(crate) fn environment(env: &BTreeMap<String, String>, acc: &mut Acc) {
     // A locale named by a path chooses the message catalogue or locale a program loads
     // (`LANGUAGE=../../tmp/x`): its format strings are then the caller's.
     for (name, value) in env {
-        let locale = name.starts_with("LC_") || matches!(name.as_str(), "LANG" | "LANGUAGE");
-        if locale && (value.contains('/') || value.contains("..")) {
+        if loads_path(name, value) {
             let shown: String = name.chars().take(64).collect();
             acc.raise(
                 Class::ConfigMutation,
-                format!("its environment sets `{shown}` to a path: the catalogue or locale programs load"),
+                format!("its environment sets `{shown}` to a path: the catalogue, locale or time zone file programs load"),
             );
         }
     }

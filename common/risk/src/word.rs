@@ -269,6 +269,7 @@ impl<'a, 'c> Scan<'a, 'c> {
                 }
                 if assigns {
                     super::rules::steering(&name, self.acc);
+                    super::rules::loads_by_name(&name, self.acc);
                 }
                 if inner.contains('[') || inner.contains(':') {
                     // A subscript or an offset is arithmetic: what it assigns.

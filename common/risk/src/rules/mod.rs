@@ -161,6 +161,14 @@ pub fn simple(
                 acc,
             );
         }
+        if matches!(
+            first.lit.as_str(),
+            "printf" | "read" | "mapfile" | "readarray" | "for" | "select" | "getopts" | "wait"
+        ) {
+            for w in &rest[1..] {
+                loads_by_name(w.lit.split(['=', '[']).next().unwrap_or(""), acc);
+            }
+        }
         if matches!(first.lit.as_str(), "read" | "mapfile" | "readarray") {
             // What it reads is outside the text: arithmetic on it may run a subscript.
             acc.foreign();
@@ -373,13 +381,15 @@ pub(super) fn assignment(w: &Word, acc: &mut Acc) {
         ));
     }
     // A locale named by a path (`LANGUAGE=../../tmp/x`): the message catalogue programs
-    // load, their format strings, are then the caller's.
-    if (name.starts_with("LC_") || matches!(name, "LANG" | "LANGUAGE"))
-        && (value.contains('/') || value.contains(".."))
-    {
+    // load, their format strings, are then the caller's; a time zone named by a path is
+    // a file the C library opens (`TZ=/dev/watchdog`). A value made at run time may be
+    // one.
+    if w.dynamic {
+        loads_by_name(name, acc);
+    } else if crate::request::loads_path(name, value) {
         acc.raise(
             Config,
-            format!("sets `{name}` to a path: the message catalogue or locale programs load"),
+            format!("sets `{name}` to a path: a file programs load"),
         );
     }
     match names::variable(name) {
@@ -460,6 +470,17 @@ pub(crate) fn steering(name: &str, acc: &mut Acc) {
             format!(
                 "sets `{name}`, which chooses what later commands run or what `~` and words become"
             ),
+        );
+    }
+}
+
+/// A locale or time-zone variable given a value made at run time (`read TZ`,
+/// `printf -v LC_ALL`, `${LANGUAGE:=…}`, `export TZ=$x`): it may name a file programs load.
+pub(crate) fn loads_by_name(name: &str, acc: &mut Acc) {
+    if name.starts_with("LC_") || matches!(name, "LANG" | "LANGUAGE" | "TZ") {
+        acc.raise(
+            Config,
+            format!("sets `{name}` at run time: a path there names a file programs load"),
         );
     }
 }
@@ -607,8 +628,8 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             .find(|w| !w.lit.starts_with('-'))
             .is_some_and(|d| {
                 let to = reached(&d.lit);
-                !d.dynamic
-                    && (to.starts_with("/dev") || to.starts_with("/proc") || to.starts_with("/sys"))
+                let inside = |p: &str| ["/dev", "/proc", "/sys"].iter().any(|d| p.starts_with(d));
+                !d.dynamic && (inside(&to) || inside(&d.lit))
             })
     {
         // A relative path run from there may be a descriptor (`cd /dev/fd; sh 3`).
@@ -646,9 +667,11 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
             let attached = (w.lit.starts_with('-') && !w.lit.starts_with("--"))
                 .then(|| w.lit.find(['/', '.', '~']).map(|at| &w.lit[at..]))
                 .flatten();
+            // Each of a list's parts too (`file -m a:/dev/…`).
             [Some(w.lit.as_str()), after_eq, attached]
                 .into_iter()
                 .flatten()
+                .flat_map(|c| std::iter::once(c).chain(c.split(':')))
                 .find_map(acting_read)
                 .map(|what| (w, what))
         })
@@ -1733,6 +1756,14 @@ fn decompressed(args: &[Word], acc: &mut Acc) {
 /// from there — the path from the last `..` on, made absolute.
 fn reached(path: &str) -> String {
     let mut parts: Vec<&str> = path.split('/').collect();
+    // A process's `root` or `cwd` in /proc (`/proc/1/task/1/root`, `/dev/fd/../root`):
+    // what follows is from `/` (or a directory unknown, taken as `/`).
+    if let Some(at) = parts.iter().rposition(|c| matches!(*c, "root" | "cwd"))
+        && parts[..at].iter().any(|c| matches!(*c, "proc" | "fd"))
+    {
+        parts.drain(..=at);
+        parts.insert(0, "");
+    }
     if let Some(up) = parts.iter().rposition(|c| *c == "..") {
         parts.drain(..=up);
     } else if parts.first().is_some_and(|c| c.starts_with('~')) {

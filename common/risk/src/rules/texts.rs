@@ -178,9 +178,14 @@ pub(super) fn sed_script_acts(script: &str, brackets: bool, commands: &mut Vec<S
             }
             'r' | 'R' => {
                 // A file name: to the end of the line (GNU sed), or of the command for a
-                // sed that ends it there (the other reading).
+                // sed that ends it there (the other reading). A device's opening acts.
+                let start = i + 1;
                 while i < b.len() && b[i] != '\n' && (brackets || b[i] != ';') {
                     i += 1;
+                }
+                let name: String = b[start.min(i)..i].iter().collect();
+                if super::acting_read(name.trim()).is_some() {
+                    acts = acts.max(Acts::Changes);
                 }
             }
             'b' | 't' | 'T' | ':' | 'v' => {
