@@ -504,8 +504,35 @@ pub fn without_program_files(
     (carve(readable, &real).0, real)
 }
 
+/// The readable trees without `/dev`'s files but `kept` (the trees of those that exist,
+/// less what `denied` carves out of them), and the directories whose entries may still
+/// be listed: `/dev`'s whole tree and those split on the way to it. The plain
+/// [`DEVICES`] keep their own rule.
+pub fn without_device_files(
+    readable: Vec<PathBuf>,
+    mut listable: Vec<PathBuf>,
+    kept: &[PathBuf],
+    denied: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let dev = PathBuf::from("/dev");
+    let (mut readable, split) = carve(readable, std::slice::from_ref(&dev));
+    let kept: Vec<PathBuf> = kept
+        .iter()
+        .filter(|k| k.starts_with(&dev) && *k != &dev && k.exists())
+        .cloned()
+        .collect();
+    let (kept, kept_split) = carve(kept, denied);
+    readable.extend(kept);
+    listable.extend(split);
+    listable.extend(kept_split);
+    listable.push(dev);
+    listable.sort();
+    listable.dedup();
+    (readable, listable)
+}
+
 /// Device files every program expects to read and write.
-const DEVICES: &[&str] = &[
+pub const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",

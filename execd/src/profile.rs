@@ -60,6 +60,13 @@ pub struct FsRule {
     /// bit not named as a library, `*.so` or `*.so.N`) is masked.
     #[serde(default)]
     pub library_dirs: Vec<String>,
+    /// When set, `/dev`'s entries may be listed but only these of its files (trees) be
+    /// opened, with the plain devices every program expects (`contain::DEVICES`):
+    /// opening a device may act on it (a watchdog arms, a terminal's reader takes its
+    /// keystrokes), and the name a reader opens may come from a pattern or from data
+    /// that no judge of the command sees.
+    #[serde(default)]
+    pub devices_readable: Option<Vec<String>>,
 }
 
 /// The seccomp filters, and what they leave of the socket families.
@@ -333,6 +340,17 @@ impl Profiles {
                     "profile {name}: syscalls: {setting} is held by the seccomp filters, which are off"
                 ));
             }
+            if let Some(d) = p
+                .filesystem
+                .devices_readable
+                .iter()
+                .flatten()
+                .find(|d| !d.starts_with("/dev/"))
+            {
+                return Err(format!(
+                    "profile {name}: filesystem: devices_readable: {d:?} is not under /dev"
+                ));
+            }
             for (setting, dirs) in [
                 ("program_dirs", &p.filesystem.program_dirs),
                 ("library_dirs", &p.filesystem.library_dirs),
@@ -523,6 +541,11 @@ pub fn plan(
             .iter()
             .map(PathBuf::from)
             .collect(),
+        devices_readable: p
+            .filesystem
+            .devices_readable
+            .as_ref()
+            .map(|d| d.iter().map(PathBuf::from).collect()),
         host_ipc_uts: p.process_tree.host_ipc_uts,
         groups: p
             .privileges

@@ -239,6 +239,10 @@ pub struct Plan {
     /// (every other mount `noexec`); the programs in them are masked.
     #[serde(default)]
     pub library_dirs: Vec<PathBuf>,
+    /// When set, `/dev`'s files that may be opened besides the plain devices
+    /// (`contain::DEVICES`); its entries may all be listed.
+    #[serde(default)]
+    pub devices_readable: Option<Vec<PathBuf>>,
     /// Keep the host's IPC and UTS namespaces (its host name, its System V IPC view).
     #[serde(default)]
     pub host_ipc_uts: bool,

@@ -1317,3 +1317,91 @@ for p in ({early:?}, {late:?}):
     }
     stack.stop();
 }
+
+/// A device opened in `inspect` or the sandbox acts on the host whatever its reader
+/// means (a watchdog arms, a terminal's reader takes its keystrokes), and the name may
+/// reach the reader where no judge sees it: a pattern (`cat /???/watchdog`) or data
+/// (`… | md5sum -c`). The kernel holds it: of /dev's files only the plain devices and
+/// the profile's few others open; its entries are still listed. The probe is a device
+/// node open to all (a copy of /dev/null, mode 0666) made for the test and removed
+/// whatever the outcome.
+#[test]
+fn no_device_but_the_plain_ones_opens_in_inspect_or_the_sandbox() {
+    require_root("the device test");
+    struct Remove(String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let probe = Remove(format!("/dev/argos-probe-{}", std::process::id()));
+    let made = std::process::Command::new("mknod")
+        .args(["-m", "0666", &probe.0, "c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mknod {}", probe.0);
+    let name = probe.0.trim_start_matches("/dev/").to_string();
+    // The list of names `wc --files0-from` reads, where every launch uid can read it.
+    let dir = tempfile::Builder::new()
+        .prefix("argos-devices-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let list = dir.path().join("names").display().to_string();
+    std::fs::write(&list, format!("{}\0", probe.0)).unwrap();
+    std::fs::set_permissions(&list, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let mut agent = admin.token(&["agent"]);
+    let mut agent_run = |cmd: &str, place: &str| -> (String, String, String) {
+        let r = agent.post(
+            "/api/agent/run",
+            serde_json::json!({"command": cmd, "place": place, "purpose": "look"}),
+        );
+        assert_eq!(r.status, 200, "{cmd}: {r:?}");
+        let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+        agent.ended(&id);
+        let done = agent.get(&format!("/api/executions/{id}?output=true"));
+        let text = |k: &str| done.json()[k]["text"].as_str().unwrap_or("").to_string();
+        (
+            done.json()["execution"]["status"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            text("stdout"),
+            text("stderr"),
+        )
+    };
+    for place in ["inspect", "sandbox"] {
+        // By a pattern, by its name, and by a name carried in data.
+        for cmd in [
+            format!("cat /???/{name}"),
+            format!("wc -c --files0-from={list}"),
+        ] {
+            let (status, _, err) = agent_run(&cmd, place);
+            assert_eq!(status, "failed", "{place}: {cmd}: {err}");
+            assert!(err.contains("Permission denied"), "{place}: {cmd}: {err}");
+        }
+        // The plain devices open; /dev's entries are listed.
+        let (status, out, err) = agent_run("md5sum /dev/null", place);
+        assert_eq!(status, "succeeded", "{place}: {err}");
+        assert!(
+            out.starts_with("d41d8cd98f00b204e9800998ecf8427e "),
+            "{place}: {out}"
+        );
+        let (status, out, err) = agent_run("ls /dev", place);
+        assert_eq!(status, "succeeded", "{place}: {err}");
+        assert!(out.lines().any(|l| l == name), "{place}: {out}");
+    }
+    // Named plainly, the classifier refuses it for inspect; run there anyway, as a
+    // classifier miss would, the kernel refuses it too.
+    let r = argv_in_inspect(&stack, &["head", "-c", "1", &probe.0], &[]);
+    assert_eq!(r.status, ExecutionStatus::Failed, "{}", r.err);
+    assert!(r.err.contains("Permission denied"), "{}", r.err);
+    // The kernel's log stays for dmesg in inspect: what refuses it, if anything, is the
+    // host's own dmesg_restrict (EPERM), not the profile (EACCES).
+    let r = argv_in_inspect(&stack, &["dmesg", "--notime"], &[]);
+    assert!(!r.err.contains("Permission denied"), "{}", r.err);
+    drop(probe);
+    stack.stop();
+}

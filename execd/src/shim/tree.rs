@@ -292,6 +292,11 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
     // where they may yet appear: the directories on the way keep only their entries'
     // listing.
     let (readable, listable) = contain::readable_view(&carved);
+    // Where only some devices may be opened: /dev keeps its entries, not its files.
+    let (readable, listable) = match &spec.plan.devices_readable {
+        Some(kept) => contain::without_device_files(readable, listable, kept, &carved),
+        None => (readable, listable),
+    };
     // Where only listed files may run: the programs' directories keep their entries but
     // not their files (a loader run as a program maps whatever it can read).
     let (readable, program_dirs) = if spec.plan.execute_listed_only {

@@ -1799,7 +1799,6 @@ fn normal(path: &str) -> String {
     }
 }
 
-/// A file whose writing acts on the kernel or its memory (`/proc/sysrq-trigger`).
 /// A file whose reading acts on the host, if `p` is one: a device other than the plain
 /// ones (opening `/dev/watchdog` arms the watchdog, which reboots the host; a terminal's
 /// reader takes its keystrokes; `/dev/mem` reads the hardware), or a stream a reader
@@ -1839,6 +1838,7 @@ pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
     None
 }
 
+/// A file whose writing acts on the kernel or its memory (`/proc/sysrq-trigger`).
 fn kernel_trigger(p: &str) -> bool {
     matches!(
         normal(p).as_str(),
