@@ -385,6 +385,65 @@ impl ShutdownSignals {
     }
 }
 
+/// What went wrong in a call to another daemon, as a caller decides on it: the one
+/// reading of gRPC codes (each edge maps the kinds to its own words once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A field of the request is wrong; the message names it.
+    InvalidArgument,
+    /// No such launch or approval (or not one this caller may see).
+    NotFound,
+    /// The state does not allow it (already decided, already ended, …).
+    Conflict,
+    /// It raced another request for the same thing (the same chosen execution id, an
+    /// approval being decided): nothing was done; ask again.
+    Raced,
+    /// This caller's role or principal may not do it.
+    PermissionDenied,
+    /// A limit was reached (launch uids, pending approvals, message size).
+    Exhausted,
+    /// execd is not there (not started, restarting) or its socket is not reachable.
+    Unavailable,
+    /// Output that should exist is gone (past the kept log); the message names the range.
+    DataLoss,
+    /// The call took too long or was cancelled.
+    Cancelled,
+    /// Anything else: execd failed, or the answer made no sense.
+    Internal,
+}
+
+impl ErrorKind {
+    /// What a status means (a broken connection, [`broke`], is `Unavailable` too).
+    pub fn of(s: &tonic::Status) -> ErrorKind {
+        use tonic::Code;
+        if broke(s) {
+            return ErrorKind::Unavailable;
+        }
+        match s.code() {
+            Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidArgument,
+            Code::NotFound => ErrorKind::NotFound,
+            Code::FailedPrecondition | Code::AlreadyExists => ErrorKind::Conflict,
+            Code::Aborted => ErrorKind::Raced,
+            Code::PermissionDenied | Code::Unauthenticated => ErrorKind::PermissionDenied,
+            Code::ResourceExhausted => ErrorKind::Exhausted,
+            Code::Unavailable => ErrorKind::Unavailable,
+            Code::DataLoss => ErrorKind::DataLoss,
+            Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Cancelled,
+            Code::Ok | Code::Unknown | Code::Unimplemented | Code::Internal => ErrorKind::Internal,
+        }
+    }
+}
+
+/// Whether `s` was made here, from the connection breaking under a call (the daemon
+/// killed or restarting): a status a daemon sent has no source.
+pub fn broke(s: &tonic::Status) -> bool {
+    std::error::Error::source(s).is_some()
+        && matches!(
+            s.code(),
+            tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unavailable
+        )
+}
+
 /// Adds principal and request-id metadata to an outgoing request.
 pub fn with_principal<T>(
     mut req: tonic::Request<T>,

@@ -3,6 +3,7 @@
 //! starts a stdio server only by giving a launch whose digest is the registered one, so it
 //! can run nothing an admin did not register.
 
+use argos_store::now_ms;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -170,12 +171,6 @@ pub fn check_start(
         ));
     }
     Ok(launch)
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Registers (or registers again, replacing) a server's launch.

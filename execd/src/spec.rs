@@ -445,13 +445,7 @@ pub struct Teardown {
     pub ended: Vec<String>,
 }
 
-/// Wall-clock time in milliseconds since the Unix epoch, as launch records keep it.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub use argos_store::now_ms;
 
 /// What a shim writes when the launch is over (atomically, before the exit marker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

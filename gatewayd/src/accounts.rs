@@ -104,11 +104,7 @@ fn invalid(field: &'static str, message: impl Into<String>) -> AccountError {
     }
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use argos_store::now_ms;
 
 /// 32 random bytes, URL-safe base64 without padding (43 characters).
 pub fn new_secret() -> String {

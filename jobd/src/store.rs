@@ -97,11 +97,7 @@ pub struct Filter<'a> {
     pub task_id: Option<&'a str>,
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub use argos_store::now_ms;
 
 /// The states not yet ended, as SQL's list (a literal: sqlx takes only static text).
 macro_rules! active {

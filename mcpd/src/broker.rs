@@ -2,6 +2,7 @@
 //! timeout, back-off after a failure, nothing shared with the others), its tools pinned
 //! and capped, and the one decision of which tool may be called.
 
+use argos_store::now_ms;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -185,12 +186,6 @@ pub struct Broker {
     eras: Mutex<BTreeMap<String, Era>>,
     /// OAuth authorizations an admin started and has not finished.
     pending: crate::oauth::Pending,
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Back-off after a failed connection: 1 s, doubling, at most a minute.

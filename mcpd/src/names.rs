@@ -49,10 +49,7 @@ pub fn qualified(server: &str, tool: &str) -> String {
     if kept_as_is(server, tool) {
         return format!("{PREFIX}{server}{SEP}{tool}");
     }
-    let hash: String = Sha256::digest(tool.as_bytes())[..HASH / 2]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash = hex::encode(&Sha256::digest(tool.as_bytes())[..HASH / 2]);
     let room = MAX - PREFIX.len() - server.len() - SEP.len() - 1 - HASH;
     let kept: String = tool
         .chars()

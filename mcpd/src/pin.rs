@@ -32,10 +32,7 @@ pub fn digest(
         "name": name, "title": title, "description": description,
         "input_schema": schema, "annotations": annotations,
     }));
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 /// A server's listing as mcpd keeps it: each tool's definition capped and compared with

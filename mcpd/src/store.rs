@@ -1,6 +1,7 @@
 //! mcpd's own database: the configured servers (their secrets sealed under mcpd's key, so
 //! the file alone reveals none) and the pins of their tools.
 
+use argos_store::now_ms;
 use std::sync::Arc;
 
 use argos_store::key::Key;
@@ -40,12 +41,6 @@ pub struct Store {
 /// What OAuth credentials are bound to: the server, and the resource they were issued for.
 fn oauth_place(server: &str, url: &str) -> String {
     format!("{server}\n{url}")
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Where a secret is kept, bound into its seal.

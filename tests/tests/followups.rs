@@ -105,13 +105,7 @@ fn sign(secret: &str, ts: &str, body: &[u8]) -> String {
     m.update(ts.as_bytes());
     m.update(b".");
     m.update(body);
-    let hex: String = m
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
+    format!("sha256={}", hex::encode(m.finalize().into_bytes()))
 }
 
 fn wait_delivery(web: &mut Web, id: &str, state: &str, secs: u64) -> Value {

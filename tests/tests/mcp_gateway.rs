@@ -529,7 +529,7 @@ fn two_tools_of_one_server_never_share_a_qualified_name() {
     let imitation: String = {
         use sha2::Digest;
         let h = sha2::Sha256::digest(b"get.time");
-        let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(h);
         format!("get_time_{}", &hex[..10])
     };
     let (reader, writer) = (by_name("get.time"), by_name(&imitation));

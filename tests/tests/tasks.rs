@@ -394,13 +394,7 @@ fn sign(secret: &str, ts: &str, body: &str) -> String {
     use hmac::Mac as _;
     let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     m.update(format!("{ts}.{body}").as_bytes());
-    let hex: String = m
-        .finalize()
-        .into_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("sha256={hex}")
+    format!("sha256={}", hex::encode(m.finalize().into_bytes()))
 }
 
 /// `POST /hooks/{task}`: a token or a signature is the credential; a bad token, a bad or

@@ -32,31 +32,7 @@ pub const MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// How long a [`Follow`] keeps trying to follow again after execd went away.
 pub const RESUME_WINDOW: Duration = Duration::from_secs(30);
 
-/// What went wrong, as a caller decides on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorKind {
-    /// A field of the request is wrong; the message names it.
-    InvalidArgument,
-    /// No such launch or approval (or not one this caller may see).
-    NotFound,
-    /// The state does not allow it (already decided, already ended, …).
-    Conflict,
-    /// It raced another request for the same thing (the same chosen execution id, an
-    /// approval being decided): nothing was done; ask again.
-    Raced,
-    /// This caller's role or principal may not do it.
-    PermissionDenied,
-    /// A limit was reached (launch uids, pending approvals, message size).
-    Exhausted,
-    /// execd is not there (not started, restarting) or its socket is not reachable.
-    Unavailable,
-    /// Output that should exist is gone (past the kept log); the message names the range.
-    DataLoss,
-    /// The call took too long or was cancelled.
-    Cancelled,
-    /// Anything else: execd failed, or the answer made no sense.
-    Internal,
-}
+pub use argos_common::grpc::ErrorKind;
 
 /// An error from execd or from reaching it.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -87,30 +63,13 @@ impl ExecError {
 
 impl From<tonic::Status> for ExecError {
     fn from(s: tonic::Status) -> ExecError {
-        use tonic::Code;
-        // A status execd sent has no source; one with a source was made here, from the
-        // connection breaking under a call (execd killed or restarting).
-        if std::error::Error::source(&s).is_some()
-            && matches!(s.code(), Code::Unknown | Code::Internal | Code::Unavailable)
-        {
+        if argos_common::grpc::broke(&s) {
             return ExecError::new(
                 ErrorKind::Unavailable,
                 format!("the connection to execd broke: {}", s.message()),
             );
         }
-        let kind = match s.code() {
-            Code::InvalidArgument | Code::OutOfRange => ErrorKind::InvalidArgument,
-            Code::NotFound => ErrorKind::NotFound,
-            Code::FailedPrecondition | Code::AlreadyExists => ErrorKind::Conflict,
-            Code::Aborted => ErrorKind::Raced,
-            Code::PermissionDenied | Code::Unauthenticated => ErrorKind::PermissionDenied,
-            Code::ResourceExhausted => ErrorKind::Exhausted,
-            Code::Unavailable => ErrorKind::Unavailable,
-            Code::DataLoss => ErrorKind::DataLoss,
-            Code::DeadlineExceeded | Code::Cancelled => ErrorKind::Cancelled,
-            Code::Ok | Code::Unknown | Code::Unimplemented | Code::Internal => ErrorKind::Internal,
-        };
-        ExecError::new(kind, s.message())
+        ExecError::new(ErrorKind::of(&s), s.message())
     }
 }
 

@@ -19,6 +19,7 @@
 //! Appends are serialized in the process (one daemon owns its database) and run in a
 //! transaction with the change they record: if the audit write fails, so does the change.
 
+use crate::now_ms;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -558,13 +559,7 @@ pub fn hash(r: &Record) -> Option<String> {
 
 /// Lowercase hex SHA-256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    Sha256::digest(bytes)
-        .iter()
-        .fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// JSON with object keys sorted and no whitespace: the same value always gives the same
@@ -618,12 +613,6 @@ pub fn record(r: &SqliteRow) -> Record {
         hash: r.get("hash"),
         mac: r.get("mac"),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

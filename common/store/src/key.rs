@@ -123,7 +123,7 @@ impl Key {
 
     /// The tag of `data` in `domain`, as lowercase hex.
     pub fn tag(&self, domain: &str, data: &[u8]) -> String {
-        hex(&self.hmac(domain, data).finalize().into_bytes())
+        hex::encode(self.hmac(domain, data).finalize().into_bytes())
     }
 
     /// The AEAD key of `domain`: HMAC of the domain under this key, so no two uses share
@@ -179,29 +179,11 @@ impl Key {
 
     /// Whether `tag` (hex) is the tag of `data` in `domain`; compared in constant time.
     pub fn verify(&self, domain: &str, data: &[u8], tag: &str) -> bool {
-        let Some(bytes) = unhex(tag) else {
+        let Ok(bytes) = hex::decode(tag) else {
             return false;
         };
         self.hmac(domain, data).verify_slice(&bytes).is_ok()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).ok())
-        .collect()
 }
 
 #[cfg(test)]

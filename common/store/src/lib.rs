@@ -6,6 +6,14 @@
 pub mod audit;
 pub mod key;
 
+/// The clock every record is stamped with: milliseconds since the Unix epoch (0 for a
+/// clock before it).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::str::FromStr;

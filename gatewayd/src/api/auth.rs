@@ -153,7 +153,7 @@ pub(crate) fn device_cookie(
 ) -> HeaderValue {
     let mut nonce = [0u8; 16];
     getrandom::fill(&mut nonce).expect("the kernel's random source");
-    let nonce: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+    let nonce = hex::encode(nonce);
     let tag = api.key.tag(DEVICE_DOMAIN, &device_text(name, &nonce));
     let (cookie, flag) = if cookie_secure(api, headers, peer) {
         (SECURE_DEVICE_COOKIE, "; Secure")

@@ -24,30 +24,22 @@ pub(crate) fn from_mcp(s: tonic::Status) -> ApiError {
 /// An unprivileged daemon's (mcpd's, jobd's) refusals as the API says them.
 pub(crate) fn from_daemon(daemon: &str, s: tonic::Status) -> ApiError {
     use tonic::Code;
-    if std::error::Error::source(&s).is_some()
-        && matches!(s.code(), Code::Unknown | Code::Internal | Code::Unavailable)
-    {
+    if argos_common::grpc::broke(&s) {
         return ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             format!("{daemon} is not answering; try again shortly"),
         );
     }
-    let (status, code) = match s.code() {
-        Code::InvalidArgument | Code::OutOfRange => (StatusCode::BAD_REQUEST, "invalid_argument"),
-        Code::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-        Code::AlreadyExists | Code::FailedPrecondition | Code::Aborted => {
-            (StatusCode::CONFLICT, "conflict")
+    match s.code() {
+        // A tool call: the upstream server took too long, or failed.
+        Code::DeadlineExceeded => {
+            ApiError::new(StatusCode::GATEWAY_TIMEOUT, "upstream_timeout", s.message())
         }
-        Code::PermissionDenied | Code::Unauthenticated => (StatusCode::FORBIDDEN, "forbidden"),
-        Code::ResourceExhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
-        Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-        // A tool call: the upstream server failed, or took too long.
-        Code::DeadlineExceeded => (StatusCode::GATEWAY_TIMEOUT, "upstream_timeout"),
-        Code::Unknown => (StatusCode::BAD_GATEWAY, "upstream"),
-        _ => return ApiError::internal(format!("{daemon}: {s}")),
-    };
-    ApiError::new(status, code, s.message())
+        Code::Unknown => ApiError::new(StatusCode::BAD_GATEWAY, "upstream", s.message()),
+        _ => from_kind(ErrorKind::of(&s), s.message())
+            .unwrap_or_else(|| ApiError::internal(format!("{daemon}: {s}"))),
+    }
 }
 
 async fn registrations(api: &Api) -> BTreeMap<String, pb::McpRegistration> {

@@ -422,7 +422,14 @@ pub(crate) fn hide_missing<'a>(
 
 /// execd's refusals as the API says them; execd's own failures are logged, not shown.
 pub(crate) fn from_exec(e: ExecError) -> ApiError {
-    let (status, code) = match e.kind {
+    let message = e.message.clone();
+    from_kind(e.kind, message).unwrap_or_else(|| ApiError::internal(e))
+}
+
+/// A daemon's refusal as the API says it; `None` for its own failure (an internal error,
+/// logged and not shown).
+pub(crate) fn from_kind(kind: ErrorKind, message: impl Into<String>) -> Option<ApiError> {
+    let (status, code) = match kind {
         ErrorKind::InvalidArgument => (StatusCode::BAD_REQUEST, "invalid_argument"),
         ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
         ErrorKind::Conflict | ErrorKind::Raced => (StatusCode::CONFLICT, "conflict"),
@@ -430,9 +437,9 @@ pub(crate) fn from_exec(e: ExecError) -> ApiError {
         ErrorKind::Exhausted => (StatusCode::TOO_MANY_REQUESTS, "resource_exhausted"),
         ErrorKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
         ErrorKind::DataLoss => (StatusCode::GONE, "data_loss"),
-        ErrorKind::Cancelled | ErrorKind::Internal => return ApiError::internal(e),
+        ErrorKind::Cancelled | ErrorKind::Internal => return None,
     };
-    ApiError::new(status, code, e.message)
+    Some(ApiError::new(status, code, message))
 }
 
 /// A JSON body, with a 400 that says what is wrong instead of axum's plain text.
