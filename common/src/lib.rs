@@ -2,6 +2,7 @@
 //! principal metadata, and gRPC over Unix sockets. No daemon logic lives here.
 #![forbid(unsafe_code)]
 
+pub mod backoff;
 pub mod config;
 pub mod connect;
 pub mod daemon;

@@ -704,11 +704,12 @@ impl Engine {
     /// Follows execd's `Watch`; on every (re)connection and every missed change, reads
     /// every job not yet ended again from execd.
     async fn watcher(self: Arc<Self>) {
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff =
+            argos_common::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         loop {
             match self.exec.watch().await {
                 Ok(mut stream) => {
-                    backoff = Duration::from_millis(100);
+                    backoff.reset();
                     self.reconcile().await;
                     // Every 30 s, every job is read again anyway: a word missed for any
                     // reason does not leave a job behind for long.
@@ -747,8 +748,7 @@ impl Engine {
                     tracing::debug!(error = %e.message, "execd's watch: not reachable yet");
                 }
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
+            backoff.wait().await;
         }
     }
 

@@ -347,7 +347,7 @@ impl Broker {
     /// Keeps one server connected: connect within its timeout, list and pin its tools,
     /// wait for the connection to end, back off after a failure, again.
     async fn supervise(self: Arc<Self>, id: String, generation: u64) {
-        let mut backoff = BACKOFF_FIRST;
+        let mut backoff = argos_common::backoff::Backoff::new(BACKOFF_FIRST, BACKOFF_MAX);
         let mut first = true;
         loop {
             let Some((config, log)) = self
@@ -400,7 +400,7 @@ impl Broker {
                         return;
                     }
                     tracing::info!(server = %id, "connected");
-                    backoff = BACKOFF_FIRST;
+                    backoff.reset();
                     let reason = up.service.waiting().await;
                     tracing::warn!(server = %id, ?reason, "the connection ended");
                     self.set_state(
@@ -437,8 +437,7 @@ impl Broker {
                 }
             }
             first = false;
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(BACKOFF_MAX);
+            backoff.wait().await;
         }
     }
 

@@ -17,14 +17,19 @@ pub enum Change {
     Missed(u64),
 }
 
+/// Between attempts to watch a daemon again.
+fn watch_backoff() -> argos_common::backoff::Backoff {
+    argos_common::backoff::Backoff::new(Duration::from_millis(200), Duration::from_secs(5))
+}
+
 /// Keeps one `Watch` stream on execd open for the life of the gateway (reconnecting with
 /// back-off) and fans its changes out to every `/api/events` subscriber.
 pub async fn watch_execd(api: Shared) {
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = watch_backoff();
     loop {
         match api.exec.watch().await {
             Ok(mut stream) => {
-                backoff = Duration::from_millis(200);
+                backoff.reset();
                 while let Ok(Some(ev)) = stream.message().await {
                     let change = match ev.event {
                         Some(pb::watch_event::Event::Execution(e)) => {
@@ -47,15 +52,14 @@ pub async fn watch_execd(api: Shared) {
             }
             Err(e) => tracing::debug!(error = %e, "watching execd"),
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        backoff.wait().await;
     }
 }
 
 /// Keeps one `WatchServers` stream on mcpd open for the life of the gateway
 /// (reconnecting with back-off): MCP server states for `/api/events`.
 pub async fn watch_mcpd(api: Shared) {
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = watch_backoff();
     loop {
         let mut c = api.mcp.clone();
         match c
@@ -63,7 +67,7 @@ pub async fn watch_mcpd(api: Shared) {
             .await
         {
             Ok(stream) => {
-                backoff = Duration::from_millis(200);
+                backoff.reset();
                 let mut stream = stream.into_inner();
                 while let Ok(Some(s)) = stream.message().await {
                     let change = match s.config.as_ref() {
@@ -78,8 +82,7 @@ pub async fn watch_mcpd(api: Shared) {
             }
             Err(e) => tracing::debug!(error = %e, "watching mcpd"),
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        backoff.wait().await;
     }
 }
 
@@ -87,12 +90,12 @@ pub async fn watch_mcpd(api: Shared) {
 /// with back-off): each job's changes for `/api/events`, to its owner and admins.
 pub async fn watch_jobd(api: Shared) {
     use argos_proto::job::v1 as jpb;
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = watch_backoff();
     loop {
         let mut c = api.jobs.clone();
         match c.watch_jobs(jpb::WatchJobsRequest {}).await {
             Ok(stream) => {
-                backoff = Duration::from_millis(200);
+                backoff.reset();
                 let mut stream = stream.into_inner();
                 while let Ok(Some(ev)) = stream.message().await {
                     let change = match ev.event {
@@ -106,8 +109,7 @@ pub async fn watch_jobd(api: Shared) {
             }
             Err(e) => tracing::debug!(error = %e, "watching jobd"),
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(5));
+        backoff.wait().await;
     }
 }
 
