@@ -325,6 +325,7 @@ pub async fn judge(
     let verdict = {
         let (command, argv) = (req.command.clone(), req.argv.clone());
         let (env, stdin) = (req.env.clone(), req.stdin.clone());
+        let cwd = req.cwd.clone();
         tokio::task::spawn_blocking(move || {
             let command = if argv.is_empty() {
                 Command::Shell(&command)
@@ -339,6 +340,18 @@ pub async fn judge(
                 },
                 declared,
             );
+            if verdict.class == Class::ReadOnly
+                && let Some(why) = devices_around(&cwd)
+            {
+                verdict.class = Class::ConfigMutation;
+                verdict.reasons.insert(
+                    0,
+                    risk::Reason {
+                        class: Class::ConfigMutation,
+                        why,
+                    },
+                );
+            }
             if verdict.class == Class::ReadOnly
                 && let Some(why) = unread_script(&verdict.programs, crate::launch::DEFAULT_PATH)
             {
@@ -395,6 +408,26 @@ pub async fn judge(
         canonical,
         digest,
     })
+}
+
+/// Why a read-only verdict does not hold in the working directory `cwd`: in /dev, /proc
+/// or /sys a relative name may be a device or a stream its reader consumes
+/// (`cat watchdog`), which the classifier, reading names without the directory, cannot see.
+pub fn devices_around(cwd: &str) -> Option<String> {
+    let cwd = std::path::Path::new(cwd);
+    ["/dev", "/proc", "/sys"]
+        .iter()
+        .any(|d| {
+            let d = std::path::Path::new(d);
+            cwd.starts_with(d)
+                || std::fs::canonicalize(cwd).is_ok_and(|real| real.starts_with(d))
+        })
+        .then(|| {
+            format!(
+                "it runs in {}, where a relative name may be a device or a stream its reader consumes",
+                cwd.display()
+            )
+        })
 }
 
 /// Why a read-only verdict does not hold on this host: one of its programs is a script
@@ -751,6 +784,16 @@ pub async fn withdraw(m: &Manager, r: &Record, by: &Requester) -> Result<Record,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_name_in_dev_proc_or_sys_is_no_read() {
+        for cwd in ["/dev", "/dev/fd", "/proc", "/proc/1/..", "/sys/class/net"] {
+            assert!(devices_around(cwd).is_some(), "{cwd}");
+        }
+        for cwd in ["", "/", "/srv", "/devices", "/var/log"] {
+            assert_eq!(devices_around(cwd), None, "{cwd}");
+        }
+    }
 
     #[test]
     fn a_reader_that_is_a_script_no_one_read_is_none() {

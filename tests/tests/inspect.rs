@@ -1353,49 +1353,83 @@ fn no_device_but_the_plain_ones_opens_in_inspect_or_the_sandbox() {
     let stack = StackBuilder::new().start();
     let mut admin = stack.admin();
     let mut agent = admin.token(&["agent"]);
-    let mut agent_run = |cmd: &str, place: &str| -> (String, String, String) {
+    // What the gate answered (its refusal's message), or how the launch ended and what
+    // it printed.
+    fn agent_run(
+        agent: &mut argos_tests::web::Web,
+        cmd: &str,
+        place: &str,
+        cwd: &str,
+    ) -> Result<(String, String, String), String> {
         let r = agent.post(
             "/api/agent/run",
-            serde_json::json!({"command": cmd, "place": place, "purpose": "look"}),
+            serde_json::json!({"command": cmd, "place": place, "cwd": cwd, "purpose": "look"}),
         );
+        if r.status == 400 {
+            return Err(r.json()["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string());
+        }
         assert_eq!(r.status, 200, "{cmd}: {r:?}");
         let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
         agent.ended(&id);
         let done = agent.get(&format!("/api/executions/{id}?output=true"));
         let text = |k: &str| done.json()[k]["text"].as_str().unwrap_or("").to_string();
-        (
+        Ok((
             done.json()["execution"]["status"]
                 .as_str()
                 .unwrap_or("")
                 .to_string(),
             text("stdout"),
             text("stderr"),
-        )
-    };
+        ))
+    }
     for place in ["inspect", "sandbox"] {
-        // By a pattern, by its name, and by a name carried in data.
-        for cmd in [
-            format!("cat /???/{name}"),
-            format!("wc -c --files0-from={list}"),
-        ] {
-            let (status, _, err) = agent_run(&cmd, place);
-            assert_eq!(status, "failed", "{place}: {cmd}: {err}");
-            assert!(err.contains("Permission denied"), "{place}: {cmd}: {err}");
+        // By a pattern (the gate refuses it for inspect: the sandbox runs anything), and
+        // by a name carried in data, which no judge sees.
+        let pattern = format!("cat /???/{name}");
+        let data = format!("wc -c --files0-from={list}");
+        for cmd in [&pattern, &data] {
+            match agent_run(&mut agent, cmd, place, "") {
+                Err(why) => assert!(
+                    place == "inspect"
+                        && cmd == &pattern
+                        && why.contains("a pattern that may name a device"),
+                    "{place}: {cmd}: {why}"
+                ),
+                Ok((status, _, err)) => {
+                    assert_eq!(status, "failed", "{place}: {cmd}: {err}");
+                    assert!(err.contains("Permission denied"), "{place}: {cmd}: {err}");
+                }
+            }
         }
         // The plain devices open; /dev's entries are listed.
-        let (status, out, err) = agent_run("md5sum /dev/null", place);
+        let (status, out, err) = agent_run(&mut agent, "md5sum /dev/null", place, "").unwrap();
         assert_eq!(status, "succeeded", "{place}: {err}");
         assert!(
             out.starts_with("d41d8cd98f00b204e9800998ecf8427e "),
             "{place}: {out}"
         );
-        let (status, out, err) = agent_run("ls /dev", place);
+        let (status, out, err) = agent_run(&mut agent, "ls /dev", place, "").unwrap();
         assert_eq!(status, "succeeded", "{place}: {err}");
         assert!(out.lines().any(|l| l == name), "{place}: {out}");
+    }
+    // A relative name in /dev, /proc or /sys (the request's working directory): the gate
+    // knows where it runs and refuses it for inspect.
+    for cwd in ["/dev", "/proc/self/..", "/sys/kernel"] {
+        let why = agent_run(&mut agent, &format!("cat {name}"), "inspect", cwd).unwrap_err();
+        assert!(
+            why.contains("where a relative name may be a device"),
+            "{cwd}: {why}"
+        );
     }
     // Named plainly, the classifier refuses it for inspect; run there anyway, as a
     // classifier miss would, the kernel refuses it too.
     let r = argv_in_inspect(&stack, &["head", "-c", "1", &probe.0], &[]);
+    assert_eq!(r.status, ExecutionStatus::Failed, "{}", r.err);
+    assert!(r.err.contains("Permission denied"), "{}", r.err);
+    let r = argv_in_inspect(&stack, &["sh", "-c", &format!("cat /???/{name}")], &["cat"]);
     assert_eq!(r.status, ExecutionStatus::Failed, "{}", r.err);
     assert!(r.err.contains("Permission denied"), "{}", r.err);
     // The kernel's log stays for dmesg in inspect: what refuses it, if anything, is the
@@ -1403,5 +1437,98 @@ fn no_device_but_the_plain_ones_opens_in_inspect_or_the_sandbox() {
     let r = argv_in_inspect(&stack, &["dmesg", "--notime"], &[]);
     assert!(!r.err.contains("Permission denied"), "{}", r.err);
     drop(probe);
+    stack.stop();
+}
+
+/// A name lookup that a daemon answers for the command goes off the host with a name the
+/// command chose (nscd asks DNS, sssd a directory server, resolved its upstream servers):
+/// a message sent where inspect sends none. Listeners stand where nscd and sssd keep
+/// their sockets; `getent hosts` and `getent passwd` through the gate reach neither, and
+/// `resolvectl query` is not judged a read. Each listener's place is made for the test
+/// and removed whatever the outcome; a machine where nscd or sssd run fails the test.
+#[test]
+fn no_name_service_carries_a_chosen_name_off_the_host_from_inspect() {
+    require_root("the name service test");
+    struct Remove(Vec<std::path::PathBuf>);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            for p in self.0.iter().rev() {
+                let _ = std::fs::remove_file(p);
+                let _ = std::fs::remove_dir(p);
+            }
+        }
+    }
+    let mut made = Remove(Vec::new());
+    let mut listeners = Vec::new();
+    for (dir, sock) in [("/run/nscd", "socket"), ("/var/lib/sss/pipes", "nss")] {
+        let dir = std::path::Path::new(dir);
+        let path = dir.join(sock);
+        assert!(
+            !path.exists(),
+            "{} exists: a name service daemon runs on this machine",
+            path.display()
+        );
+        let mut missing = Vec::new();
+        let mut d = dir;
+        while !d.exists() {
+            missing.push(d.to_path_buf());
+            d = d.parent().unwrap();
+        }
+        for m in missing.iter().rev() {
+            std::fs::create_dir(m).unwrap();
+            std::fs::set_permissions(m, std::fs::Permissions::from_mode(0o755)).unwrap();
+            made.0.push(m.clone());
+        }
+        let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        made.0.push(path.clone());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        // The host's own processes (the daemons) look names up too: each caller is
+        // answered at once by the connection's end (glibc then reads the files) and its
+        // uid kept; a launch's uid is in execd's range.
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u32>::new()));
+        let into = heard.clone();
+        std::thread::spawn(move || {
+            for c in l.incoming().flatten() {
+                let cred =
+                    nix::sys::socket::getsockopt(&c, nix::sys::socket::sockopt::PeerCredentials);
+                into.lock()
+                    .unwrap()
+                    .push(cred.map_or(u32::MAX, |c| c.uid()));
+            }
+        });
+        listeners.push((path, heard));
+    }
+    let stack = StackBuilder::new().start();
+    let mut admin = stack.admin();
+    let mut agent = admin.token(&["agent"]);
+    for cmd in [
+        "getent hosts leak.argos-test.invalid",
+        "getent passwd leak-argos-test",
+    ] {
+        let r = agent.post(
+            "/api/agent/run",
+            serde_json::json!({"command": cmd, "place": "inspect", "purpose": "look"}),
+        );
+        assert_eq!(r.status, 200, "{cmd}: {r:?}");
+        let id = r.json()["execution"]["id"].as_str().unwrap().to_string();
+        agent.ended(&id);
+    }
+    const LAUNCH_UIDS: std::ops::Range<u32> = 1_900_000_000..1_900_065_536;
+    for (path, heard) in &listeners {
+        let heard = heard.lock().unwrap().clone();
+        assert!(
+            !heard
+                .iter()
+                .any(|u| LAUNCH_UIDS.contains(u) || *u == u32::MAX),
+            "{}: a launch was heard (uids {heard:?})",
+            path.display()
+        );
+    }
+    let r = agent.post(
+        "/api/agent/run",
+        serde_json::json!({"command": "resolvectl query leak.argos-test.invalid", "place": "inspect", "purpose": "look"}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    drop(made);
     stack.stop();
 }

@@ -190,6 +190,18 @@ fn file_name(path: &str) -> Option<String> {
 /// `?` and a bracket expression one character, a brace expansion any run (so it says yes
 /// more often than the shell would, never less).
 fn may_match(pattern: &str, name: &str) -> bool {
+    matches_from(pattern, name, false)
+}
+
+/// Whether the shell pattern `pattern` may match a name that starts with `prefix`
+/// (`/???/watchdog` may name a file under `/dev/`), as [`may_match`] says yes.
+pub(crate) fn may_start_with(pattern: &str, prefix: &str) -> bool {
+    matches_from(pattern, prefix, true)
+}
+
+/// [`may_match`]; with `prefix`, whether the pattern's first tokens match all of `name`
+/// (the rest of it can always match something more).
+fn matches_from(pattern: &str, name: &str, prefix: bool) -> bool {
     // The pattern as tokens: any run (`*`, a brace expansion), one character (`?`, a
     // bracket expression), or itself; matched over the name in one pass per token, so
     // the time is the product of their lengths whatever the stars (a backtracking
@@ -224,6 +236,9 @@ fn may_match(pattern: &str, name: &str) -> bool {
     let mut matched = vec![false; n.len() + 1];
     matched[0] = true;
     for token in tokens {
+        if prefix && matched[n.len()] {
+            return true;
+        }
         let mut next = vec![false; n.len() + 1];
         match token {
             Token::Run => {

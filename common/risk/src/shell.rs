@@ -759,7 +759,12 @@ fn redirect(
         }
         "<" => {
             let w = word::word(target, acc);
-            if let Some(what) = crate::rules::acting_read(&w.lit).filter(|_| !w.dynamic) {
+            let acts = crate::rules::acting_read(&w.lit).or_else(|| {
+                (w.glob != Glob::None)
+                    .then(|| crate::rules::pattern_acts(&w.lit))
+                    .flatten()
+            });
+            if let Some(what) = acts.filter(|_| !w.dynamic) {
                 acc.raise(Class::ConfigMutation, format!("reads `{}`: {what}", w.lit));
             }
             redirs.push((input, Source::File(w)));

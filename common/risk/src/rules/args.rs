@@ -44,7 +44,11 @@ pub(super) fn operands(args: &[Word]) -> Vec<&str> {
     out
 }
 
-/// Skips options (and the values of those in `valued`) to the first operand.
+/// Skips options (and the values of those in `valued`) to the first operand, as getopt
+/// reads them: a value attached (`-uX`, `--user=X`) or the next word (`-u X`,
+/// `--user X`, an abbreviation of a long name: `--kill 5` is `--kill-after 5`), and a
+/// cluster whose letters are flags until one takes a value, the rest of the cluster or
+/// the next word (`-iu postgres`, `-vs KILL`).
 pub(super) fn after_options<'a>(args: &'a [Word], valued: &[&str]) -> &'a [Word] {
     let mut i = 0;
     while i < args.len() {
@@ -55,7 +59,26 @@ pub(super) fn after_options<'a>(args: &'a [Word], valued: &[&str]) -> &'a [Word]
         if !a.starts_with('-') || a == "-" {
             break;
         }
-        i += if valued.contains(&a) { 2 } else { 1 };
+        i += if valued.contains(&a) {
+            2
+        } else if let Some(long) = a.strip_prefix("--") {
+            let takes = !long.contains('=')
+                && valued
+                    .iter()
+                    .filter_map(|v| v.strip_prefix("--"))
+                    .any(|v| v.starts_with(long));
+            if takes { 2 } else { 1 }
+        } else {
+            // A cluster: the first letter that takes a value ends it.
+            let cluster = &a[1..];
+            match cluster
+                .char_indices()
+                .find(|(_, c)| valued.iter().any(|v| v.len() == 2 && v.ends_with(*c)))
+            {
+                Some((at, c)) if at + c.len_utf8() == cluster.len() => 2,
+                _ => 1,
+            }
+        };
     }
     &args[i.min(args.len())..]
 }

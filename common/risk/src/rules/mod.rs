@@ -66,6 +66,17 @@ pub fn simple(
     // loops and cases (their words were already parsed).
     loop {
         match rest {
+            // `time -f …`: bash's keyword takes only `-p`, but dash (a `/bin/sh` execd
+            // may run) has no such keyword and runs /usr/bin/time, whose options these
+            // are: judged as that program, a wrapper.
+            [w, o, ..]
+                if !w.dynamic
+                    && w.lit == "time"
+                    && o.lit.starts_with('-')
+                    && !matches!(o.lit.as_str(), "-p" | "--") =>
+            {
+                break;
+            }
             [w, ..] if !w.dynamic && RESERVED.contains(&w.lit.as_str()) => {
                 rest = &rest[1..];
                 if w.lit == "time" {
@@ -668,15 +679,48 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
                 .then(|| w.lit.find(['/', '.', '~']).map(|at| &w.lit[at..]))
                 .flatten();
             // Each of a list's parts too (`file -m a:/dev/…`).
+            let acts = |c: &str| {
+                if w.glob == crate::shell::Glob::None {
+                    acting_read(c)
+                } else {
+                    acting_read(c).or_else(|| pattern_acts(c))
+                }
+            };
             [Some(w.lit.as_str()), after_eq, attached]
                 .into_iter()
                 .flatten()
                 .flat_map(|c| std::iter::once(c).chain(c.split(':')))
-                .find_map(acting_read)
+                .find_map(acts)
                 .map(|what| (w, what))
         })
     {
         acc.raise(Config, format!("`{name}` opens `{}`: {what}", w.lit));
+    }
+    // A reader that walks a tree reads every file in it: from `/`, /proc, /sys or /dev,
+    // the streams and devices above among them (`grep -r x /proc` takes /proc/kmsg).
+    let walks = matches!(name, "rg" | "ag" | "ack")
+        || (matches!(name, "grep" | "egrep" | "fgrep" | "zgrep")
+            && (flag(args, &['r', 'R'], &["recursive", "dereference-recursive"])
+                || values(args, &['d'], &["directories"])
+                    .iter()
+                    .any(|v| v.lit.starts_with('r'))));
+    if walks
+        && !names_only
+        && let Some(top) = operands(args).into_iter().find(|o| {
+            // `.` is the working directory, whatever it is; `..` may climb to `/`.
+            let p = reached(o);
+            (p != "/" || o.starts_with(['/', '~']) || o.split('/').any(|c| c == ".."))
+                && (p == "/"
+                    || p == "/proc"
+                    || ["/dev", "/sys"]
+                        .iter()
+                        .any(|d| p == *d || p.starts_with(&format!("{d}/"))))
+        })
+    {
+        acc.raise(
+            Config,
+            format!("`{name}` reads every file under `{top}`, devices or streams its reader consumes among them"),
+        );
     }
     // After `cd /dev` (or /proc, /sys), a relative name may be a device (`cat watchdog`).
     if acc.descriptor_dirs
@@ -788,6 +832,8 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     Destructive,
                     "`rm` recursive or forced: deletes without asking",
                 );
+            } else if args.iter().any(|w| w.glob != crate::shell::Glob::None) {
+                acc.raise(Destructive, "`rm` deletes every file a pattern names");
             } else {
                 acc.raise(Config, "`rm` deletes files");
             }
@@ -911,6 +957,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     "erase"
                         | "luksErase"
                         | "luksFormat"
+                        | "luksKillSlot"
+                        | "luksRemoveKey"
+                        | "luksHeaderRestore"
                         | "reencrypt"
                         | "format"
                         | "sanitize"
@@ -946,6 +995,28 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 .any(|x| matches!(*x, "delete" | "del" | "remove" | "rm")) =>
         {
             acc.raise(Destructive, "`btrfs` deletes a subvolume or device")
+        }
+        "btrfs"
+            if a.contains(&"check")
+                && flag(args, &[], &["repair", "init-csum-tree", "init-extent-tree"]) =>
+        {
+            acc.raise(
+                Destructive,
+                "`btrfs check --repair` rewrites a file system's trees",
+            )
+        }
+        "xfs_repair" if flag(args, &['L'], &[]) => acc.raise(
+            Destructive,
+            "`xfs_repair -L` throws away the file system's log",
+        ),
+        "etcdctl"
+            if a.iter()
+                .any(|x| matches!(*x, "del" | "delete" | "defrag" | "compact" | "compaction")) =>
+        {
+            acc.raise(Destructive, "`etcdctl` deletes keys or history")
+        }
+        "consul" if a.contains(&"kv") && a.contains(&"delete") => {
+            acc.raise(Destructive, "`consul kv delete` deletes keys")
         }
         "ddrescue" | "dcfldd" => acc.raise(Destructive, format!("`{name}` writes raw blocks")),
         "dmsetup"
@@ -1234,6 +1305,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 _ => acc.raise(Config, "`service` changes a service"),
             }
         }
+        "journalctl" if let Some(why) = journal_secret(args) => {
+            acc.raise(Config, format!("`journalctl` {why}"))
+        }
         "journalctl" => reader_unless(
             name,
             flag(
@@ -1289,6 +1363,103 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             "sets the host name",
             acc,
         ),
+        "loginctl"
+            if matches!(
+                sub,
+                "poweroff"
+                    | "reboot"
+                    | "halt"
+                    | "kexec"
+                    | "soft-reboot"
+                    | "suspend"
+                    | "hibernate"
+                    | "hybrid-sleep"
+                    | "suspend-then-hibernate"
+            ) =>
+        {
+            acc.raise(
+                Destructive,
+                format!("`loginctl {sub}` takes the host down or out of service"),
+            )
+        }
+        "loginctl"
+            if matches!(
+                sub,
+                "terminate-user"
+                    | "kill-user"
+                    | "terminate-session"
+                    | "kill-session"
+                    | "terminate-seat"
+            ) =>
+        {
+            acc.raise(
+                Destructive,
+                format!("`loginctl {sub}` ends a user's or a seat's processes"),
+            )
+        }
+        "busctl" if matches!(sub, "call" | "set-property" | "emit") => {
+            // A method of systemd's or logind's that stops the host, a unit or a user.
+            const ENDS: &[&str] = &[
+                "PowerOff",
+                "Reboot",
+                "Halt",
+                "KExec",
+                "SoftReboot",
+                "Suspend",
+                "Hibernate",
+                "HybridSleep",
+                "SuspendThenHibernate",
+                "KillUser",
+                "KillSession",
+                "TerminateUser",
+                "TerminateSession",
+                "TerminateSeat",
+                "StopUnit",
+                "KillUnit",
+                "Exit",
+            ];
+            if operands(args).iter().any(|o| ENDS.contains(o)) {
+                acc.raise(
+                    Destructive,
+                    format!("`busctl {sub}` asks a service to stop the host, a unit or a user"),
+                );
+            } else {
+                acc.raise(Config, format!("`busctl {sub}` asks a service to act"));
+            }
+        }
+        "busctl"
+            if matches!(sub, "tree" | "introspect" | "get-property")
+                && !values(args, &[], &["auto-start"])
+                    .iter()
+                    .any(|w| w.lit == "no") =>
+        {
+            // A call to a name not yet owned starts its service where the bus may
+            // (PackageKit, fwupd, UDisks2 probe the hardware as they start): systemd's own
+            // are started by their readers anyway.
+            let to = operands(args).get(1).copied().unwrap_or("");
+            let systemds = to.is_empty()
+                || to.starts_with("org.freedesktop.systemd1")
+                || matches!(
+                    to,
+                    "org.freedesktop.login1"
+                        | "org.freedesktop.hostname1"
+                        | "org.freedesktop.timedate1"
+                        | "org.freedesktop.locale1"
+                        | "org.freedesktop.network1"
+                        | "org.freedesktop.resolve1"
+                        | "org.freedesktop.DBus"
+                );
+            if !systemds {
+                acc.raise(
+                    Config,
+                    format!(
+                        "`busctl {sub} {to}` may start the service it names: add --auto-start=no"
+                    ),
+                );
+            } else {
+                acc.raise(ReadOnly, format!("`busctl {sub}` only reads"));
+            }
+        }
         "hostnamectl" | "timedatectl" | "localectl" | "loginctl" | "networkctl" | "resolvectl"
         | "busctl" => {
             let read = sub.is_empty()
@@ -1297,7 +1468,6 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     "status"
                         | "show"
                         | "list"
-                        | "query"
                         | "statistics"
                         | "dns"
                         | "domain"
@@ -1359,6 +1529,8 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 acc.raise(Destructive, "`crontab -r` deletes the crontab");
             } else if flag(args, &['l'], &["list"]) {
                 acc.raise(ReadOnly, "`crontab -l` lists");
+            } else if operands(args).iter().any(|o| normal(o) == "/dev/null") {
+                acc.raise(Destructive, "`crontab /dev/null` empties the crontab");
             } else {
                 acc.raise(Config, "`crontab` replaces or edits the crontab");
             }
@@ -1404,7 +1576,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
 
         // Tools with subcommands.
         "git" => git(args, acc),
-        "docker" | "podman" | "nerdctl" => containers(name, args, acc),
+        "docker" | "podman" | "nerdctl" | "docker-compose" | "podman-compose" => {
+            containers(name, args, acc)
+        }
         "kubectl" | "oc" => kubectl(name, args, acc),
         "apt" | "apt-get" | "aptitude" | "dnf" | "yum" | "zypper" | "pacman" | "apk" | "snap"
         | "flatpak" => packages(name, args, acc),
@@ -1476,7 +1650,8 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             _ => acc.raise(Config, format!("`{name}` changes a guest")),
         },
         "virsh" => match sub {
-            "undefine" | "destroy" | "vol-delete" | "pool-delete" | "snapshot-delete" => acc.raise(
+            "undefine" | "destroy" | "vol-delete" | "vol-wipe" | "pool-delete"
+            | "snapshot-delete" | "snapshot-revert" => acc.raise(
                 Destructive,
                 format!("`virsh {sub}` destroys a guest or its storage"),
             ),
@@ -1486,16 +1661,26 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             _ => acc.raise(Config, "`virsh` changes a guest"),
         },
         "zfs" | "zpool" => match sub {
-            "destroy" => acc.raise(
+            "destroy" | "labelclear" => acc.raise(
                 Destructive,
-                format!("`{name} destroy` deletes datasets or a pool"),
+                format!("`{name} {sub}` deletes datasets or a pool"),
+            ),
+            // Back to a snapshot, destroying what came after; a stream received over a
+            // dataset with -F.
+            "rollback" => acc.raise(
+                Destructive,
+                format!("`{name} rollback` discards what was written since the snapshot"),
+            ),
+            "receive" | "recv" if flag(args, &['F'], &[]) => acc.raise(
+                Destructive,
+                format!("`{name} {sub} -F` overwrites a dataset"),
             ),
             "list" | "get" | "status" | "iostat" | "history" | "version" => {
                 acc.raise(ReadOnly, format!("`{name} {sub}` only reads"))
             }
             _ => acc.raise(Config, format!("`{name}` changes storage")),
         },
-        "lvremove" | "vgremove" | "pvremove" | "lvreduce" => {
+        "lvremove" | "vgremove" | "pvremove" | "lvreduce" | "lvresize" => {
             acc.raise(Destructive, format!("`{name}` deletes or shrinks volumes"))
         }
         "dropdb" | "dropuser" => {
@@ -1671,6 +1856,49 @@ fn by_name(name: &str, args: &[Word], acc: &mut Acc) {
 }
 
 /// `name` only reads unless `writes`.
+/// Why `journalctl` with `args` would print what the journal keeps of root-only
+/// `/proc` files: systemd-coredump logs a crashed process's environment
+/// (`COREDUMP_ENVIRON`, where services keep their secrets), its command line and maps, and
+/// its core where the journal stores it. The output formats that print every field show
+/// them; a short or `cat` output prints the message alone.
+fn journal_secret(args: &[Word]) -> Option<&'static str> {
+    let coredump = |field: &str| {
+        field
+            .trim()
+            .trim_start_matches('_')
+            .to_ascii_uppercase()
+            .starts_with("COREDUMP")
+    };
+    let fields = values(args, &[], &["output-fields"]);
+    if fields
+        .iter()
+        .chain(&values(args, &['F'], &["field"]))
+        .any(|w| w.dynamic || w.lit.split(',').any(coredump))
+    {
+        return Some("prints a crashed process's environment or memory (COREDUMP_*)");
+    }
+    let every_field = values(args, &['o'], &["output"]).iter().any(|w| {
+        w.dynamic
+            || matches!(
+                w.lit.as_str(),
+                "verbose" | "export" | "json" | "json-pretty" | "json-sse" | "json-seq"
+            )
+    });
+    // An empty list is every field.
+    let named = fields
+        .iter()
+        .any(|w| w.lit.split(',').any(|f| !f.trim().is_empty()));
+    if every_field && !named {
+        return Some(
+            "prints every field of an entry, a crashed process's environment (COREDUMP_ENVIRON) among them: name the fields with --output-fields",
+        );
+    }
+    operands(args)
+        .iter()
+        .any(|m| m.split_once('=').is_some_and(|(f, _)| coredump(f)))
+        .then_some("matches on a crashed process's environment or memory (COREDUMP_*)")
+}
+
 fn reader_unless(name: &str, writes: bool, what: &str, acc: &mut Acc) {
     if writes {
         acc.raise(Config, format!("`{name}` {what}"));
@@ -1696,6 +1924,9 @@ fn find(args: &[Word], acc: &mut Acc) {
                     .iter()
                     .position(|w| w.lit == ";" || w.lit == "+")
                     .map_or(args.len(), |e| i + 1 + e);
+                if deletes(&args[i + 1..end]) {
+                    acc.raise(Destructive, "`find -exec` deletes every match");
+                }
                 inner_command(&args[i + 1..end], acc);
                 i = end;
             }
@@ -1710,6 +1941,17 @@ fn find(args: &[Word], acc: &mut Acc) {
     if read && !dynamic(args, "find", acc) {
         acc.raise(ReadOnly, "`find` only reads");
     }
+}
+
+/// Whether a command run once per item (by `find -exec`, `xargs`) deletes it: however
+/// it is spelled, run over every match it is a recursive delete.
+pub(super) fn deletes(command: &[Word]) -> bool {
+    command.first().is_some_and(|w| {
+        matches!(
+            w.lit.rsplit('/').next().unwrap_or(""),
+            "rm" | "unlink" | "shred" | "srm" | "wipe"
+        )
+    })
 }
 
 /// A redirection that writes to `target`.
@@ -1839,6 +2081,34 @@ pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
 }
 
 /// A file whose writing acts on the kernel or its memory (`/proc/sysrq-trigger`).
+/// [`acting_read`] for an unquoted pattern: whether any name it may expand to is one
+/// (`/???/watchdog`, `/proc/km*`, `/sys/bus/pci/devices/*/config`). A pattern is
+/// matched a directory at a time, as the shell expands one (`*` never spans a `/`); a
+/// relative one is judged from `/`, as [`reached`] takes a relative name.
+pub(crate) fn pattern_acts(p: &str) -> Option<&'static str> {
+    use crate::{may_match, may_start_with};
+    let p = reached(p);
+    let parts: Vec<&str> = p.split('/').skip(1).collect();
+    // Under the directory `dir` (a file in it, or deeper).
+    let under = |dir: &str| parts.len() > 1 && may_match(parts[0], dir);
+    let last = parts.last().copied().unwrap_or("");
+    if under("dev") {
+        return Some("a pattern that may name a device, which opening or reading acts on");
+    }
+    if (parts.len() == 2 && under("proc") && may_match(last, "kmsg"))
+        || (under("sys")
+            && (may_match(last, "trace_pipe") || may_start_with(last, "trace_pipe_raw")))
+    {
+        return Some("a pattern that may name a stream its reader consumes");
+    }
+    if under("sys")
+        && (may_match(last, "config") || may_match(last, "rom") || may_start_with(last, "resource"))
+    {
+        return Some("a pattern that may name a device's configuration space or memory");
+    }
+    None
+}
+
 fn kernel_trigger(p: &str) -> bool {
     matches!(
         normal(p).as_str(),

@@ -276,7 +276,13 @@ pub fn sql_text(text: &str, acc: &mut Acc) {
     let found = found.or_else(|| {
         words
             .iter()
-            .find(|w| matches!(**w, "flushall" | "flushdb") || w.contains("dropdatabase"))
+            .find(|w| {
+                matches!(**w, "flushall" | "flushdb")
+                    || w.contains("dropdatabase")
+                    || w.contains(".deletemany")
+                    || w.contains(".drop")
+                    || w.contains(".remove")
+            })
             .map(|w| format!("`{w}`"))
     });
     if let Some(f) = found {

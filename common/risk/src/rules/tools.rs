@@ -28,9 +28,84 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
             "--signal",
             "-s",
             "--kill-whom",
+            "--kill-value",
+            "-P",
+            "--job-mode",
+            "--what",
+            "--message",
+            "--when",
+            "--check-inhibitors",
+            "--reboot-argument",
+            "--root",
+            "--image",
+            "--image-policy",
+            "--preset-mode",
+            "--timestamp",
+            "--legend",
+            "--boot-loader-menu",
+            "--boot-loader-entry",
+            "--drop-in",
+            "--capsule",
+            "-C",
         ],
     );
     let sub = rest.first().map_or("", |w| w.lit.as_str());
+    // A unit that takes the host down, or out of service, when started.
+    let down = |unit: &str| {
+        let unit = unit.strip_suffix(".target").unwrap_or(unit);
+        let unit = unit
+            .strip_prefix("systemd-")
+            .and_then(|u| u.strip_suffix(".service"))
+            .unwrap_or(unit);
+        matches!(
+            unit,
+            "poweroff"
+                | "reboot"
+                | "halt"
+                | "kexec"
+                | "soft-reboot"
+                | "rescue"
+                | "emergency"
+                | "suspend"
+                | "hibernate"
+                | "hybrid-sleep"
+                | "suspend-then-hibernate"
+                | "sleep"
+                | "ctrl-alt-del"
+                | "exit"
+                | "shutdown"
+                | "final"
+                | "umount"
+        )
+    };
+    let units = rest.get(1..).unwrap_or_default();
+    if matches!(
+        sub,
+        "start"
+            | "restart"
+            | "reload-or-restart"
+            | "try-restart"
+            | "try-reload-or-restart"
+            | "condrestart"
+            | "isolate"
+            | "enqueue-marked-jobs"
+    ) && units.iter().any(|w| w.dynamic || down(&w.lit))
+    {
+        acc.raise(
+            Destructive,
+            format!("`systemctl {sub}` of a unit that takes the host down or out of service"),
+        );
+        return;
+    }
+    if sub == "isolate"
+        || flag(args, &[], &["job-mode"]) && args.iter().any(|w| w.lit.contains("isolate"))
+    {
+        acc.raise(
+            Destructive,
+            "isolating a target stops every unit it does not want",
+        );
+        return;
+    }
     match sub {
         "" | "status" | "show" | "is-active" | "is-enabled" | "is-failed" | "is-system-running"
         | "list-units" | "list-unit-files" | "list-timers" | "list-sockets" | "list-jobs"
@@ -60,7 +135,6 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
             Destructive,
             format!("`systemctl {sub}` takes the host down or out of service"),
         ),
-        "isolate" => acc.raise(Config, "`systemctl isolate` changes the running target"),
         _ => acc.raise(Config, format!("`systemctl {sub}` changes units")),
     }
 }
@@ -119,10 +193,21 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
     ) || (verb == "s" && !link)
         || verb.starts_with("dev") && object.starts_with('l')
         || object == "-br";
+    let words = lits(rest);
     if verb == "flush" {
         acc.raise(
             Destructive,
             format!("`ip {object} flush` drops every address or route (may cut the host off)"),
+        );
+    } else if (link && "set".starts_with(verb) && !verb.is_empty() && words.contains(&"down"))
+        || ("route".starts_with(object)
+            && !object.is_empty()
+            && matches!(verb, "del" | "delete" | "d")
+            && words.contains(&"default"))
+    {
+        acc.raise(
+            Destructive,
+            format!("`ip {object} {verb}` takes an interface or the default route away (may cut the host off)"),
         );
     } else if reading {
         acc.raise(ReadOnly, format!("`ip {object}` only reads"));
@@ -362,6 +447,12 @@ pub(super) fn git(args: &[Word], acc: &mut Acc) {
             }
             _ => acc.raise(Config, g("changes the repository")),
         },
+        "restore" if !flag(sargs, &['S'], &["staged"]) || flag(sargs, &['W'], &["worktree"]) => {
+            acc.raise(Destructive, g("discards working-tree changes"));
+        }
+        "switch" if flag(sargs, &['f'], &["force", "discard-changes"]) => {
+            acc.raise(Destructive, g("discards working-tree changes"));
+        }
         "fetch" | "pull" | "add" | "commit" | "switch" | "merge" | "cherry-pick" | "revert"
         | "init" | "clone" | "gc" | "fsck" | "prune" | "repack" | "mv" | "restore"
             if sub != "gc" || !sa.iter().any(|x| x.starts_with("--prune=now")) =>
@@ -440,6 +531,10 @@ pub(super) fn containers(name: &str, args: &[Word], acc: &mut Acc) {
         ],
     );
     let mut words = lits(rest);
+    // `docker-compose …` is `docker compose …`.
+    if name == "docker-compose" || name == "podman-compose" {
+        words.insert(0, "compose");
+    }
     let mut sub = words.first().copied().unwrap_or("");
     // `docker container ls` is `docker ps`; `docker compose …` and `docker image …` likewise.
     let group = sub;
@@ -493,11 +588,21 @@ pub(super) fn containers(name: &str, args: &[Word], acc: &mut Acc) {
             | "config"
             | "search"
     ) || (sub.is_empty() && group.is_empty());
+    // A short option alone or in a cluster (`-fsv`), or its long form.
+    let given = |short: char, long: &str| {
+        words.iter().any(|w| {
+            *w == long
+                || w.strip_prefix('-')
+                    .is_some_and(|c| !c.starts_with('-') && c.contains(short))
+        })
+    };
     let destructive = match group {
         "volume" => matches!(sub, "rm" | "remove" | "prune"),
-        "system" => sub == "prune",
-        "compose" => sub == "down" && words.iter().any(|w| matches!(*w, "-v" | "--volumes")),
-        _ => sub == "rm" && words.iter().any(|w| matches!(*w, "-v" | "--volumes")),
+        "system" => matches!(sub, "prune" | "reset"),
+        "compose" => matches!(sub, "down" | "rm") && given('v', "--volumes"),
+        _ => {
+            matches!(sub, "rm" | "container-rm") && (given('v', "--volumes") || given('a', "--all"))
+        }
     };
     if destructive {
         acc.raise(Destructive, d("deletes volumes or data"));

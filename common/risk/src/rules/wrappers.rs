@@ -2,7 +2,7 @@
 //! `eval`, `sh -c`, an interpreter's script, …). The command they run is judged in turn,
 //! as deep as `MAX_DEPTH`.
 
-use super::args::{after_options, flag, lits, operands};
+use super::args::{after_options, flag, lits, operands, values};
 use super::names;
 use super::{command, is_assignment, simple};
 use crate::shell::{self, Place, Word};
@@ -19,7 +19,30 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             acc.raise(Config, format!("`{name}` runs a command as another user"));
             let inner = after_options(
                 args,
-                &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"],
+                &[
+                    "-u",
+                    "-g",
+                    "-h",
+                    "-p",
+                    "-C",
+                    "-D",
+                    "-r",
+                    "-t",
+                    "-U",
+                    "-T",
+                    "-R",
+                    "--user",
+                    "--group",
+                    "--host",
+                    "--prompt",
+                    "--close-from",
+                    "--chdir",
+                    "--role",
+                    "--type",
+                    "--other-user",
+                    "--command-timeout",
+                    "--chroot",
+                ],
             );
             if inner.is_empty() && flag(args, &['s', 'i'], &["shell", "login"]) && acc.piped_in {
                 acc.unread(format!(
@@ -35,7 +58,7 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 && let Some(script) = args.get(i + 1)
             {
                 inner_script(script, acc);
-            } else if name == "runuser" && a.iter().any(|x| *x == "-u" || *x == "--user") {
+            } else if name == "runuser" && !values(args, &['u'], &["user"]).is_empty() {
                 inner_command(
                     after_options(args, &["-u", "--user", "-g", "--group", "-G"]),
                     acc,
@@ -92,6 +115,7 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 "nice" => &["-n", "--adjustment"],
                 "ionice" => &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
+                "time" => &["-f", "--format", "-o", "--output"],
                 "stdbuf" => &["-i", "-o", "-e"],
                 "flock" => &[
                     "-w",
@@ -314,7 +338,7 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         }
         "watch" => {
             acc.raise(Low, "`watch` runs a command repeatedly");
-            let rest = after_options(args, &["-n", "--interval", "-d", "-q", "--equexit"]);
+            let rest = after_options(args, &["-n", "--interval", "-q", "--equexit"]);
             if rest.iter().any(|w| w.dynamic) {
                 acc.unread("`watch` of an expansion runs code built at run time");
             }
@@ -361,6 +385,12 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 // after `:::`) as a command.
                 acc.unread("`parallel` runs what it reads as commands");
             }
+            if super::deletes(inner) {
+                acc.raise(
+                    Class::Destructive,
+                    format!("`{name}` deletes every item it reads"),
+                );
+            }
             if !inner.is_empty() {
                 inner_command(inner, acc);
             }
@@ -374,8 +404,10 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             );
             let rest = operands(args);
             if name == "chroot" {
-                if rest.len() > 1 {
-                    inner_command(&args[args.len() - (rest.len() - 1)..], acc);
+                // Its new root, then the command.
+                let inner = after_options(args, &["--userspec", "--groups"]);
+                if inner.len() > 1 {
+                    inner_command(&inner[1..], acc);
                 }
             } else if !rest.is_empty() {
                 // Their options differ one from another: the command they run is not
