@@ -94,6 +94,11 @@ pub(super) fn init(setup: &ShimSetup, base: &Base, p: Pipes, mut notes: Vec<Stri
         if let Err(e) = ns::make_mounts_private() {
             notes.push(format!("making mounts private: {e}"));
         }
+        for (point, e) in ns::detach_automounts() {
+            notes.push(format!(
+                "filesystem: detaching the automount point {point}: {e}"
+            ));
+        }
         if base.pidns
             && let Err(e) = ns::mount_proc()
         {

@@ -102,6 +102,36 @@ pub fn mount_workspace(
     tmpfs(target, &options, noexec, "mount workspace tmpfs")
 }
 
+/// The automount points (`autofs`) in `mountinfo`, deepest last as listed.
+pub fn automount_points(mountinfo: &str) -> Vec<String> {
+    mountinfo
+        .lines()
+        .filter_map(|line| {
+            let (own, fs) = line.split_once(" - ")?;
+            (fs.split(' ').next()? == "autofs")
+                .then(|| own.split(' ').nth(4).map(unescape_mount_path))
+                .flatten()
+        })
+        .collect()
+}
+
+/// Detaches every automount point of this mount namespace, with what is mounted below
+/// it: a path looked up under one asks the host's automount daemon to act (resolve the
+/// name, reach the server it names, mount), whoever looks, from whichever namespace.
+/// Answers the points that could not be detached.
+pub fn detach_automounts() -> Vec<(String, String)> {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mut failed = Vec::new();
+    for point in automount_points(&info).into_iter().rev() {
+        match nix::mount::umount2(point.as_str(), nix::mount::MntFlags::MNT_DETACH) {
+            // Gone with an automount point above it.
+            Ok(()) | Err(nix::errno::Errno::EINVAL | nix::errno::Errno::ENOENT) => {}
+            Err(e) => failed.push((point, e.to_string())),
+        }
+    }
+    failed
+}
+
 /// Remounts every mount of this (private) mount namespace read-only, as a bind remount
 /// that keeps its other flags, and `noexec` too where `noexec` is asked (nothing on it can
 /// then be run or mapped executable, by the kernel or by a loader); returns the mounts
@@ -111,23 +141,23 @@ pub fn remount_all_read_only(noexec: bool) -> Vec<(String, String)> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut failed = Vec::new();
     for line in info.lines() {
-        let Some(point) = line.split(' ').nth(4) else {
+        let mut fields = line.split(' ');
+        let (Some(point), Some(options)) = (fields.nth(4), fields.next()) else {
             continue;
         };
         let point = unescape_mount_path(point);
-        let flags_now = nix::sys::statvfs::statvfs(point.as_str())
-            .map(|v| v.flags())
-            .unwrap_or(nix::sys::statvfs::FsFlags::empty());
         let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
         if noexec {
             flags |= MsFlags::MS_NOEXEC;
         }
+        // The mount's own flags, kept, as mountinfo lists them: asking the mount point
+        // (statvfs) would set off an automount there, and hang on a server that is down.
         for (have, keep) in [
-            (nix::sys::statvfs::FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
-            (nix::sys::statvfs::FsFlags::ST_NODEV, MsFlags::MS_NODEV),
-            (nix::sys::statvfs::FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+            ("nosuid", MsFlags::MS_NOSUID),
+            ("nodev", MsFlags::MS_NODEV),
+            ("noexec", MsFlags::MS_NOEXEC),
         ] {
-            if flags_now.contains(have) {
+            if options.split(',').any(|o| o == have) {
                 flags |= keep;
             }
         }
@@ -275,4 +305,18 @@ pub fn open_pty(rows: u16, cols: u16) -> SysResult<(OwnedFd, OwnedFd)> {
     nix::pty::openpty(Some(&size), None)
         .map(|p| (p.master, p.slave))
         .map_err(|e| SysError::new("openpty", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automount_points_are_found_by_their_file_system() {
+        let info = "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+                    40 22 0:35 / /net rw,relatime shared:20 - autofs -hosts rw,fd=7\n\
+                    41 22 0:36 / /home/a\\040b rw shared:21 - autofs systemd-1 rw,fd=9\n\
+                    42 40 0:50 / /net/srv rw shared:22 - nfs4 srv:/ rw\n";
+        assert_eq!(automount_points(info), ["/net", "/home/a b"]);
+    }
 }
