@@ -26,7 +26,7 @@ use tokio::sync::{Notify, Semaphore, broadcast};
 use tonic::transport::Channel;
 
 use crate::job::{self, Place, Spec, State, ToolCall, ToolResult};
-use crate::store::{Job, Store, StoreError, now_ms};
+use crate::store::{Job, Move, Store, StoreError, now_ms};
 
 /// How many jobs are being asked for at execd at once.
 const LAUNCHING_AT_ONCE: usize = 8;
@@ -253,7 +253,12 @@ impl Engine {
         if let Some(tool) = j.spec.tool.clone() {
             return self.ask_tool(&j, tool).await;
         }
-        if !self.store.claim(&j.id, j.generation).await? {
+        if self
+            .store
+            .transition(&j.id, j.generation, Move::Claim)
+            .await?
+            .is_none()
+        {
             return Ok((None, Asked::Answered));
         }
         // A job asked for through the API that execd refuses outright is not kept (the
@@ -293,8 +298,10 @@ impl Engine {
             Err(e) => match e.kind {
                 ErrorKind::Exhausted => {
                     let why = format!("queued: {}", e.message);
-                    if self.store.requeue(&j.id, j.generation, &why).await?
-                        && let Some(j) = self.store.get(&j.id).await?
+                    if let Some(j) = self
+                        .store
+                        .transition(&j.id, j.generation, Move::Requeue { why: &why })
+                        .await?
                     {
                         self.changed(&j);
                     }
@@ -391,10 +398,22 @@ impl Engine {
             started_at_ms: now_ms(),
             ended_at_ms: 0,
         };
-        let claimed = self.store.claim_queued(&j.id, j.generation).await?
+        let claimed = self
+            .store
+            .transition(&j.id, j.generation, Move::ClaimTool)
+            .await?
+            .is_some()
             && self
                 .store
-                .settle(&j.id, j.generation, &running, None, "")
+                .transition(
+                    &j.id,
+                    j.generation,
+                    Move::Settle {
+                        outcome: &running,
+                        place: None,
+                        approval: "",
+                    },
+                )
                 .await?
                 .inspect(|now| self.changed(now))
                 .is_some();
@@ -404,7 +423,10 @@ impl Engine {
             if let Some(now) = self.store.get(&j.id).await?
                 && now.cancel_requested
                 && now.state == State::Queued
-                && let Some(done) = self.store.cancel_unasked(&j.id, false).await?
+                && let Some(done) = self
+                    .store
+                    .transition(&j.id, j.generation, Move::CancelUnasked { starting: false })
+                    .await?
             {
                 self.ended(&done).await;
                 self.changed(&done);
@@ -485,7 +507,15 @@ impl Engine {
     ) -> Result<(), StoreError> {
         if let Some(now) = self
             .store
-            .settle(&j.id, j.generation, o, place, approval)
+            .transition(
+                &j.id,
+                j.generation,
+                Move::Settle {
+                    outcome: o,
+                    place,
+                    approval,
+                },
+            )
             .await?
         {
             if now.state.is_final() {
@@ -519,11 +549,17 @@ impl Engine {
         if let Some(why) = refused {
             return Err(RelaunchError::Refused(why));
         }
-        if !self
+        let relaunched = self
             .store
-            .relaunch(id, generation, self.limits.active_per_user)
-            .await?
-        {
+            .transition(
+                id,
+                generation,
+                Move::Relaunch {
+                    active_limit: self.limits.active_per_user,
+                },
+            )
+            .await?;
+        if relaunched.is_none() {
             let now = self.store.get(id).await?.ok_or(RelaunchError::NotFound)?;
             return Err(if now.generation != generation || !now.state.is_final() {
                 RelaunchError::Refused(format!("job {id} was launched again meanwhile"))
@@ -579,7 +615,11 @@ impl Engine {
         }
         match j.state {
             State::Queued => {
-                if let Some(done) = self.store.cancel_unasked(&j.id, false).await? {
+                if let Some(done) = self
+                    .store
+                    .transition(&j.id, j.generation, Move::CancelUnasked { starting: false })
+                    .await?
+                {
                     self.ended(&done).await;
                     self.changed(&done);
                 }
@@ -596,7 +636,11 @@ impl Engine {
     /// execution, that is withdrawn or killed; if not, it never started.
     async fn cancel_unstarted(&self, j: &Job) -> Result<(), StoreError> {
         if j.state == State::Queued || j.attempts == 0 {
-            if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+            if let Some(done) = self
+                .store
+                .transition(&j.id, j.generation, Move::CancelUnasked { starting: true })
+                .await?
+            {
                 self.ended(&done).await;
                 self.changed(&done);
             }
@@ -620,7 +664,11 @@ impl Engine {
             Err(e) if e.kind == ErrorKind::NotFound => {
                 // Never reached execd. (Should a request still in flight land later,
                 // the watcher kills what it starts: the job is cancelled.)
-                if let Some(done) = self.store.cancel_unasked(&j.id, true).await? {
+                if let Some(done) = self
+                    .store
+                    .transition(&j.id, j.generation, Move::CancelUnasked { starting: true })
+                    .await?
+                {
                     self.ended(&done).await;
                     self.changed(&done);
                 }

@@ -312,6 +312,76 @@ fn default_name(s: &Spec) -> String {
     if line.is_empty() { "job".into() } else { line }
 }
 
+/// What happens to a generation of a job. Each is one transition of [`next`], applied by
+/// the store as one conditional update.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// It is asked for at execd (again, while execd had no answer): queued or starting →
+    /// starting, the attempt counted.
+    Claim,
+    /// Its tool call is made, once: queued → starting, unless its cancel was asked.
+    ClaimTool,
+    /// execd was full: starting → queued, to be asked again.
+    Requeue,
+    /// execd's word on its execution: only forward, never after an end; the same state
+    /// again only when it says where the job runs or the approval it waits for anew.
+    Settle {
+        to: State,
+        /// The place or the approval changes.
+        news: bool,
+    },
+    /// Cancelled before execd ran anything: queued (or starting, when execd was found not
+    /// to have it) → cancelled.
+    CancelUnasked { starting: bool },
+    /// Launched again as its next generation: an ended job (not a task's run) whose
+    /// follow-ups are recorded → queued.
+    Relaunch,
+}
+
+/// What [`next`] looks at of a job besides its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Standing {
+    pub cancel_requested: bool,
+    /// Its follow-ups for this generation are recorded.
+    pub followed_up: bool,
+    /// It is a run of a task (launched again only by the task).
+    pub task_run: bool,
+}
+
+/// A state's place in the order a job moves through: asked for, waiting for an approval,
+/// running, ended.
+pub fn rank(s: State) -> u8 {
+    match s {
+        State::Queued | State::Starting => 0,
+        State::AwaitingApproval => 1,
+        State::Running => 2,
+        _ => 3,
+    }
+}
+
+/// The state `event` moves a job in `state` to, or `None` when it does not move it (it
+/// moved on meanwhile, or the event does not apply there). Pure: the store applies the
+/// answer as one update conditional on the state it was computed from.
+pub fn next(state: State, standing: Standing, event: &Event) -> Option<State> {
+    use State::*;
+    match (state, event) {
+        (Queued | Starting, Event::Claim) => Some(Starting),
+        (Queued, Event::ClaimTool) if !standing.cancel_requested => Some(Starting),
+        (Starting, Event::Requeue) => Some(Queued),
+        (s, Event::Settle { to, news })
+            if !s.is_final() && rank(s) <= rank(*to) && (s != *to || *news) =>
+        {
+            Some(*to)
+        }
+        (Queued, Event::CancelUnasked { .. }) => Some(Cancelled),
+        (Starting, Event::CancelUnasked { starting: true }) => Some(Cancelled),
+        (s, Event::Relaunch) if s.is_final() && standing.followed_up && !standing.task_run => {
+            Some(Queued)
+        }
+        _ => None,
+    }
+}
+
 /// Where execd's word on a job's execution moves it, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -403,6 +473,117 @@ fn lost_reason(error: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn state() -> impl Strategy<Value = State> {
+        proptest::sample::select(State::ALL.to_vec())
+    }
+
+    fn standing() -> impl Strategy<Value = Standing> {
+        (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(c, f, t)| Standing {
+            cancel_requested: c,
+            followed_up: f,
+            task_run: t,
+        })
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            Just(Event::Claim),
+            Just(Event::ClaimTool),
+            Just(Event::Requeue),
+            (state(), any::<bool>()).prop_map(|(to, news)| Event::Settle { to, news }),
+            any::<bool>().prop_map(|starting| Event::CancelUnasked { starting }),
+            Just(Event::Relaunch),
+        ]
+    }
+
+    #[test]
+    fn each_event_moves_a_job_only_from_where_it_applies() {
+        use State::*;
+        let plain = Standing::default();
+        assert_eq!(next(Queued, plain, &Event::Claim), Some(Starting));
+        assert_eq!(next(Starting, plain, &Event::Claim), Some(Starting));
+        assert_eq!(next(AwaitingApproval, plain, &Event::Claim), None);
+        assert_eq!(next(Queued, plain, &Event::ClaimTool), Some(Starting));
+        assert_eq!(next(Starting, plain, &Event::ClaimTool), None);
+        let cancelling = Standing {
+            cancel_requested: true,
+            ..plain
+        };
+        assert_eq!(next(Queued, cancelling, &Event::ClaimTool), None);
+        assert_eq!(next(Starting, plain, &Event::Requeue), Some(Queued));
+        assert_eq!(next(Running, plain, &Event::Requeue), None);
+        let settle = |to, news| Event::Settle { to, news };
+        assert_eq!(
+            next(Running, plain, &settle(Succeeded, false)),
+            Some(Succeeded)
+        );
+        assert_eq!(next(Running, plain, &settle(AwaitingApproval, true)), None);
+        assert_eq!(next(Running, plain, &settle(Running, false)), None);
+        assert_eq!(next(Running, plain, &settle(Running, true)), Some(Running));
+        assert_eq!(next(Failed, plain, &settle(Succeeded, true)), None);
+        let unasked = |starting| Event::CancelUnasked { starting };
+        assert_eq!(next(Queued, plain, &unasked(false)), Some(Cancelled));
+        assert_eq!(next(Starting, plain, &unasked(false)), None);
+        assert_eq!(next(Starting, plain, &unasked(true)), Some(Cancelled));
+        assert_eq!(next(Running, plain, &unasked(true)), None);
+        let done = Standing {
+            followed_up: true,
+            ..plain
+        };
+        assert_eq!(next(Failed, done, &Event::Relaunch), Some(Queued));
+        assert_eq!(next(Failed, plain, &Event::Relaunch), None);
+        assert_eq!(next(Running, done, &Event::Relaunch), None);
+        let task_run = Standing {
+            task_run: true,
+            ..done
+        };
+        assert_eq!(next(Failed, task_run, &Event::Relaunch), None);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+        /// An ended job moves only when launched again, and then to queued.
+        #[test]
+        fn an_end_is_final_but_for_a_relaunch(s in state(), st in standing(), e in event()) {
+            if s.is_final() && let Some(to) = next(s, st, &e) {
+                prop_assert_eq!(e, Event::Relaunch);
+                prop_assert_eq!(to, State::Queued);
+            }
+        }
+
+        /// Within a generation a job only moves forward: asked for, waiting for an
+        /// approval, running, ended — back only from starting to queued (execd full, or
+        /// it said so), and once ended, nowhere.
+        #[test]
+        fn a_generation_only_moves_forward(
+            st in standing(),
+            events in proptest::collection::vec(event(), 0..40),
+        ) {
+            let mut s = State::Queued;
+            for e in events.iter().filter(|e| **e != Event::Relaunch) {
+                let Some(to) = next(s, st, e) else { continue };
+                prop_assert!(!s.is_final(), "{s:?} moved to {to:?} by {e:?}");
+                prop_assert!(
+                    rank(to) >= rank(s),
+                    "{s:?} went back to {to:?} by {e:?}"
+                );
+                s = to;
+            }
+        }
+
+        /// Settling to what a job already is, with nothing new, changes nothing: execd's
+        /// word repeated (the watch and the answer to the ask both tell) is one change.
+        #[test]
+        fn the_same_word_twice_is_one_change(s in state(), st in standing(), to in state()) {
+            let e = Event::Settle { to, news: false };
+            if let Some(after) = next(s, st, &e) {
+                prop_assert_eq!(next(after, st, &e), None);
+            }
+        }
+    }
 
     fn exec(status: xpb::ExecutionStatus) -> xpb::Execution {
         xpb::Execution {

@@ -1,12 +1,14 @@
-//! jobd's own database: the jobs. Each change is one conditional UPDATE bound to the job's
-//! generation, so a late or repeated word about an older launch, or about a job that
-//! already ended, changes nothing; and a job moves only forward
-//! (queued/starting → awaiting_approval → running → an end).
+//! jobd's own database: the jobs. A job moves only by [`Store::transition`]: the pure
+//! [`crate::job::next`] decides where a [`Move`] takes it, and one UPDATE conditional on
+//! the generation, state and standing it was decided from applies it, so a late or
+//! repeated word about an older launch, or about a job that already ended, changes
+//! nothing; and a job moves only forward (queued/starting → awaiting_approval → running →
+//! an end), as `job.rs`'s property tests hold.
 
 use sqlx::Row as _;
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 
-use crate::job::{Outcome, Place, Spec, State};
+use crate::job::{self, Event, Outcome, Place, Spec, Standing, State};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
@@ -26,6 +28,8 @@ pub struct Job {
     pub exit_code: Option<i32>,
     pub reason: String,
     pub cancel_requested: bool,
+    /// Its follow-ups for this generation are recorded.
+    pub followed_up: bool,
     pub attempts: u32,
     pub created_at_ms: i64,
     pub started_at_ms: i64,
@@ -86,6 +90,56 @@ pub enum Inserted {
     Full,
 }
 
+/// A move of a job, with what it records; [`job::next`] decides whether it happens.
+#[derive(Debug, Clone, Copy)]
+pub enum Move<'a> {
+    /// Asked for at execd: queued (or starting: asked again) → starting, the attempt
+    /// counted.
+    Claim,
+    /// Its tool call made: queued → starting, unless its cancel was asked.
+    ClaimTool,
+    /// execd was full: starting → queued, saying why it waits (execd recorded nothing, so
+    /// the next ask gets an execution id chosen then, within execd's window for new ids).
+    Requeue { why: &'a str },
+    /// What execd said of its execution, with where it runs and the approval it waits
+    /// for ("" and `None`: as it was).
+    Settle {
+        outcome: &'a Outcome,
+        place: Option<Place>,
+        approval: &'a str,
+    },
+    /// Cancelled before it was ever asked for (`starting` too: execd was found not to
+    /// have it).
+    CancelUnasked { starting: bool },
+    /// An ended job (not a task's run) whose follow-ups are recorded, launched again as its
+    /// next generation: queued, with a new execution id, its end, place and reason
+    /// cleared; within the owner's limit of jobs not yet ended (0: none).
+    Relaunch { active_limit: u64 },
+}
+
+impl Move<'_> {
+    fn event(&self, j: &Job) -> Event {
+        match self {
+            Move::Claim => Event::Claim,
+            Move::ClaimTool => Event::ClaimTool,
+            Move::Requeue { .. } => Event::Requeue,
+            Move::Settle {
+                outcome,
+                place,
+                approval,
+            } => Event::Settle {
+                to: outcome.state,
+                news: (place.is_some() && *place != j.place)
+                    || (!approval.is_empty() && *approval != j.approval_id),
+            },
+            Move::CancelUnasked { starting } => Event::CancelUnasked {
+                starting: *starting,
+            },
+            Move::Relaunch { .. } => Event::Relaunch,
+        }
+    }
+}
+
 /// A listing's filter.
 #[derive(Debug, Default, Clone)]
 pub struct Filter<'a> {
@@ -104,23 +158,6 @@ macro_rules! active {
     () => {
         "('queued','starting','awaiting_approval','running')"
     };
-}
-
-/// A state's place in the order a job moves through (ends last).
-macro_rules! rank {
-    () => {
-        "(CASE state WHEN 'queued' THEN 0 WHEN 'starting' THEN 0 \
-         WHEN 'awaiting_approval' THEN 1 WHEN 'running' THEN 2 ELSE 3 END)"
-    };
-}
-
-fn rank(s: State) -> i64 {
-    match s {
-        State::Queued | State::Starting => 0,
-        State::AwaitingApproval => 1,
-        State::Running => 2,
-        _ => 3,
-    }
 }
 
 fn place_str(p: Option<Place>) -> &'static str {
@@ -162,6 +199,7 @@ fn row(r: &SqliteRow) -> Result<Job, StoreError> {
             .and_then(|c| i32::try_from(c).ok()),
         reason: r.get("reason"),
         cancel_requested: r.get::<i64, _>("cancel_requested") != 0,
+        followed_up: r.get::<i64, _>("followed_up") != 0,
         attempts: u32::try_from(r.get::<i64, _>("attempts")).unwrap_or(u32::MAX),
         created_at_ms: r.get("created_at_ms"),
         started_at_ms: r.get("started_at_ms"),
@@ -416,53 +454,6 @@ impl Store {
         .collect()
     }
 
-    /// queued (or starting: asked again) → starting, counting the attempt; false when the
-    /// job moved on meanwhile.
-    pub async fn claim(&self, id: &str, generation: u32) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE jobs SET state = 'starting', attempts = attempts + 1
-             WHERE id = ? AND generation = ? AND state IN ('queued', 'starting')",
-        )
-        .bind(id)
-        .bind(i64::from(generation))
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1)
-    }
-
-    /// queued → starting, counting the attempt, unless its cancel was asked for (a tool
-    /// call: claimed only once, never from `starting`); false when it does not stand so.
-    pub async fn claim_queued(&self, id: &str, generation: u32) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE jobs SET state = 'starting', attempts = attempts + 1
-             WHERE id = ? AND generation = ? AND state = 'queued' AND cancel_requested = 0",
-        )
-        .bind(id)
-        .bind(i64::from(generation))
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1)
-    }
-
-    /// starting → queued, saying why it waits (execd's quota: it recorded nothing, so the
-    /// next ask gets an execution id chosen then, within execd's window for new ids).
-    pub async fn requeue(&self, id: &str, generation: u32, why: &str) -> Result<bool, StoreError> {
-        Ok(sqlx::query(
-            "UPDATE jobs SET state = 'queued', reason = ?, execution_id = ?
-             WHERE id = ? AND generation = ? AND state = 'starting'",
-        )
-        .bind(why)
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(id)
-        .bind(i64::from(generation))
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1)
-    }
-
     /// Notes why a queued job waits (mcpd away for its tool call), without moving it.
     pub async fn note_queued(
         &self,
@@ -494,76 +485,108 @@ impl Store {
         Ok(())
     }
 
-    /// Moves generation `generation` of job `id` to what execd said, only forward and only
-    /// while it has not ended; answers the job when it moved.
-    pub async fn settle(
+    /// Applies `m` to generation `generation` of job `id` as [`job::next`] decides, in one
+    /// update conditional on the state and standing it was decided from: a word about an
+    /// older generation, or one that comes after the job moved on, changes nothing.
+    /// Answers the job as it now is when it moved.
+    pub async fn transition(
         &self,
         id: &str,
         generation: u32,
-        o: &Outcome,
-        place: Option<Place>,
-        approval_id: &str,
+        m: Move<'_>,
     ) -> Result<Option<Job>, StoreError> {
-        let moved = sqlx::query(concat!(
-            "UPDATE jobs SET state = ?1, exit_code = ?2, reason = ?3,
-                 started_at_ms = CASE WHEN ?4 > 0 THEN ?4 ELSE started_at_ms END,
-                 ended_at_ms = ?5,
-                 place = CASE WHEN ?6 != '' THEN ?6 ELSE place END,
-                 approval_id = CASE WHEN ?7 != '' THEN ?7 ELSE approval_id END
-             WHERE id = ?8 AND generation = ?9 AND ",
-            rank!(),
-            " < 3 AND ",
-            rank!(),
-            " <= ?10
-               AND (state != ?1 OR (?6 != '' AND place != ?6) OR (?7 != '' AND approval_id != ?7))"
-        ))
-        .bind(o.state.as_str())
-        .bind(o.exit_code)
-        .bind(&o.reason)
-        .bind(o.started_at_ms)
-        .bind(o.ended_at_ms)
-        .bind(place_str(place))
-        .bind(approval_id)
-        .bind(id)
-        .bind(i64::from(generation))
-        .bind(rank(o.state))
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1;
-        if moved { self.get(id).await } else { Ok(None) }
-    }
-
-    /// Launches ended job `id` (not a task's run) again as a new generation, if it is at
-    /// `generation` and its follow-ups are recorded: queued, with a new execution id, its
-    /// end, place and reason cleared; within the owner's limit of jobs not yet ended (0:
-    /// none). False when it does not stand so, or the owner is at that limit.
-    pub async fn relaunch(
-        &self,
-        id: &str,
-        generation: u32,
-        active_limit: u64,
-    ) -> Result<bool, StoreError> {
-        Ok(sqlx::query(concat!(
-            "UPDATE jobs SET generation = generation + 1, execution_id = ?1, state = 'queued',
-               place = '', approval_id = '', exit_code = NULL,
-               reason = 'launched again as generation ' || (generation + 1),
-               cancel_requested = 0, attempts = 0, started_at_ms = 0, ended_at_ms = 0,
-               followed_up = 0
-             WHERE id = ?2 AND generation = ?3 AND ended_at_ms > 0 AND followed_up = 1
-               AND task_id = ''
-               AND (?4 = 0 OR (SELECT count(*) FROM jobs o WHERE o.owner = jobs.owner AND o.state IN ",
-            active!(),
-            ") < ?4)"
-        ))
-        .bind(uuid::Uuid::now_v7().to_string())
-        .bind(id)
-        .bind(i64::from(generation))
-        .bind(i64::try_from(active_limit).unwrap_or(i64::MAX))
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1)
+        // Decided again when the job moved between reading it and updating it.
+        for _ in 0..8 {
+            let Some(j) = self.get(id).await? else {
+                return Ok(None);
+            };
+            if j.generation != generation {
+                return Ok(None);
+            }
+            let standing = Standing {
+                cancel_requested: j.cancel_requested,
+                followed_up: j.followed_up,
+                task_run: !j.task_id.is_empty(),
+            };
+            let event = m.event(&j);
+            let Some(to) = job::next(j.state, standing, &event) else {
+                return Ok(None);
+            };
+            // What else the move sets, with its binds after the state's.
+            let (set, extra) = match &m {
+                Move::Claim | Move::ClaimTool => ("attempts = attempts + 1", ""),
+                Move::Requeue { .. } => ("reason = ?5, execution_id = ?6", ""),
+                Move::Settle { .. } => (
+                    "exit_code = ?5, reason = ?6,
+                     started_at_ms = CASE WHEN ?7 > 0 THEN ?7 ELSE started_at_ms END,
+                     ended_at_ms = ?8,
+                     place = CASE WHEN ?9 != '' THEN ?9 ELSE place END,
+                     approval_id = CASE WHEN ?10 != '' THEN ?10 ELSE approval_id END",
+                    "",
+                ),
+                Move::CancelUnasked { .. } => (
+                    "reason = 'cancelled before it started; nothing ran', ended_at_ms = ?5",
+                    "",
+                ),
+                Move::Relaunch { .. } => (
+                    "generation = generation + 1, execution_id = ?5, place = '',
+                     approval_id = '', exit_code = NULL,
+                     reason = 'launched again as generation ' || (generation + 1),
+                     cancel_requested = 0, attempts = 0, started_at_ms = 0, ended_at_ms = 0,
+                     followed_up = 0",
+                    concat!(
+                        " AND (?6 = 0 OR (SELECT count(*) FROM jobs o
+                           WHERE o.owner = jobs.owner AND o.state IN ",
+                        active!(),
+                        ") < ?6)"
+                    ),
+                ),
+            };
+            let sql = format!(
+                "UPDATE jobs SET state = ?1, {set}
+                 WHERE id = ?2 AND generation = ?3 AND state = ?4
+                   AND cancel_requested = {} AND followed_up = {}{extra}",
+                i32::from(j.cancel_requested),
+                i32::from(j.followed_up),
+            );
+            // Made of this function's own texts and two numbers: nothing from outside.
+            let q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(to.as_str())
+                .bind(id)
+                .bind(i64::from(generation))
+                .bind(j.state.as_str());
+            let q = match &m {
+                Move::Claim | Move::ClaimTool => q,
+                Move::Requeue { why } => q.bind(*why).bind(uuid::Uuid::now_v7().to_string()),
+                Move::Settle {
+                    outcome: o,
+                    place,
+                    approval,
+                } => q
+                    .bind(o.exit_code)
+                    .bind(&o.reason)
+                    .bind(o.started_at_ms)
+                    .bind(o.ended_at_ms)
+                    .bind(place_str(*place))
+                    .bind(*approval),
+                Move::CancelUnasked { .. } => q.bind(now_ms()),
+                Move::Relaunch { active_limit } => q
+                    .bind(uuid::Uuid::now_v7().to_string())
+                    .bind(i64::try_from(*active_limit).unwrap_or(i64::MAX)),
+            };
+            if q.execute(&self.pool).await?.rows_affected() == 1 {
+                return self.get(id).await;
+            }
+            if let Move::Relaunch { .. } = m
+                && self.get(id).await?.is_some_and(|now| {
+                    now.state == j.state && now.generation == j.generation && now.followed_up
+                })
+            {
+                // It stands as it did: the owner is at the limit of jobs not yet ended.
+                return Ok(None);
+            }
+        }
+        Ok(None)
     }
 
     /// Whether job `id`'s current generation has its follow-ups recorded.
@@ -649,28 +672,6 @@ impl Store {
         .execute(&self.pool)
         .await?;
         self.get(id).await
-    }
-
-    /// Ends a job that was never asked for as cancelled (`starting` too: execd was found
-    /// not to have it); answers it when it did.
-    pub async fn cancel_unasked(
-        &self,
-        id: &str,
-        starting: bool,
-    ) -> Result<Option<Job>, StoreError> {
-        let moved = sqlx::query(
-            "UPDATE jobs SET state = 'cancelled', reason = 'cancelled before it started; nothing ran',
-                 ended_at_ms = ?1
-             WHERE id = ?2 AND (state = 'queued' OR (?3 AND state = 'starting'))",
-        )
-        .bind(now_ms())
-        .bind(id)
-        .bind(starting)
-        .execute(&self.pool)
-        .await?
-        .rows_affected()
-            == 1;
-        if moved { self.get(id).await } else { Ok(None) }
     }
 
     /// Forgets a job execd refused outright when it was first asked: it never was.
@@ -786,9 +787,17 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!((j.state, j.generation), (State::Queued, 1));
-        assert!(s.claim(&j.id, 1).await.unwrap());
+        assert!(s.transition(&j.id, 1, Move::Claim).await.unwrap().is_some());
         let running = s
-            .settle(&j.id, 1, &outcome(State::Running), Some(Place::Sandbox), "")
+            .transition(
+                &j.id,
+                1,
+                Move::Settle {
+                    outcome: &outcome(State::Running),
+                    place: Some(Place::Sandbox),
+                    approval: "",
+                },
+            )
             .await
             .unwrap()
             .unwrap();
@@ -801,26 +810,50 @@ mod tests {
             (2, State::Failed),
         ] {
             assert!(
-                s.settle(&j.id, g, &outcome(st), None, "")
-                    .await
-                    .unwrap()
-                    .is_none()
+                s.transition(
+                    &j.id,
+                    g,
+                    Move::Settle {
+                        outcome: &outcome(st),
+                        place: None,
+                        approval: ""
+                    }
+                )
+                .await
+                .unwrap()
+                .is_none()
             );
         }
         let done = s
-            .settle(&j.id, 1, &outcome(State::Succeeded), None, "")
+            .transition(
+                &j.id,
+                1,
+                Move::Settle {
+                    outcome: &outcome(State::Succeeded),
+                    place: None,
+                    approval: "",
+                },
+            )
             .await
             .unwrap()
             .unwrap();
         assert_eq!((done.state, done.exit_code), (State::Succeeded, Some(0)));
         // Ended is ended.
         assert!(
-            s.settle(&j.id, 1, &outcome(State::Lost), None, "")
-                .await
-                .unwrap()
-                .is_none()
+            s.transition(
+                &j.id,
+                1,
+                Move::Settle {
+                    outcome: &outcome(State::Lost),
+                    place: None,
+                    approval: ""
+                }
+            )
+            .await
+            .unwrap()
+            .is_none()
         );
-        assert!(!s.claim(&j.id, 1).await.unwrap());
+        assert!(s.transition(&j.id, 1, Move::Claim).await.unwrap().is_none());
         assert!(
             s.request_cancel(&j.id)
                 .await
@@ -871,7 +904,10 @@ mod tests {
                 .unwrap()
                 .is_some()
         );
-        s.cancel_unasked(&a.id, false).await.unwrap().unwrap();
+        s.transition(&a.id, a.generation, Move::CancelUnasked { starting: false })
+            .await
+            .unwrap()
+            .unwrap();
         assert!(
             s.insert(
                 &uuid::Uuid::now_v7().to_string(),
@@ -910,7 +946,14 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        s.cancel_unasked(&old.id, false).await.unwrap().unwrap();
+        s.transition(
+            &old.id,
+            old.generation,
+            Move::CancelUnasked { starting: false },
+        )
+        .await
+        .unwrap()
+        .unwrap();
         assert_eq!(s.prune(now_ms() + 1).await.unwrap(), 1);
         assert!(s.get(&old.id).await.unwrap().is_none());
         assert!(s.get(&live.id).await.unwrap().is_some());
@@ -924,9 +967,18 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
-        let ended = s.cancel_unasked(&j.id, false).await.unwrap().unwrap();
+        let ended = s
+            .transition(&j.id, j.generation, Move::CancelUnasked { starting: false })
+            .await
+            .unwrap()
+            .unwrap();
         // Not before its follow-ups are recorded.
-        assert!(!s.relaunch(&j.id, 1, 0).await.unwrap());
+        assert!(
+            s.transition(&j.id, 1, Move::Relaunch { active_limit: 0 })
+                .await
+                .unwrap()
+                .is_none()
+        );
         let hook = crate::followup::FollowUps {
             webhook: Some("https://example.com/h".into()),
             then: Vec::new(),
@@ -937,16 +989,30 @@ mod tests {
             .await
             .unwrap();
         assert!(
-            !s.relaunch(&j.id, 2, 0).await.unwrap(),
+            s.transition(&j.id, 2, Move::Relaunch { active_limit: 0 })
+                .await
+                .unwrap()
+                .is_none(),
             "a stale generation"
         );
-        assert!(s.relaunch(&j.id, 1, 0).await.unwrap());
-        assert!(!s.relaunch(&j.id, 1, 0).await.unwrap(), "once");
+        assert!(
+            s.transition(&j.id, 1, Move::Relaunch { active_limit: 0 })
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            s.transition(&j.id, 1, Move::Relaunch { active_limit: 0 })
+                .await
+                .unwrap()
+                .is_none(),
+            "once"
+        );
         let again = s.get(&j.id).await.unwrap().unwrap();
         assert_eq!((again.generation, again.state), (2, State::Queued));
         assert_ne!(again.execution_id, j.execution_id);
         // Its first ask refused: it is kept (ended rejected by the engine), not forgotten.
-        assert!(s.claim(&j.id, 2).await.unwrap());
+        assert!(s.transition(&j.id, 2, Move::Claim).await.unwrap().is_some());
         s.forget_refused(&j.id).await.unwrap();
         assert!(s.get(&j.id).await.unwrap().is_some());
         // Generation 1's delivered follow-up goes by its own age; the job stays.
