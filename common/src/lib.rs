@@ -14,6 +14,7 @@ pub mod peer;
 pub mod principal;
 mod syscalls;
 pub mod telemetry;
+pub use argos_vocab as vocab;
 
 /// The Argos version every daemon reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -247,7 +247,7 @@ pub enum JobsCommand {
         /// The shell command
         command: String,
         /// Where it runs: auto lets the risk gate choose
-        #[arg(long, value_enum, default_value_t = Place::Auto)]
+        #[arg(long, default_value = "auto", value_parser = place())]
         place: Place,
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
@@ -261,23 +261,13 @@ pub enum JobsCommand {
     Relaunch { id: String },
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum Place {
-    Auto,
-    Sandbox,
-    Inspect,
-    Host,
-}
+pub use argos_vocab::Place;
 
-impl Place {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Place::Auto => "auto",
-            Place::Sandbox => "sandbox",
-            Place::Inspect => "inspect",
-            Place::Host => "host",
-        }
-    }
+/// A place's word on the command line, one of the places' own words.
+fn place() -> impl clap::builder::TypedValueParser<Value = Place> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(<Place as strum::VariantNames>::VARIANTS)
+        .map(|w| Place::parse(&w).expect("a word the parser offered names a place"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -29,56 +29,15 @@ use crate::manager::{Intent, Manager, Requester, StartError};
 use crate::spec::{Identity, LaunchStatus, now_ms};
 
 /// Where a command runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Place {
-    /// `inspect` when read-only, else `host` after an approval.
-    Auto,
-    Sandbox,
-    Inspect,
-    Host,
-}
+pub use argos_common::vocab::Place;
 
-impl Place {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Place::Auto => "auto",
-            Place::Sandbox => "sandbox",
-            Place::Inspect => "inspect",
-            Place::Host => "host",
-        }
+/// A stored approval's place (before places existed: the sandbox); never `auto`, which
+/// is decided before anything is stored.
+pub fn stored_place(s: &str) -> Option<Place> {
+    if s.is_empty() {
+        return Some(Place::Sandbox);
     }
-
-    /// The profile a place runs in (`auto` is decided before this is asked).
-    pub fn profile(self) -> &'static str {
-        match self {
-            Place::Sandbox => "agent",
-            Place::Inspect | Place::Auto => "inspect",
-            Place::Host => "host",
-        }
-    }
-
-    /// The place a profile name stands for, for a request that names a profile.
-    pub fn of_profile(profile: &str) -> Option<Place> {
-        // `operator`: the host profile's old name.
-        let profile = if profile == "operator" {
-            "host"
-        } else {
-            profile
-        };
-        [Place::Sandbox, Place::Inspect, Place::Host]
-            .into_iter()
-            .find(|p| p.profile() == profile)
-    }
-
-    /// A stored approval's place (before places existed: the sandbox).
-    pub fn parse(s: &str) -> Option<Place> {
-        match s {
-            "" | "sandbox" => Some(Place::Sandbox),
-            "inspect" => Some(Place::Inspect),
-            "host" => Some(Place::Host),
-            _ => None,
-        }
-    }
+    Place::parse(s).filter(|p| *p != Place::Auto)
 }
 
 /// Why the gate refused or failed.
@@ -257,7 +216,7 @@ async fn asked_before(
     let place = match &approval {
         Some(a) => a
             .canonical()
-            .and_then(|c| Place::parse(&c.place))
+            .and_then(|c| stored_place(&c.place))
             .ok_or(StoreError::Damaged)?,
         None => Place::of_profile(&r.profile).unwrap_or(Place::Sandbox),
     };
@@ -662,7 +621,7 @@ pub async fn decide(
 /// what is about to run, the approval consumed, then the launch started.
 async fn run_approved(m: &Arc<Manager>, a: Approval) -> Result<Approval, GateError> {
     let c = a.canonical().ok_or(StoreError::Damaged)?;
-    let place = Place::parse(&c.place).ok_or(StoreError::Damaged)?;
+    let place = stored_place(&c.place).ok_or(StoreError::Damaged)?;
     let stdin = m.approvals.stdin(&a.id).await?;
     let req = request(&c, stdin);
     let (_, digest) = canonical(m, &req, place).text_and_digest();

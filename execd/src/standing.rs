@@ -40,7 +40,7 @@ fn row(r: &sqlx::sqlite::SqliteRow) -> Result<Standing, StoreError> {
         label: r.get("label"),
         owner: r.get("owner"),
         requester_role: r.get("requester_role"),
-        place: Place::parse(&place).ok_or(StoreError::Damaged)?,
+        place: crate::gate::stored_place(&place).ok_or(StoreError::Damaged)?,
         canonical: serde_json::from_str(&request).map_err(|_| StoreError::Damaged)?,
         digest: r.get("digest"),
         risk_class: r.get("risk_class"),

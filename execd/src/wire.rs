@@ -309,7 +309,7 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
         stdin_bytes: a.stdin_bytes,
         place: c
             .as_ref()
-            .and_then(|c| crate::gate::Place::parse(&c.place))
+            .and_then(|c| crate::gate::stored_place(&c.place))
             .map_or(pb::Place::Unspecified, place) as i32,
         run_as: c.as_ref().map(|c| c.run_as.clone()).unwrap_or_default(),
     }
@@ -317,27 +317,12 @@ pub fn approval(a: &crate::approval::Approval) -> pb::Approval {
 
 /// A place for the wire.
 pub fn place(p: crate::gate::Place) -> pb::Place {
-    use crate::gate::Place;
-    match p {
-        Place::Auto => pb::Place::Auto,
-        Place::Sandbox => pb::Place::Sandbox,
-        Place::Inspect => pb::Place::Inspect,
-        Place::Host => pb::Place::Host,
-    }
+    p.wire()
 }
 
 /// A place from the wire (unspecified: auto).
 pub fn place_from(v: i32) -> Result<crate::gate::Place, tonic::Status> {
-    use crate::gate::Place;
-    match pb::Place::try_from(v) {
-        Ok(pb::Place::Unspecified | pb::Place::Auto) => Ok(Place::Auto),
-        Ok(pb::Place::Sandbox) => Ok(Place::Sandbox),
-        Ok(pb::Place::Inspect) => Ok(Place::Inspect),
-        Ok(pb::Place::Host) => Ok(Place::Host),
-        Err(_) => Err(edge::invalid(format!(
-            "place: {v} is not a place (auto, sandbox, inspect or host)"
-        ))),
-    }
+    crate::gate::Place::from_wire(v).map_err(|e| edge::invalid(format!("place: {e}")))
 }
 
 pub fn audit_record(r: &argos_store::audit::Record) -> pb::AuditRecord {

@@ -68,38 +68,7 @@ impl State {
 }
 
 /// Where a job runs: the risk gate's places.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Place {
-    Auto,
-    Sandbox,
-    Inspect,
-    Host,
-}
-
-impl Place {
-    pub fn from_wire(v: i32) -> Result<Place, Invalid> {
-        match xpb::Place::try_from(v) {
-            Ok(xpb::Place::Unspecified | xpb::Place::Auto) => Ok(Place::Auto),
-            Ok(xpb::Place::Sandbox) => Ok(Place::Sandbox),
-            Ok(xpb::Place::Inspect) => Ok(Place::Inspect),
-            Ok(xpb::Place::Host) => Ok(Place::Host),
-            Err(_) => Err(Invalid(
-                "place",
-                format!("{v} is not a place (auto, sandbox, inspect or host)"),
-            )),
-        }
-    }
-
-    pub fn wire(self) -> xpb::Place {
-        match self {
-            Place::Auto => xpb::Place::Auto,
-            Place::Sandbox => xpb::Place::Sandbox,
-            Place::Inspect => xpb::Place::Inspect,
-            Place::Host => xpb::Place::Host,
-        }
-    }
-}
+pub use argos_common::vocab::Place;
 
 /// What a job's creator asked for, as kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -378,7 +378,7 @@ impl JobRpc for JobService {
             cwd: r.cwd,
             env: r.env.into_iter().collect(),
             place: Place::from_wire(r.place)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+                .map_err(|e| Status::invalid_argument(format!("place: {e}")))?,
             max_runtime_ms: r.max_runtime_ms,
             purpose: r.purpose,
             tool: None,
@@ -513,7 +513,7 @@ impl JobRpc for JobService {
             cwd: r.cwd,
             env: r.env.into_iter().collect(),
             place: Place::from_wire(r.place)
-                .map_err(|e| Status::invalid_argument(e.to_string()))?,
+                .map_err(|e| Status::invalid_argument(format!("place: {e}")))?,
             max_runtime_ms: r.max_runtime_ms,
             purpose: r.purpose,
             tool: r.tool.map(|t| crate::job::ToolCall {

@@ -160,24 +160,9 @@ macro_rules! active {
     };
 }
 
+/// A place as kept ("": none yet).
 fn place_str(p: Option<Place>) -> &'static str {
-    match p {
-        None => "",
-        Some(Place::Auto) => "auto",
-        Some(Place::Sandbox) => "sandbox",
-        Some(Place::Inspect) => "inspect",
-        Some(Place::Host) => "host",
-    }
-}
-
-fn place_of(s: &str) -> Option<Place> {
-    match s {
-        "auto" => Some(Place::Auto),
-        "sandbox" => Some(Place::Sandbox),
-        "inspect" => Some(Place::Inspect),
-        "host" => Some(Place::Host),
-        _ => None,
-    }
+    p.map_or("", Place::as_str)
 }
 
 fn row(r: &SqliteRow) -> Result<Job, StoreError> {
@@ -192,7 +177,7 @@ fn row(r: &SqliteRow) -> Result<Job, StoreError> {
         via: r.get("via"),
         generation: u32::try_from(r.get::<i64, _>("generation")).unwrap_or(u32::MAX),
         execution_id: r.get("execution_id"),
-        place: place_of(r.get("place")),
+        place: Place::parse(r.get("place")),
         approval_id: r.get("approval_id"),
         exit_code: r
             .get::<Option<i64>, _>("exit_code")

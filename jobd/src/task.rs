@@ -72,21 +72,6 @@ pub fn check_name(name: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
-fn place_str(p: Place) -> &'static str {
-    match p {
-        Place::Auto => "auto",
-        Place::Sandbox => "sandbox",
-        Place::Inspect => "inspect",
-        Place::Host => "host",
-    }
-}
-
-fn place_of(s: &str) -> Option<Place> {
-    [Place::Auto, Place::Sandbox, Place::Inspect, Place::Host]
-        .into_iter()
-        .find(|p| place_str(*p) == s)
-}
-
 fn row(r: &SqliteRow) -> Result<Task, StoreError> {
     let id: String = r.get("id");
     let corrupt = |why: String| StoreError::Corrupt(id.clone(), why);
@@ -107,7 +92,7 @@ fn row(r: &SqliteRow) -> Result<Task, StoreError> {
                     by: r.get("approved_by"),
                     at_ms: r.get("approved_at_ms"),
                     standing_approval_id: r.get("standing_approval_id"),
-                    place: place_of(&approved_place)
+                    place: Place::parse(&approved_place)
                         .ok_or_else(|| corrupt(format!("place {approved_place:?}")))?,
                 })
             })
@@ -255,7 +240,7 @@ impl Store {
         .bind(&a.by)
         .bind(a.at_ms)
         .bind(&a.standing_approval_id)
-        .bind(place_str(a.place))
+        .bind(a.place.as_str())
         .bind(now_ms())
         .bind(id)
         .bind(i64::from(a.version))

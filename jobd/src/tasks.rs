@@ -107,7 +107,7 @@ impl Engine {
                 a.standing_approval_id
             )));
         }
-        let at = Place::from_wire(s.place)?;
+        let at = Place::from_wire(s.place).map_err(|e| crate::job::Invalid("place", e))?;
         if place != Place::Auto && place != at || at == Place::Auto {
             return Err(TaskError::Refused(format!(
                 "standing_approval_id: {} runs elsewhere than the task asks",
