@@ -124,6 +124,7 @@ pub(crate) const MAX_DEPTH: u32 = 8;
 
 /// Classifies a command; `declared` (the caller's own estimate) can only raise the class.
 pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
+    word::new_budget();
     let mut acc = Acc::default();
     judge_command(command, &mut acc);
     acc.finish(declared)
@@ -132,6 +133,7 @@ pub fn classify(command: Command<'_>, declared: Option<Class>) -> Verdict {
 /// Judges a whole request — its command, environment and standard input (`request.rs`);
 /// `declared` can only raise the class. Without environment or input this is `classify`.
 pub fn judge(request: Request<'_>, declared: Option<Class>) -> Verdict {
+    word::new_budget();
     let mut acc = Acc::default();
     judge_command(request.command, &mut acc);
     request::environment(request.env, &mut acc);
@@ -189,7 +191,7 @@ fn file_name(path: &str) -> Option<String> {
 /// Whether the shell pattern `pattern` may match the file name `name`: `*` any run,
 /// `?` and a bracket expression one character, a brace expansion any run (so it says yes
 /// more often than the shell would, never less).
-fn may_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn may_match(pattern: &str, name: &str) -> bool {
     matches_from(pattern, name, false)
 }
 
@@ -223,6 +225,29 @@ fn matches_from(pattern: &str, name: &str, prefix: bool) -> bool {
             c => (Token::Char(c), None),
         };
         i = match close {
+            // A bracket expression ends at the first `]` that is not its first member
+            // (after `!` or `^`) and not inside a class (`[:alpha:]`, `[.a.]`, `[=a=]`).
+            Some(']') => {
+                let mut j = i + 1;
+                if matches!(p.get(j), Some('!' | '^')) {
+                    j += 1;
+                }
+                if p.get(j) == Some(&']') {
+                    j += 1;
+                }
+                while j < p.len() && p[j] != ']' {
+                    if p[j] == '['
+                        && let Some(&kind) = p.get(j + 1).filter(|k| matches!(k, ':' | '.' | '='))
+                        && let Some(end) = (j + 2..p.len().saturating_sub(1))
+                            .find(|&k| p[k] == kind && p[k + 1] == ']')
+                    {
+                        j = end + 2;
+                    } else {
+                        j += 1;
+                    }
+                }
+                (j + 1).min(p.len())
+            }
             Some(c) => p[i + 1..]
                 .iter()
                 .position(|x| *x == c)

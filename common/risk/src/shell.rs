@@ -68,6 +68,9 @@ pub fn script(src: &str, acc: &mut Acc) {
             word::MAX_ARITH
         ));
     }
+    if word::spent() {
+        acc.unread("its parentheses take too long to read (each `(` of a run looked ahead from)");
+    }
     // Where dash reads the text otherwise than bash (`$'…'`, `$[…]`, a `'` inside a
     // double-quoted `${…}`), it is judged as dash reads it too: every script, at every
     // depth, since any of them may be handed to `/bin/sh`.

@@ -550,9 +550,27 @@ enum Step {
 /// read (`too_deep`).
 pub(super) const MAX_ARITH: u32 = 16;
 
+/// How many characters a judgement may scan looking for what closes what: the look
+/// ahead at `((` and `$((` scans again from every `(` of a run (`((((…`), each nested in
+/// the last, which costs a power of the text's length; past this, the text is not read
+/// (`spent`). A command of `MAX_LEN` bytes read a few dozen times over is far below it.
+const STEP_BUDGET: u64 = 2_000_000;
+
 thread_local! {
     static ARITH_NEST: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     static TOO_DEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A new judgement: its scan starts a new budget.
+pub(super) fn new_budget() {
+    STEPS.with(|s| s.set(0));
+}
+
+/// Whether this judgement scanned more than `STEP_BUDGET` characters: what it read is
+/// then incomplete.
+pub(super) fn spent() -> bool {
+    STEPS.with(|s| s.get()) > STEP_BUDGET
 }
 
 /// Whether arithmetic nested deeper than `MAX_ARITH` was met since the last call.
@@ -564,9 +582,24 @@ pub(super) fn too_deep() -> bool {
 /// it never closes. One pass, no recursion: nesting is an explicit stack (but for the
 /// look ahead at `$((`, bounded by `MAX_ARITH`).
 pub(super) fn find_close(b: &[u8], from: usize, first: Frame) -> Option<usize> {
+    if spent() {
+        return None;
+    }
+    // The characters this scan reads, added to the judgement's count however it ends.
+    struct Count(u64);
+    impl Drop for Count {
+        fn drop(&mut self) {
+            STEPS.with(|s| s.set(s.get() + self.0));
+        }
+    }
+    let mut count = Count(0);
     let mut stack = vec![first];
     let mut i = from;
     while i < b.len() {
+        count.0 += 1;
+        if count.0.is_multiple_of(1024) && STEPS.with(|s| s.get()) + count.0 > STEP_BUDGET {
+            return None;
+        }
         let c = b[i];
         let quoted = matches!(stack.last(), Some(Frame::Double | Frame::QuotedBrace));
         let step = match stack.last_mut().expect("a frame") {

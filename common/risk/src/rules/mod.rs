@@ -707,14 +707,18 @@ fn command(name: &str, args: &[Word], acc: &mut Acc) {
     if walks
         && !names_only
         && let Some(top) = operands(args).into_iter().find(|o| {
-            // `.` is the working directory, whatever it is; `..` may climb to `/`.
-            let p = reached(o);
-            (p != "/" || o.starts_with(['/', '~']) || o.split('/').any(|c| c == ".."))
-                && (p == "/"
+            // `.` is the working directory, whatever it is; `..` may climb to `/`. Both
+            // readings of the path: where it may lead, and as written.
+            let tops = |p: &str| {
+                p == "/"
                     || p == "/proc"
                     || ["/dev", "/sys"]
                         .iter()
-                        .any(|d| p == *d || p.starts_with(&format!("{d}/"))))
+                        .any(|d| p == *d || p.starts_with(&format!("{d}/")))
+            };
+            let p = reached(o);
+            let from_root = o.starts_with(['/', '~']) || o.split('/').any(|c| c == "..");
+            ((p != "/" || from_root) && tops(&p)) || (o.starts_with('/') && tops(&normal(o)))
         })
     {
         acc.raise(
@@ -832,8 +836,14 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     Destructive,
                     "`rm` recursive or forced: deletes without asking",
                 );
-            } else if args.iter().any(|w| w.glob != crate::shell::Glob::None) {
-                acc.raise(Destructive, "`rm` deletes every file a pattern names");
+            } else if args
+                .iter()
+                .any(|w| w.glob != crate::shell::Glob::None || w.dynamic)
+            {
+                acc.raise(
+                    Destructive,
+                    "`rm` deletes every file a pattern or an expansion names",
+                );
             } else {
                 acc.raise(Config, "`rm` deletes files");
             }
@@ -1019,6 +1029,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Destructive, "`consul kv delete` deletes keys")
         }
         "ddrescue" | "dcfldd" => acc.raise(Destructive, format!("`{name}` writes raw blocks")),
+        "debugfs" if flag(args, &['w'], &[]) => acc.raise(
+            Destructive,
+            "`debugfs -w` writes a file system's structures directly",
+        ),
         "dmsetup"
             if a.iter()
                 .any(|x| matches!(*x, "remove" | "remove_all" | "wipe_table" | "clear")) =>
@@ -1271,14 +1285,22 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Destructive, format!("`{name}` takes the host down"))
         }
         "shutdown" => {
-            if flag(args, &['c'], &[]) {
+            // getopt: the last action given wins, so `-c` cancels only alone (with a
+            // message to the users).
+            let acts = flag(args, &['r', 'h', 'H', 'P', 'k'], &["reboot", "halt", "poweroff"])
+                || operands(args).iter().any(|o| {
+                    *o == "now" || o.starts_with('+') || o.contains(':') || o.parse::<u64>().is_ok()
+                });
+            if flag(args, &['c'], &[]) && !acts {
                 acc.raise(Low, "`shutdown -c` cancels a pending shutdown");
             } else {
                 acc.raise(Destructive, "`shutdown` takes the host down");
             }
         }
         "init" | "telinit" => {
-            if matches!(sub, "0" | "6" | "1" | "s" | "S" | "single") {
+            // Every run level isolates its target, stopping what it does not want;
+            // `q` and `u` reload.
+            if !matches!(sub, "q" | "Q" | "u" | "U" | "") {
                 acc.raise(
                     Destructive,
                     format!("`{name} {sub}` halts, reboots or isolates the host"),
@@ -1287,6 +1309,12 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 acc.raise(Config, format!("`{name}` changes the run level"));
             }
         }
+        "systemctl" | "loginctl" | "machinectl" if every_journal_field(args) => acc.raise(
+            Config,
+            format!(
+                "`{name}` prints its log lines' every field, a crashed process's environment (COREDUMP_ENVIRON) among them"
+            ),
+        ),
         "systemctl" => systemctl(args, acc),
         "service" => {
             let ops = operands(args);
@@ -1397,28 +1425,13 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 format!("`loginctl {sub}` ends a user's or a seat's processes"),
             )
         }
+        "dbus-send" | "gdbus" | "qdbus" | "dbus-launch" if bus_call_ends(&a) => acc.raise(
+            Destructive,
+            format!("`{name}` asks a service to stop the host, a unit or a user"),
+        ),
         "busctl" if matches!(sub, "call" | "set-property" | "emit") => {
             // A method of systemd's or logind's that stops the host, a unit or a user.
-            const ENDS: &[&str] = &[
-                "PowerOff",
-                "Reboot",
-                "Halt",
-                "KExec",
-                "SoftReboot",
-                "Suspend",
-                "Hibernate",
-                "HybridSleep",
-                "SuspendThenHibernate",
-                "KillUser",
-                "KillSession",
-                "TerminateUser",
-                "TerminateSession",
-                "TerminateSeat",
-                "StopUnit",
-                "KillUnit",
-                "Exit",
-            ];
-            if operands(args).iter().any(|o| ENDS.contains(o)) {
+            if bus_call_ends(&lits(args)) {
                 acc.raise(
                     Destructive,
                     format!("`busctl {sub}` asks a service to stop the host, a unit or a user"),
@@ -1429,35 +1442,42 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         }
         "busctl"
             if matches!(sub, "tree" | "introspect" | "get-property")
-                && !values(args, &[], &["auto-start"])
-                    .iter()
-                    .any(|w| w.lit == "no") =>
+                // getopt keeps the last value given.
+                && values(args, &[], &["auto-start"])
+                    .last()
+                    .is_none_or(|w| w.lit != "no") =>
         {
             // A call to a name not yet owned starts its service where the bus may
             // (PackageKit, fwupd, UDisks2 probe the hardware as they start): systemd's own
-            // are started by their readers anyway.
-            let to = operands(args).get(1).copied().unwrap_or("");
-            let systemds = to.is_empty()
-                || to.starts_with("org.freedesktop.systemd1")
-                || matches!(
-                    to,
-                    "org.freedesktop.login1"
+            // are started by their readers anyway. `tree` takes any number of services,
+            // the others one, then its paths.
+            let ops = operands(args);
+            let named: Vec<&str> = if sub == "tree" {
+                ops.get(1..).unwrap_or_default().to_vec()
+            } else {
+                ops.get(1).copied().into_iter().collect()
+            };
+            let other = named.into_iter().find(|to| {
+                !matches!(
+                    *to,
+                    "org.freedesktop.systemd1"
+                        | "org.freedesktop.login1"
                         | "org.freedesktop.hostname1"
                         | "org.freedesktop.timedate1"
                         | "org.freedesktop.locale1"
                         | "org.freedesktop.network1"
                         | "org.freedesktop.resolve1"
                         | "org.freedesktop.DBus"
-                );
-            if !systemds {
-                acc.raise(
+                )
+            });
+            match other {
+                Some(to) => acc.raise(
                     Config,
                     format!(
                         "`busctl {sub} {to}` may start the service it names: add --auto-start=no"
                     ),
-                );
-            } else {
-                acc.raise(ReadOnly, format!("`busctl {sub}` only reads"));
+                ),
+                None => acc.raise(ReadOnly, format!("`busctl {sub}` only reads")),
             }
         }
         "hostnamectl" | "timedatectl" | "localectl" | "loginctl" | "networkctl" | "resolvectl"
@@ -1557,8 +1577,13 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "iptables" | "ip6tables" | "ebtables" | "arptables" | "iptables-legacy"
         | "iptables-nft" => firewall(name, args, acc),
         "nft" => {
-            if sub == "flush" {
-                acc.raise(Destructive, "`nft flush` drops firewall rules");
+            // A rule whose only statement drops (`nft add rule inet filter input drop`).
+            let drop_all = matches!(sub, "add" | "insert" | "replace")
+                && a.get(1) == Some(&"rule")
+                && a.len() <= 6
+                && a.last().is_some_and(|l| matches!(*l, "drop" | "reject"));
+            if sub == "flush" || drop_all {
+                acc.raise(Destructive, "`nft` drops firewall rules, or every packet of a chain");
             } else if sub == "list" || (sub == "-a" && a.get(1) == Some(&"list")) {
                 acc.raise(ReadOnly, "`nft list` only reads");
             } else {
@@ -1568,8 +1593,34 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "ufw" => match sub {
             "status" | "show" => acc.raise(ReadOnly, "`ufw status` only reads"),
             "reset" => acc.raise(Destructive, "`ufw reset` drops every firewall rule"),
+            "default" if a.iter().any(|x| matches!(*x, "deny" | "reject")) => acc.raise(
+                Destructive,
+                "`ufw default deny` drops what no rule allows: it can lock everyone out",
+            ),
             _ => acc.raise(Config, "`ufw` changes firewall rules"),
         },
+        "firewall-cmd" if a.iter().any(|x| x.starts_with("--panic-on")) => acc.raise(
+            Destructive,
+            "`firewall-cmd --panic-on` drops every packet: it cuts the host off",
+        ),
+        "ifconfig" if a.contains(&"down") => acc.raise(
+            Destructive,
+            "`ifconfig … down` takes an interface away (may cut the host off)",
+        ),
+        "ifdown" => acc.raise(
+            Destructive,
+            "`ifdown` takes an interface away (may cut the host off)",
+        ),
+        "nmcli"
+            if (a.contains(&"networking") && a.contains(&"off"))
+                || (a.contains(&"radio") && a.contains(&"off"))
+                || a.iter().any(|x| matches!(*x, "disconnect" | "down")) =>
+        {
+            acc.raise(
+                Destructive,
+                "`nmcli` takes the network or a connection away (may cut the host off)",
+            )
+        }
         "iptables-restore" | "ip6tables-restore" | "firewall-cmd" => {
             acc.raise(Config, format!("`{name}` changes firewall rules"))
         }
@@ -1856,6 +1907,90 @@ fn by_name(name: &str, args: &[Word], acc: &mut Acc) {
 }
 
 /// `name` only reads unless `writes`.
+/// Whether a bus call's words (busctl's, dbus-send's, gdbus's) ask systemd or logind to
+/// take the host down, to stop or start a unit that does, to end a user's processes or to
+/// delete a unit's data: the method named (`org.freedesktop.login1.Manager.PowerOff`,
+/// `PowerOffWithFlags`, `ScheduleShutdown`), or a unit start with a unit that takes the
+/// host down (`StartUnit … poweroff.target`, a unit's path `…/unit/poweroff_2etarget`).
+pub(super) fn bus_call_ends(words: &[&str]) -> bool {
+    const ENDS: &[&str] = &[
+        "PowerOff",
+        "Reboot",
+        "Halt",
+        "KExec",
+        "SoftReboot",
+        "Suspend",
+        "Hibernate",
+        "HybridSleep",
+        "Sleep",
+        "ScheduleShutdown",
+        "Kill",
+        "Terminate",
+        "StopUnit",
+        "CleanUnit",
+        "Exit",
+        "Isolate",
+    ];
+    const DOWN: &[&str] = &[
+        "poweroff",
+        "reboot",
+        "halt",
+        "kexec",
+        "soft",
+        "rescue",
+        "emergency",
+        "suspend",
+        "hibernate",
+        "hybrid",
+        "sleep",
+        "ctrl",
+        "exit",
+        "shutdown",
+        "final",
+        "umount",
+        "runlevel",
+    ];
+    let method = |w: &str| {
+        let last = w.rsplit(['.', '/']).next().unwrap_or(w);
+        ENDS.iter().any(|e| last.starts_with(e))
+    };
+    let starts = words.iter().any(|w| {
+        let last = w.rsplit(['.', '/']).next().unwrap_or(w);
+        last.starts_with("Start") || last.starts_with("Restart") || last.starts_with("Enqueue")
+    });
+    let down_unit = words.iter().any(|w| {
+        let w = w.rsplit('/').next().unwrap_or(w).to_ascii_lowercase();
+        let w = w
+            .strip_prefix("systemd")
+            .unwrap_or(&w)
+            .trim_start_matches(['-', '_']);
+        DOWN.iter().any(|d| w.starts_with(d))
+    });
+    words.iter().any(|w| method(w)) || (starts && down_unit)
+}
+
+/// Whether `args` ask a program that shows journal entries (journalctl, and the log lines
+/// of `systemctl status`, `loginctl session-status`, `machinectl status`) for an output
+/// that prints every field of an entry.
+fn every_journal_field(args: &[Word]) -> bool {
+    values(args, &['o'], &["output"]).iter().any(|w| {
+        w.dynamic
+            || !matches!(
+                w.lit.as_str(),
+                "short"
+                    | "short-full"
+                    | "short-iso"
+                    | "short-iso-precise"
+                    | "short-precise"
+                    | "short-monotonic"
+                    | "short-delta"
+                    | "short-unix"
+                    | "with-unit"
+                    | "cat"
+            )
+    })
+}
+
 /// Why `journalctl` with `args` would print what the journal keeps of root-only
 /// `/proc` files: systemd-coredump logs a crashed process's environment
 /// (`COREDUMP_ENVIRON`, where services keep their secrets), its command line and maps, and
@@ -1877,13 +2012,7 @@ fn journal_secret(args: &[Word]) -> Option<&'static str> {
     {
         return Some("prints a crashed process's environment or memory (COREDUMP_*)");
     }
-    let every_field = values(args, &['o'], &["output"]).iter().any(|w| {
-        w.dynamic
-            || matches!(
-                w.lit.as_str(),
-                "verbose" | "export" | "json" | "json-pretty" | "json-sse" | "json-seq"
-            )
-    });
+    let every_field = every_journal_field(args);
     // An empty list is every field.
     let named = fields
         .iter()
@@ -1944,13 +2073,21 @@ fn find(args: &[Word], acc: &mut Acc) {
 }
 
 /// Whether a command run once per item (by `find -exec`, `xargs`) deletes it: however
-/// it is spelled, run over every match it is a recursive delete.
+/// it is spelled, run over every match it is a recursive delete. Any of its words that
+/// names a deleting program counts, so one behind a wrapper (`nice rm`, `sudo rm`) or in
+/// a script it runs (`sh -c 'rm "$1"'`) does too.
 pub(super) fn deletes(command: &[Word]) -> bool {
-    command.first().is_some_and(|w| {
-        matches!(
-            w.lit.rsplit('/').next().unwrap_or(""),
-            "rm" | "unlink" | "shred" | "srm" | "wipe"
-        )
+    command.iter().any(|w| {
+        w.lit
+            .split(|c: char| {
+                c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '\'' | '"')
+            })
+            .any(|word| {
+                matches!(
+                    word.rsplit('/').next().unwrap_or(""),
+                    "rm" | "unlink" | "shred" | "srm" | "wipe"
+                )
+            })
     })
 }
 
@@ -2046,7 +2183,19 @@ fn normal(path: &str) -> String {
 /// reader takes its keystrokes; `/dev/mem` reads the hardware), or a stream a reader
 /// consumes (`/proc/kmsg`, a tracing `trace_pipe`), or a device's configuration space.
 pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
-    let p = reached(p);
+    // Both readings of a path: as written (`/dev/disk/../watchdog` is `/dev/watchdog`),
+    // and where it may lead whatever the directory it starts from.
+    let lexical = normal(p);
+    let lexical = if lexical.starts_with('/') {
+        lexical
+    } else {
+        format!("/{lexical}")
+    };
+    acting_at(&reached(p)).or_else(|| acting_at(&lexical))
+}
+
+fn acting_at(p: &str) -> Option<&'static str> {
+    let p = p.to_string();
     if let Some(dev) = p.strip_prefix("/dev/") {
         let plain = dev.is_empty()
             || dev.starts_with("shm/")
@@ -2086,8 +2235,17 @@ pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
 /// matched a directory at a time, as the shell expands one (`*` never spans a `/`); a
 /// relative one is judged from `/`, as [`reached`] takes a relative name.
 pub(crate) fn pattern_acts(p: &str) -> Option<&'static str> {
+    let lexical = normal(p);
+    let lexical = if lexical.starts_with('/') {
+        lexical
+    } else {
+        format!("/{lexical}")
+    };
+    pattern_acts_at(&reached(p)).or_else(|| pattern_acts_at(&lexical))
+}
+
+fn pattern_acts_at(p: &str) -> Option<&'static str> {
     use crate::{may_match, may_start_with};
-    let p = reached(p);
     let parts: Vec<&str> = p.split('/').skip(1).collect();
     // Under the directory `dir` (a file in it, or deeper).
     let under = |dir: &str| parts.len() > 1 && may_match(parts[0], dir);

@@ -51,35 +51,64 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
     );
     let sub = rest.first().map_or("", |w| w.lit.as_str());
     // A unit that takes the host down, or out of service, when started.
-    let down = |unit: &str| {
-        let unit = unit.strip_suffix(".target").unwrap_or(unit);
-        let unit = unit
-            .strip_prefix("systemd-")
-            .and_then(|u| u.strip_suffix(".service"))
-            .unwrap_or(unit);
-        matches!(
-            unit,
-            "poweroff"
-                | "reboot"
-                | "halt"
-                | "kexec"
-                | "soft-reboot"
-                | "rescue"
-                | "emergency"
-                | "suspend"
-                | "hibernate"
-                | "hybrid-sleep"
-                | "suspend-then-hibernate"
-                | "sleep"
-                | "ctrl-alt-del"
-                | "exit"
-                | "shutdown"
-                | "final"
-                | "umount"
-        )
+    // The units that take the host down or out of service when started, as systemctl
+    // names them (no suffix is `.service`; `runlevelN.target` are aliases).
+    const DOWN: &[&str] = &[
+        "poweroff.target",
+        "reboot.target",
+        "halt.target",
+        "kexec.target",
+        "soft-reboot.target",
+        "rescue.target",
+        "emergency.target",
+        "suspend.target",
+        "hibernate.target",
+        "hybrid-sleep.target",
+        "suspend-then-hibernate.target",
+        "sleep.target",
+        "ctrl-alt-del.target",
+        "exit.target",
+        "shutdown.target",
+        "final.target",
+        "umount.target",
+        "runlevel0.target",
+        "runlevel1.target",
+        "runlevel6.target",
+        "systemd-poweroff.service",
+        "systemd-reboot.service",
+        "systemd-halt.service",
+        "systemd-kexec.service",
+        "systemd-soft-reboot.service",
+        "systemd-suspend.service",
+        "systemd-hibernate.service",
+        "systemd-hybrid-sleep.service",
+        "systemd-suspend-then-hibernate.service",
+        "systemd-exit.service",
+        "rescue.service",
+        "emergency.service",
+    ];
+    // The units whose stop ends every process of the host's users or services.
+    const SCOPES: &[&str] = &[
+        "user.slice",
+        "system.slice",
+        "-.slice",
+        "init.scope",
+        "user@*.service",
+    ];
+    let named = |w: &Word, among: &[&str]| {
+        let unit = if w.lit.contains('.') || w.lit.contains(['*', '?', '[']) {
+            w.lit.clone()
+        } else {
+            format!("{}.service", w.lit)
+        };
+        // A pattern names every loaded unit it matches.
+        w.dynamic
+            || among
+                .iter()
+                .any(|u| crate::may_match(&unit, u) || crate::may_match(u, &unit))
     };
     let units = rest.get(1..).unwrap_or_default();
-    if matches!(
+    let starts = matches!(
         sub,
         "start"
             | "restart"
@@ -89,20 +118,37 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
             | "condrestart"
             | "isolate"
             | "enqueue-marked-jobs"
-    ) && units.iter().any(|w| w.dynamic || down(&w.lit))
-    {
+    ) || (matches!(sub, "enable" | "reenable") && flag(args, &[], &["now"]))
+        || matches!(sub, "set-default" | "add-wants" | "add-requires");
+    if starts && units.iter().any(|w| named(w, DOWN)) {
         acc.raise(
             Destructive,
             format!("`systemctl {sub}` of a unit that takes the host down or out of service"),
         );
         return;
     }
-    if sub == "isolate"
+    if matches!(sub, "stop" | "kill" | "restart" | "freeze")
+        && units.iter().any(|w| named(w, SCOPES))
+    {
+        acc.raise(
+            Destructive,
+            format!("`systemctl {sub}` of a slice or scope ends every process in it"),
+        );
+        return;
+    }
+    if matches!(sub, "isolate" | "default")
         || flag(args, &[], &["job-mode"]) && args.iter().any(|w| w.lit.contains("isolate"))
     {
         acc.raise(
             Destructive,
             "isolating a target stops every unit it does not want",
+        );
+        return;
+    }
+    if sub == "clean" {
+        acc.raise(
+            Destructive,
+            "`systemctl clean` deletes a unit's state, cache or log directories",
         );
         return;
     }
@@ -131,7 +177,8 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
         | "suspend"
         | "hibernate"
         | "hybrid-sleep"
-        | "suspend-then-hibernate" => acc.raise(
+        | "suspend-then-hibernate"
+        | "sleep" => acc.raise(
             Destructive,
             format!("`systemctl {sub}` takes the host down or out of service"),
         ),
@@ -194,17 +241,28 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
         || verb.starts_with("dev") && object.starts_with('l')
         || object == "-br";
     let words = lits(rest);
-    if verb == "flush" {
+    // iproute2 takes any prefix of a verb (`fl`, `de`, `ch`); `s` is `set` for a link only.
+    let is = |name: &str| {
+        !verb.is_empty() && name.starts_with(verb) && (verb != "s" || (link && name == "set"))
+    };
+    let route = !object.is_empty() && ("route".starts_with(object) || object == "r");
+    let default = words.iter().any(|w| {
+        matches!(
+            *w,
+            "default" | "all" | "0/0" | "0.0.0.0/0" | "::/0" | "0" | "::"
+        )
+    });
+    let cuts = (link
+        && (is("set") || is("change"))
+        && (words.contains(&"down") || words.contains(&"netns")))
+        || (link && is("delete"))
+        || (route && (is("delete") || is("replace") || is("change")) && default);
+    if is("flush") {
         acc.raise(
             Destructive,
             format!("`ip {object} flush` drops every address or route (may cut the host off)"),
         );
-    } else if (link && "set".starts_with(verb) && !verb.is_empty() && words.contains(&"down"))
-        || ("route".starts_with(object)
-            && !object.is_empty()
-            && matches!(verb, "del" | "delete" | "d")
-            && words.contains(&"default"))
-    {
+    } else if cuts {
         acc.raise(
             Destructive,
             format!("`ip {object} {verb}` takes an interface or the default route away (may cut the host off)"),
@@ -218,40 +276,64 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
 
 pub(super) fn firewall(name: &str, args: &[Word], acc: &mut Acc) {
     let a = lits(args);
-    let has = |o: &[&str]| a.iter().any(|x| o.contains(x));
-    if has(&["-F", "--flush", "-X", "--delete-chain"])
-        || a.iter()
-            .any(|x| x.starts_with("-F") && x.len() > 2 && !x.starts_with("--"))
-    {
+    // Read as getopt reads them: in clusters (`-vF`), abbreviated (`--fl`), attached
+    // (`-PINPUT`, `--policy=INPUT`).
+    let given = |short: char, long: &str| flag(args, &[short], &[long]);
+    let policy = super::args::values(args, &['P'], &["policy"]);
+    let drops = |t: &&str| matches!(t.to_ascii_uppercase().as_str(), "DROP" | "REJECT");
+    // The policy's target: the word after the chain (`-P INPUT DROP`), or after an
+    // attached chain (`-PINPUT DROP`).
+    let policy_drops = policy.iter().any(|chain| {
+        a.iter()
+            .position(|x| x.ends_with(&chain.lit))
+            .and_then(|p| a.get(p + 1))
+            .is_some_and(drops)
+    });
+    // A rule that drops everything: a DROP or REJECT target with nothing to match on.
+    const SELECTORS: &[&str] = &[
+        "-s",
+        "--source",
+        "-d",
+        "--destination",
+        "-p",
+        "--protocol",
+        "-i",
+        "--in-interface",
+        "-o",
+        "--out-interface",
+        "-m",
+        "--match",
+        "--dport",
+        "--sport",
+        "--dports",
+        "--sports",
+    ];
+    let adds = given('A', "append") || given('I', "insert") || given('R', "replace");
+    let drop_all = adds
+        && super::args::values(args, &['j'], &["jump"])
+            .iter()
+            .any(|t| drops(&t.lit.as_str()))
+        && !a.iter().any(|x| {
+            SELECTORS
+                .iter()
+                .any(|s| x == s || (s.starts_with("--") && x.starts_with(&format!("{s}="))))
+        });
+    if given('F', "flush") || given('X', "delete-chain") {
         acc.raise(Destructive, format!("`{name}` flushes firewall rules"));
-    } else if let Some(p) = a.iter().position(|x| *x == "-P" || *x == "--policy")
-        && a.get(p + 2)
-            .is_some_and(|t| matches!(*t, "DROP" | "REJECT"))
-    {
+    } else if policy_drops || drop_all {
         acc.raise(
             Destructive,
-            format!("`{name} -P … DROP` can lock everyone out"),
+            format!("`{name}` drops every packet of a chain: it can lock everyone out"),
         );
-    } else if has(&[
-        "-A",
-        "--append",
-        "-I",
-        "--insert",
-        "-D",
-        "--delete",
-        "-R",
-        "--replace",
-        "-N",
-        "--new-chain",
-        "-E",
-        "--rename-chain",
-        "-P",
-        "--policy",
-        "-Z",
-        "--zero",
-    ]) {
+    } else if adds
+        || given('D', "delete")
+        || given('N', "new-chain")
+        || given('E', "rename-chain")
+        || !policy.is_empty()
+        || given('Z', "zero")
+    {
         acc.raise(Config, format!("`{name}` changes firewall rules"));
-    } else if has(&["-L", "--list", "-S", "--list-rules", "-C", "--check"]) {
+    } else if given('L', "list") || given('S', "list-rules") || given('C', "check") {
         acc.raise(ReadOnly, format!("`{name}` lists rules"));
     } else {
         acc.raise(Config, format!("`{name}` is not known to be harmless"));

@@ -54,13 +54,26 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
         "su" | "runuser" => {
             acc.compound = true;
             acc.raise(Config, format!("`{name}` switches user"));
-            if let Some(i) = a.iter().position(|x| *x == "-c" || *x == "--command")
-                && let Some(script) = args.get(i + 1)
-            {
-                inner_script(script, acc);
+            let scripts = values(args, &['c'], &["command", "session-command"]);
+            if !scripts.is_empty() {
+                for script in &scripts {
+                    inner_script(script, acc);
+                }
             } else if name == "runuser" && !values(args, &['u'], &["user"]).is_empty() {
                 inner_command(
-                    after_options(args, &["-u", "--user", "-g", "--group", "-G"]),
+                    after_options(
+                        args,
+                        &[
+                            "-u",
+                            "--user",
+                            "-g",
+                            "--group",
+                            "-G",
+                            "--supp-group",
+                            "-w",
+                            "--whitelist-environment",
+                        ],
+                    ),
                     acc,
                 );
             } else if acc.piped_in {
@@ -71,28 +84,38 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             }
         }
         "env" => {
-            let valued = ["-u", "--unset", "-C", "--chdir", "-S", "--split-string"];
+            let valued = [
+                "-u",
+                "--unset",
+                "-C",
+                "--chdir",
+                "-S",
+                "--split-string",
+                "-a",
+                "--argv0",
+            ];
             let mut rest = after_options(args, &valued);
             // A lone `-` is `-i` to GNU env; options may follow it.
             while rest.first().is_some_and(|w| w.lit == "-" && !w.dynamic) {
                 rest = after_options(&rest[1..], &valued);
             }
+            // `env -C /dev cat watchdog`: as after `cd /dev`.
+            if values(args, &['C'], &["chdir"]).iter().any(|d| {
+                let to = super::reached(&d.lit);
+                d.dynamic || ["/dev", "/proc", "/sys"].iter().any(|p| to.starts_with(p))
+            }) {
+                acc.descriptor_dirs = true;
+            }
             if flag(args, &['S'], &["split-string"]) {
                 acc.raise(Config, "`env -S` splits a string into a command");
-                // The string is the command (and its arguments), split as the shell would.
-                if let Some(i) = a.iter().position(|x| *x == "-S" || *x == "--split-string") {
-                    match args.get(i + 1) {
-                        Some(w) if w.dynamic => {
-                            acc.unread("`env -S` of an expansion runs a command built at run time")
-                        }
-                        Some(w) => shell::script(&w.lit, acc),
-                        None => {}
+                // The string is the command (and its arguments), split as the shell would:
+                // every one given, attached, clustered (`-vS'…'`) or the next word.
+                for w in values(args, &['S'], &["split-string"]) {
+                    if w.dynamic {
+                        acc.unread("`env -S` of an expansion runs a command built at run time");
+                    } else {
+                        shell::script(&w.lit, acc);
                     }
-                } else if let Some(s) = a.iter().find_map(|x| {
-                    x.strip_prefix("--split-string=")
-                        .or_else(|| x.strip_prefix("-S").filter(|r| !r.is_empty()))
-                }) {
-                    shell::script(s, acc);
                 }
             }
             let assigns = rest.iter().take_while(|w| is_assignment(&w.lit)).count();
@@ -116,7 +139,15 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 "ionice" => &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
                 "timeout" => &["-s", "--signal", "-k", "--kill-after"],
                 "time" => &["-f", "--format", "-o", "--output"],
-                "stdbuf" => &["-i", "-o", "-e"],
+                "stdbuf" => &["-i", "-o", "-e", "--input", "--output", "--error"],
+                "chrt" => &[
+                    "-T",
+                    "-P",
+                    "-D",
+                    "--sched-runtime",
+                    "--sched-period",
+                    "--sched-deadline",
+                ],
                 "flock" => &[
                     "-w",
                     "--timeout",
@@ -168,16 +199,62 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                 "pkexec" => &["--user"],
                 "prlimit" => &["-p", "--pid", "-o", "--output"],
                 "strace" | "ltrace" => &[
-                    "-e", "-o", "-p", "-s", "-u", "-a", "-b", "-E", "-I", "-O", "-P", "-S", "-X",
-                    "-U", "-n", "-A",
+                    "-e",
+                    "-o",
+                    "-p",
+                    "-s",
+                    "-u",
+                    "-a",
+                    "-b",
+                    "-E",
+                    "-I",
+                    "-O",
+                    "-P",
+                    "-S",
+                    "-X",
+                    "-U",
+                    "-n",
+                    "-A",
+                    "--output",
+                    "--trace",
+                    "--attach",
+                    "--string-limit",
+                    "--user",
+                    "--env",
+                    "--signal",
+                    "--columns",
                 ],
                 "ssh-agent" => &["-a", "-E", "-t", "-P", "-O"],
-                "xvfb-run" => &["-n", "-s", "-f", "-e", "-p", "-l"],
+                "xvfb-run" => &[
+                    "-n",
+                    "-s",
+                    "-f",
+                    "-e",
+                    "-p",
+                    "-l",
+                    "--server-num",
+                    "--server-args",
+                    "--auth-file",
+                    "--error-file",
+                    "--xauth-protocol",
+                ],
                 "screen" => &["-S", "-c", "-e", "-h", "-p", "-T", "-t", "-Logfile"],
                 "chpst" => &[
                     "-u", "-U", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c",
                 ],
-                "numactl" => &["-C", "-N", "-m", "-p", "-i"],
+                "numactl" => &[
+                    "-C",
+                    "-N",
+                    "-m",
+                    "-p",
+                    "-i",
+                    "--physcpubind",
+                    "--cpunodebind",
+                    "--membind",
+                    "--preferred",
+                    "--interleave",
+                    "--localalloc",
+                ],
                 "cgexec" => &["-g"],
                 "runcon" => &["-u", "-r", "-t", "-l"],
                 _ => &[],
@@ -370,6 +447,9 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
                     "--max-procs",
                     "--max-lines",
                     "--max-chars",
+                    "--process-slot-var",
+                    "--eof",
+                    "--replace",
                     "-j",
                     "--jobs",
                 ],
