@@ -106,6 +106,10 @@ fn walk(src: &str, acc: &mut Acc) {
     }
     let src = lex::joined(src);
     let src = src.as_ref();
+    // `script` says so once the budget is spent.
+    if word::spend(src.len() as u64) {
+        return;
+    }
     let tokens = match lex::lex(src) {
         Ok(t) => t,
         // The shell runs every line before the one it cannot read: unread, not refused.
@@ -131,6 +135,9 @@ fn walk(src: &str, acc: &mut Acc) {
     let mut shell = Shell::default();
     let mut i = 0;
     while i < tokens.len() {
+        if word::spend(1 + shell.frames.len() as u64) {
+            return;
+        }
         match &tokens[i] {
             Token::Word(raw, _) => {
                 let w = word::word(raw, acc);

@@ -430,3 +430,27 @@ fn a_run_of_parentheses_is_read_in_bounded_time() {
         v.reasons
     );
 }
+
+/// Deep nesting costs each command a look at every group around it, and `((…))` is read
+/// again as subshells: `{ ` repeated to 64 KiB took 45 s, `((((…ls))))` as long 45 s.
+/// Both count against the judgement's budget; past it the command is not read.
+#[test]
+fn deep_nesting_is_read_in_bounded_time() {
+    let inputs = [
+        "{ ".repeat(30_000),
+        format!("{}ls{}", "(".repeat(30_000), ")".repeat(30_000)),
+        "(ls|".repeat(15_000),
+        "cat <(".repeat(10_000),
+    ];
+    for text in &inputs {
+        let t = std::time::Instant::now();
+        let v = crate::classify(crate::Command::Shell(text), None);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(3),
+            "{:?} for {}…",
+            t.elapsed(),
+            &text[..12]
+        );
+        assert_eq!(v.class, Class::Destructive, "{}…", &text[..12]);
+    }
+}

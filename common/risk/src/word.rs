@@ -550,10 +550,12 @@ enum Step {
 /// read (`too_deep`).
 pub(super) const MAX_ARITH: u32 = 16;
 
-/// How many characters a judgement may scan looking for what closes what: the look
-/// ahead at `((` and `$((` scans again from every `(` of a run (`((((…`), each nested in
-/// the last, which costs a power of the text's length; past this, the text is not read
-/// (`spent`). A command of `MAX_LEN` bytes read a few dozen times over is far below it.
+/// How many steps a judgement may take: characters scanned looking for what closes what
+/// (the look ahead at `((` and `$((` scans again from every `(` of a run, each nested in
+/// the last, which costs a power of the text's length), texts lexed again (`((…))` read
+/// as subshells too), and tokens read inside open groups (`{ { { …`, each command
+/// looking at every group around it). Past it, the text is not read (`spent`). A
+/// command of `MAX_LEN` bytes read a few dozen times over is far below it.
 const STEP_BUDGET: u64 = 2_000_000;
 
 thread_local! {
@@ -565,6 +567,13 @@ thread_local! {
 /// A new judgement: its scan starts a new budget.
 pub(super) fn new_budget() {
     STEPS.with(|s| s.set(0));
+}
+
+/// Counts `n` more steps of this judgement (a text lexed again, a command read inside
+/// `n` open groups); answers whether the budget is spent.
+pub(super) fn spend(n: u64) -> bool {
+    STEPS.with(|s| s.set(s.get().saturating_add(n)));
+    spent()
 }
 
 /// Whether this judgement scanned more than `STEP_BUDGET` characters: what it read is

@@ -851,6 +851,22 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 acc.raise(Destructive, "`rm` of a system directory");
             }
         }
+        "truncate" | "shred" | "unlink" if operands(args).iter().any(|o| access_file(o)) => {
+            acc.raise(
+                Destructive,
+                format!("`{name}` empties or deletes a file the way logins are let in"),
+            )
+        }
+        "unlink" | "truncate" | "shred"
+            if args
+                .iter()
+                .any(|w| w.dynamic || w.glob != crate::shell::Glob::None) =>
+        {
+            acc.raise(
+                Destructive,
+                format!("`{name}` deletes or empties every file a pattern or an expansion names"),
+            )
+        }
         "rmdir" => acc.raise(Low, "`rmdir` removes empty directories"),
         "mkdir" | "touch" | "mktemp" => {
             acc.raise(Low, format!("`{name}` creates files or directories"))
@@ -1029,6 +1045,44 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             acc.raise(Destructive, "`consul kv delete` deletes keys")
         }
         "ddrescue" | "dcfldd" => acc.raise(Destructive, format!("`{name}` writes raw blocks")),
+        "kexec" if flag(args, &['e'], &["exec"]) => {
+            acc.raise(Destructive, "`kexec -e` boots another kernel at once")
+        }
+        "rtcwake"
+            if values(args, &['m'], &["mode"])
+                .iter()
+                .any(|m| !matches!(m.lit.as_str(), "no" | "show" | "disable")) =>
+        {
+            acc.raise(Destructive, "`rtcwake -m` suspends or powers off the host")
+        }
+        "fsfreeze" if flag(args, &['f'], &["freeze"]) => {
+            acc.raise(Destructive, "`fsfreeze -f` stops every write to a file system")
+        }
+        "efibootmgr" if flag(args, &['B', 'o'], &["delete-bootnum", "bootorder"]) => {
+            acc.raise(Destructive, "`efibootmgr` changes what the host boots: it may not boot")
+        }
+        "machinectl" if matches!(sub, "remove" | "clean" | "poweroff" | "terminate" | "kill") => {
+            acc.raise(Destructive, format!("`machinectl {sub}` deletes or stops machines"))
+        }
+        "terraform" | "tofu" if a.contains(&"destroy") => {
+            acc.raise(Destructive, format!("`{name} destroy` deletes what it manages"))
+        }
+        "helm" if matches!(sub, "uninstall" | "delete" | "del" | "un") => {
+            acc.raise(Destructive, "`helm uninstall` deletes a release")
+        }
+        "aws" if a.iter().any(|x| matches!(*x, "rm" | "rb" | "delete-bucket" | "terminate-instances")) => {
+            acc.raise(Destructive, "`aws` deletes objects, buckets or instances")
+        }
+        "gsutil" | "rclone" | "s3cmd"
+            if a.iter().any(|x| matches!(*x, "rm" | "rb" | "purge" | "delete" | "del" | "rmdir")) =>
+        {
+            acc.raise(Destructive, format!("`{name}` deletes stored objects"))
+        }
+        "snapper" | "borg" | "restic" | "zrepl"
+            if a.iter().any(|x| matches!(*x, "delete" | "rm" | "remove" | "prune" | "forget")) =>
+        {
+            acc.raise(Destructive, format!("`{name}` deletes snapshots or backups"))
+        }
         "debugfs" if flag(args, &['w'], &[]) => acc.raise(
             Destructive,
             "`debugfs -w` writes a file system's structures directly",
@@ -1333,6 +1387,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 _ => acc.raise(Config, "`service` changes a service"),
             }
         }
+        "journalctl" if flag(args, &[], &["vacuum-size", "vacuum-time", "vacuum-files"]) => {
+            acc.raise(Destructive, "`journalctl --vacuum-…` deletes the host's logs")
+        }
         "journalctl" if let Some(why) = journal_secret(args) => {
             acc.raise(Config, format!("`journalctl` {why}"))
         }
@@ -1480,6 +1537,10 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                 None => acc.raise(ReadOnly, format!("`busctl {sub}` only reads")),
             }
         }
+        "networkctl" if matches!(sub, "down" | "forget") => acc.raise(
+            Destructive,
+            format!("`networkctl {sub}` takes an interface away (may cut the host off)"),
+        ),
         "hostnamectl" | "timedatectl" | "localectl" | "loginctl" | "networkctl" | "resolvectl"
         | "busctl" => {
             let read = sub.is_empty()
@@ -1560,6 +1621,21 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "userdel" | "deluser" | "groupdel" | "delgroup" => {
             acc.raise(Destructive, format!("`{name}` deletes an account"))
         }
+        // A login taken away: a shell that refuses it, a locked password, an expiry.
+        "usermod"
+            if flag(args, &['L', 'e'], &["lock", "expiredate"])
+                || values(args, &['s'], &["shell"])
+                    .iter()
+                    .any(|s| s.dynamic || s.lit.ends_with("nologin") || s.lit.ends_with("false")) =>
+        {
+            acc.raise(Destructive, "`usermod` takes an account's login away")
+        }
+        "passwd" if flag(args, &['l', 'd', 'e'], &["lock", "delete", "expire"]) => {
+            acc.raise(Destructive, "`passwd` locks, deletes or expires a password")
+        }
+        "chage" if flag(args, &['E'], &["expiredate"]) => {
+            acc.raise(Destructive, "`chage -E` may expire an account now")
+        }
         "useradd" | "adduser" | "usermod" | "groupadd" | "addgroup" | "groupmod" | "passwd"
         | "chpasswd" | "chage" | "gpasswd" | "visudo" => {
             acc.raise(Config, format!("`{name}` changes accounts"))
@@ -1568,6 +1644,17 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         // Network and firewall.
         "ip" => ip(args, acc),
         "ss" => reader_unless(name, flag(args, &['K'], &["kill"]), "closes sockets", acc),
+        "route"
+            if a.iter().any(|x| matches!(*x, "del" | "delete"))
+                && a.iter().any(|x| {
+                    matches!(*x, "default" | "0.0.0.0" | "0/0" | "0.0.0.0/0" | "::/0" | "::")
+                }) =>
+        {
+            acc.raise(
+                Destructive,
+                "`route del default` takes the default route away (may cut the host off)",
+            )
+        }
         "route" => reader_unless(
             name,
             !operands(args).is_empty() && !matches!(sub, "-n"),
@@ -1599,6 +1686,21 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             ),
             _ => acc.raise(Config, "`ufw` changes firewall rules"),
         },
+        "firewall-cmd"
+            if a.iter().any(|x| {
+                let x = x.to_ascii_lowercase();
+                (x.starts_with("--set-default-zone") || x.starts_with("--set-target"))
+                    && (x.ends_with("drop") || x.ends_with("block") || x.ends_with("reject"))
+            }) || a.windows(2).any(|p| {
+                matches!(p[0], "--set-default-zone" | "--set-target")
+                    && matches!(p[1].to_ascii_lowercase().as_str(), "drop" | "block" | "reject" | "%%reject%%")
+            }) =>
+        {
+            acc.raise(
+                Destructive,
+                "`firewall-cmd` drops what no rule allows: it can lock everyone out",
+            )
+        }
         "firewall-cmd" if a.iter().any(|x| x.starts_with("--panic-on")) => acc.raise(
             Destructive,
             "`firewall-cmd --panic-on` drops every packet: it cuts the host off",
@@ -1611,10 +1713,17 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
             Destructive,
             "`ifdown` takes an interface away (may cut the host off)",
         ),
-        "nmcli"
-            if (a.contains(&"networking") && a.contains(&"off"))
-                || (a.contains(&"radio") && a.contains(&"off"))
-                || a.iter().any(|x| matches!(*x, "disconnect" | "down")) =>
+        // nmcli takes any prefix of its objects and verbs (`n of`, `c d`, `d dis`).
+        "nmcli" if {
+            let ops: Vec<&str> = operands(args);
+            let object = ops.first().copied().unwrap_or("");
+            let verb = ops.get(1).copied().unwrap_or("");
+            let is = |w: &str, name: &str| !w.is_empty() && name.starts_with(w);
+            ((is(object, "networking") || is(object, "radio"))
+                && ops.iter().skip(1).any(|w| is(w, "off") && w.len() >= 2))
+                || ((is(object, "connection") || is(object, "device"))
+                    && (is(verb, "down") || is(verb, "disconnect") || is(verb, "delete")))
+        } =>
         {
             acc.raise(
                 Destructive,
@@ -1737,7 +1846,25 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
         "dropdb" | "dropuser" => {
             acc.raise(Destructive, format!("`{name}` deletes a database or role"))
         }
-        _ => acc.raise(Config, format!("`{name}` is not known to be harmless")),
+        _ => {
+            // A program not known may run the command its arguments spell
+            // (`systemd-inhibit rm -rf /srv`, `perf stat mkfs …`): from the first word
+            // that names a program that destroys, it is judged as that command too.
+            const DESTROYS: &[&str] = &[
+                "rm", "dd", "shred", "wipefs", "mkswap", "fdisk", "sfdisk", "sgdisk", "parted",
+                "blkdiscard", "poweroff", "reboot", "halt", "shutdown", "systemctl", "kill",
+                "pkill", "killall", "userdel", "truncate", "find", "xargs", "zfs", "zpool",
+                "lvremove", "vgremove", "cryptsetup", "iptables", "nft", "ip", "ifdown",
+                "mkfs", "sh", "bash", "dash", "zsh",
+            ];
+            if let Some(at) = args.iter().position(|w| {
+                let base = w.lit.rsplit('/').next().unwrap_or("");
+                !w.dynamic && (DESTROYS.contains(&base) || base.starts_with("mkfs."))
+            }) {
+                inner_command(&args[at..], acc);
+            }
+            acc.raise(Config, format!("`{name}` is not known to be harmless"))
+        }
     }
 }
 
@@ -2085,10 +2212,25 @@ pub(super) fn deletes(command: &[Word]) -> bool {
             .any(|word| {
                 matches!(
                     word.rsplit('/').next().unwrap_or(""),
-                    "rm" | "unlink" | "shred" | "srm" | "wipe"
+                    "rm" | "unlink" | "shred" | "srm" | "wipe" | "truncate"
                 )
             })
     })
+}
+
+/// A file whose emptying or replacing takes away the operator's way in.
+fn access_file(p: &str) -> bool {
+    let p = normal(p);
+    p.ends_with("/authorized_keys")
+        || p.ends_with("/authorized_keys2")
+        || matches!(
+            p.as_str(),
+            "/etc/passwd"
+                | "/etc/shadow"
+                | "/etc/pam.d/sshd"
+                | "/etc/ssh/sshd_config"
+                | "/etc/nologin"
+        )
 }
 
 /// A redirection that writes to `target`.
@@ -2104,6 +2246,12 @@ pub fn write_target(target: &Word, acc: &mut Acc) {
         );
     } else if kernel_trigger(&target.lit) {
         acc.raise(Destructive, format!("writes to {}", target.lit));
+    } else if access_file(&target.lit) {
+        acc.wrote(&target.lit);
+        acc.raise(
+            Destructive,
+            format!("writes to {}, the way logins are let in", target.lit),
+        );
     } else if harmless_sink(&target.lit) {
         acc.raise(Low, format!("redirection to {}", target.lit));
     } else {
@@ -2267,11 +2415,17 @@ fn pattern_acts_at(p: &str) -> Option<&'static str> {
     None
 }
 
+/// Also the sysfs files whose writing suspends the host or takes a device away
+/// (`/sys/power/state`, a disk's `device/delete`, a device's `remove` or `unbind`).
 fn kernel_trigger(p: &str) -> bool {
+    let p = normal(p);
     matches!(
-        normal(p).as_str(),
-        "/proc/sysrq-trigger" | "/dev/mem" | "/dev/kmem" | "/dev/port"
-    )
+        p.as_str(),
+        "/proc/sysrq-trigger" | "/dev/mem" | "/dev/kmem" | "/dev/port" | "/sys/power/state"
+    ) || (p.starts_with("/sys/")
+        && ["/delete", "/remove", "/unbind", "/device/state", "/online"]
+            .iter()
+            .any(|end| p.ends_with(end)))
 }
 
 fn harmless_sink(p: &str) -> bool {

@@ -88,12 +88,30 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
         "emergency.service",
     ];
     // The units whose stop ends every process of the host's users or services.
+    // …or that cuts the host off, or the operator's way in.
     const SCOPES: &[&str] = &[
         "user.slice",
         "system.slice",
         "-.slice",
         "init.scope",
         "user@*.service",
+        "user-*.slice",
+        "session-*.scope",
+        "sysinit.target",
+        "basic.target",
+        "multi-user.target",
+        "network.target",
+        "network-online.target",
+        "networking.service",
+        "systemd-networkd.service",
+        "NetworkManager.service",
+        "ssh.service",
+        "sshd.service",
+        "ssh.socket",
+        "*.mount",
+        "dbus.service",
+        "dbus.socket",
+        "systemd-logind.service",
     ];
     let named = |w: &Word, among: &[&str]| {
         let unit = if w.lit.contains('.') || w.lit.contains(['*', '?', '[']) {
@@ -127,12 +145,14 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
         );
         return;
     }
-    if matches!(sub, "stop" | "kill" | "restart" | "freeze")
-        && units.iter().any(|w| named(w, SCOPES))
-    {
+    let stops = matches!(sub, "stop" | "kill" | "restart" | "freeze")
+        || (matches!(sub, "disable" | "mask") && flag(args, &[], &["now"]));
+    if stops && units.iter().any(|w| named(w, SCOPES)) {
         acc.raise(
             Destructive,
-            format!("`systemctl {sub}` of a slice or scope ends every process in it"),
+            format!(
+                "`systemctl {sub}` of a slice, scope, mount or service that every other, the network or the operator's way in needs"
+            ),
         );
         return;
     }
@@ -178,7 +198,8 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
         | "hibernate"
         | "hybrid-sleep"
         | "suspend-then-hibernate"
-        | "sleep" => acc.raise(
+        | "sleep"
+        | "exit" => acc.raise(
             Destructive,
             format!("`systemctl {sub}` takes the host down or out of service"),
         ),
@@ -246,15 +267,30 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
         !verb.is_empty() && name.starts_with(verb) && (verb != "s" || (link && name == "set"))
     };
     let route = !object.is_empty() && ("route".starts_with(object) || object == "r");
+    // A destination that is every address: a word, or zeros with a zero prefix or mask.
     let default = words.iter().any(|w| {
-        matches!(
-            *w,
-            "default" | "all" | "0/0" | "0.0.0.0/0" | "::/0" | "0" | "::"
-        )
+        matches!(*w, "default" | "all" | "any" | "0" | "::")
+            || w.split_once('/').is_some_and(|(addr, len)| {
+                addr.chars().all(|c| matches!(c, '0' | '.' | ':'))
+                    && (len.trim_start_matches('0').is_empty()
+                        || len.chars().all(|c| matches!(c, '0' | '.')))
+            })
     });
+    let address = !object.is_empty() && "address".starts_with(object);
+    let rule = !object.is_empty() && "rule".starts_with(object) && object != "r";
     let cuts = (link
         && (is("set") || is("change"))
-        && (words.contains(&"down") || words.contains(&"netns")))
+        && (words.contains(&"down")
+            || words.contains(&"netns")
+            || words
+                .windows(2)
+                .any(|p| p == ["carrier", "off"] || p == ["protodown", "on"])))
+        || (address && is("delete"))
+        || (rule
+            && (is("delete")
+                || words
+                    .iter()
+                    .any(|w| matches!(*w, "blackhole" | "prohibit" | "unreachable"))))
         || (link && is("delete"))
         || (route && (is("delete") || is("replace") || is("change")) && default);
     if is("flush") {

@@ -558,6 +558,26 @@ pub(super) fn wrapper(name: &str, args: &[Word], acc: &mut Acc) -> bool {
             {
                 acc.unread(format!("`{name} -n` names a variable the shell runs later"));
             }
+            // A reference whose target is not a plain name written here: the target, set
+            // from an expansion (or by the first assignment to a reference declared
+            // without one), may hold a subscript, evaluated when the reference is used
+            // (`declare -n r="$x"; echo "$r"` with `x='a[$(…)]'` runs the command).
+            if matches!(name, "declare" | "typeset" | "local")
+                && flag(args, &['n'], &[])
+                && operands_words(args).iter().any(|w| {
+                    w.dynamic
+                        || w.lit.split_once('=').is_none_or(|(_, target)| {
+                            target.is_empty()
+                                || !target
+                                    .chars()
+                                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        })
+                })
+            {
+                acc.unread(format!(
+                    "`{name} -n` refers to a variable named at run time, whose subscript may run a command"
+                ));
+            }
             if matches!(name, "declare" | "typeset" | "local") && flag(args, &['n'], &[]) {
                 // `typeset -n r=HOME; r=-delete`: assigning the reference assigns HOME.
                 for w in args {
