@@ -1505,8 +1505,9 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                     .is_none_or(|w| w.lit != "no") =>
         {
             // A call to a name not yet owned starts its service where the bus may
-            // (PackageKit, fwupd, UDisks2 probe the hardware as they start): systemd's own
-            // are started by their readers anyway. `tree` takes any number of services,
+            // (PackageKit, fwupd, UDisks2 probe the hardware as they start; networkd and
+            // resolved, enabled but stopped, would configure the network): systemd's own
+            // that only answer are started by their readers anyway. `tree` takes any number of services,
             // the others one, then its paths.
             let ops = operands(args);
             let named: Vec<&str> = if sub == "tree" {
@@ -1522,8 +1523,6 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                         | "org.freedesktop.hostname1"
                         | "org.freedesktop.timedate1"
                         | "org.freedesktop.locale1"
-                        | "org.freedesktop.network1"
-                        | "org.freedesktop.resolve1"
                         | "org.freedesktop.DBus"
                 )
             });
