@@ -42,6 +42,25 @@ pub const STORES: &[(&str, &str)] = &[
         "Podman, Buildah and Skopeo registry logins",
     ),
     (".config/gh", "GitHub CLI's OAuth token (hosts.yml)"),
+    (".bundle/config", "Bundler's gem-source credentials"),
+    (".yarnrc.yml", "Yarn's registry tokens (npmAuthToken)"),
+    (
+        ".config/pip/pip.conf",
+        "pip's index URLs, which carry their logins",
+    ),
+    (
+        ".pip/pip.conf",
+        "pip's index URLs, which carry their logins (its older place)",
+    ),
+    (
+        ".composer/auth.json",
+        "Composer's registry and forge tokens",
+    ),
+    (
+        ".config/composer/auth.json",
+        "Composer's registry and forge tokens",
+    ),
+    (".terraformrc", "Terraform's registry and cloud tokens"),
     (".config/hub", "hub's GitHub token"),
     (
         ".git-credentials",

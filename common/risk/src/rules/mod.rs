@@ -1526,7 +1526,21 @@ fn by_rule(name: &str, args: &[Word], acc: &mut Acc) {
                         | "org.freedesktop.DBus"
                 )
             });
+            // systemd's units' objects hold their environment and credentials as
+            // properties, which introspect and get-property print.
+            let unit_secrets = ops.iter().any(|o| o.contains("/org/freedesktop/systemd1/unit"))
+                && (sub == "introspect"
+                    || ops.iter().any(|o| {
+                        o.starts_with("Environment")
+                            || o.starts_with("SetCredential")
+                            || o.starts_with("LoadCredential")
+                            || o.starts_with("ImportCredential")
+                    }));
             match other {
+                _ if unit_secrets => acc.raise(
+                    Config,
+                    format!("`busctl {sub}` of a unit prints its environment and credentials"),
+                ),
                 Some(to) => acc.raise(
                     Config,
                     format!(

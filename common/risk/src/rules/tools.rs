@@ -172,13 +172,36 @@ pub(super) fn systemctl(args: &[Word], acc: &mut Acc) {
         );
         return;
     }
+    // PID 1 answers any caller with a unit's `Environment=` and `SetCredential=` in plain
+    // text, from a drop-in of mode 0600 too: `show` prints them unless the properties asked
+    // for leave them out.
+    if sub == "show" {
+        let asked = super::args::values(args, &['p', 'P'], &["property"]);
+        let secret = |p: &str| {
+            let p = p.trim();
+            p.is_empty()
+                || p.starts_with("Environment")
+                || p.starts_with("SetCredential")
+                || p.starts_with("ImportCredential")
+                || p.starts_with("LoadCredential")
+        };
+        if asked.is_empty()
+            || asked
+                .iter()
+                .any(|w| w.dynamic || w.lit.split(',').any(secret))
+        {
+            acc.raise(
+                Config,
+                "`systemctl show` prints a unit's environment and credentials (name the properties with -p, leaving those out)",
+            );
+            return;
+        }
+    }
     match sub {
         "" | "status" | "show" | "is-active" | "is-enabled" | "is-failed" | "is-system-running"
         | "list-units" | "list-unit-files" | "list-timers" | "list-sockets" | "list-jobs"
         | "list-dependencies" | "list-machines" | "list-automounts" | "list-paths" | "cat"
-        | "get-default" | "help" | "show-environment" => {
-            acc.raise(ReadOnly, format!("`systemctl {sub}` only reads"))
-        }
+        | "get-default" | "help" => acc.raise(ReadOnly, format!("`systemctl {sub}` only reads")),
         "start"
         | "restart"
         | "reload"
@@ -255,12 +278,98 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
     // `ip link s` is `set` (iproute2 tries it before `show`); for the other objects `s`
     // shows.
     let link = !object.is_empty() && "link".starts_with(object);
-    let reading = matches!(
-        verb,
-        "" | "show" | "sh" | "list" | "ls" | "lst" | "l" | "get" | "monitor" | "help"
-    ) || (verb == "s" && !link)
-        || verb.starts_with("dev") && object.starts_with('l')
-        || object == "-br";
+    // The objects read from the kernel's own tables. Not those reached by a generic
+    // netlink family looked up by name (l2tp, macsec, fou, ila, …): the lookup loads the
+    // family's module into the host's kernel, as root, for any caller. iproute2 takes the
+    // first object a prefix names, in its own order (`m` is maddress, `mac` macsec).
+    const TABLES: &[&str] = &[
+        "address",
+        "addrlabel",
+        "maddress",
+        "route",
+        "rule",
+        "neighbor",
+        "neighbour",
+        "ntable",
+        "ntbl",
+        "link",
+        "tunnel",
+        "tunl",
+        "tuntap",
+        "tap",
+        "token",
+        "monitor",
+        "mroute",
+        "mrule",
+        "netns",
+        "netconf",
+        "nexthop",
+        "stats",
+    ];
+    const FAMILIES: &[&str] = &[
+        "l2tp",
+        "fou",
+        "ila",
+        "macsec",
+        "tcpmetrics",
+        "tcp_metrics",
+        "xfrm",
+        "vrf",
+        "sr",
+        "mptcp",
+        "ioam",
+    ];
+    let order = |name: &str| -> usize {
+        const ORDER: &[&str] = &[
+            "address",
+            "addrlabel",
+            "maddress",
+            "route",
+            "rule",
+            "neighbor",
+            "neighbour",
+            "ntable",
+            "ntbl",
+            "link",
+            "l2tp",
+            "fou",
+            "ila",
+            "macsec",
+            "tunnel",
+            "tunl",
+            "tuntap",
+            "tap",
+            "token",
+            "tcpmetrics",
+            "tcp_metrics",
+            "monitor",
+            "xfrm",
+            "mroute",
+            "mrule",
+            "netns",
+            "netconf",
+            "vrf",
+            "sr",
+            "nexthop",
+            "mptcp",
+            "ioam",
+            "stats",
+        ];
+        ORDER.iter().position(|n| *n == name).unwrap_or(usize::MAX)
+    };
+    let named = TABLES
+        .iter()
+        .chain(FAMILIES)
+        .filter(|n| !object.is_empty() && n.starts_with(object))
+        .min_by_key(|n| order(n));
+    let table = object == "-br" || named.is_some_and(|n| TABLES.contains(n));
+    let reading = table
+        && (matches!(
+            verb,
+            "" | "show" | "sh" | "list" | "ls" | "lst" | "l" | "get" | "monitor" | "help"
+        ) || (verb == "s" && !link)
+            || verb.starts_with("dev") && object.starts_with('l')
+            || object == "-br");
     let words = lits(rest);
     // iproute2 takes any prefix of a verb (`fl`, `de`, `ch`); `s` is `set` for a link only.
     let is = |name: &str| {
