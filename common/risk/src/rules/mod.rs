@@ -2344,19 +2344,22 @@ fn normal(path: &str) -> String {
 /// reader takes its keystrokes; `/dev/mem` reads the hardware), or a stream a reader
 /// consumes (`/proc/kmsg`, a tracing `trace_pipe`), or a device's configuration space.
 pub(crate) fn acting_read(p: &str) -> Option<&'static str> {
-    // Both readings of a path: as written (`/dev/disk/../watchdog` is `/dev/watchdog`),
-    // and where it may lead whatever the directory it starts from.
+    readings(p).iter().find_map(|p| acting_at(p))
+}
+
+/// Both readings of a path: where it may lead whatever the directory it starts from
+/// ([`reached`]), and as written (`/dev/disk/../watchdog` is `/dev/watchdog`).
+fn readings(p: &str) -> [String; 2] {
     let lexical = normal(p);
     let lexical = if lexical.starts_with('/') {
         lexical
     } else {
         format!("/{lexical}")
     };
-    acting_at(&reached(p)).or_else(|| acting_at(&lexical))
+    [reached(p), lexical]
 }
 
 fn acting_at(p: &str) -> Option<&'static str> {
-    let p = p.to_string();
     if let Some(dev) = p.strip_prefix("/dev/") {
         let plain = dev.is_empty()
             || dev.starts_with("shm/")
@@ -2373,7 +2376,7 @@ fn acting_at(p: &str) -> Option<&'static str> {
                     | "tty"
             )
             || dev.starts_with("fd/")
-            || block_device(&p);
+            || block_device(p);
         return (!plain).then_some("a device, which opening or reading acts on");
     }
     if p == "/dev" {
@@ -2396,13 +2399,7 @@ fn acting_at(p: &str) -> Option<&'static str> {
 /// matched a directory at a time, as the shell expands one (`*` never spans a `/`); a
 /// relative one is judged from `/`, as [`reached`] takes a relative name.
 pub(crate) fn pattern_acts(p: &str) -> Option<&'static str> {
-    let lexical = normal(p);
-    let lexical = if lexical.starts_with('/') {
-        lexical
-    } else {
-        format!("/{lexical}")
-    };
-    pattern_acts_at(&reached(p)).or_else(|| pattern_acts_at(&lexical))
+    readings(p).iter().find_map(|p| pattern_acts_at(p))
 }
 
 fn pattern_acts_at(p: &str) -> Option<&'static str> {

@@ -282,87 +282,48 @@ pub(super) fn ip(args: &[Word], acc: &mut Acc) {
     // netlink family looked up by name (l2tp, macsec, fou, ila, …): the lookup loads the
     // family's module into the host's kernel, as root, for any caller. iproute2 takes the
     // first object a prefix names, in its own order (`m` is maddress, `mac` macsec).
-    const TABLES: &[&str] = &[
-        "address",
-        "addrlabel",
-        "maddress",
-        "route",
-        "rule",
-        "neighbor",
-        "neighbour",
-        "ntable",
-        "ntbl",
-        "link",
-        "tunnel",
-        "tunl",
-        "tuntap",
-        "tap",
-        "token",
-        "monitor",
-        "mroute",
-        "mrule",
-        "netns",
-        "netconf",
-        "nexthop",
-        "stats",
+    // iproute2's objects in its own order, each with whether it is read from a kernel table
+    // (`false`: a generic netlink family).
+    const OBJECTS: &[(&str, bool)] = &[
+        ("address", true),
+        ("addrlabel", true),
+        ("maddress", true),
+        ("route", true),
+        ("rule", true),
+        ("neighbor", true),
+        ("neighbour", true),
+        ("ntable", true),
+        ("ntbl", true),
+        ("link", true),
+        ("l2tp", false),
+        ("fou", false),
+        ("ila", false),
+        ("macsec", false),
+        ("tunnel", true),
+        ("tunl", true),
+        ("tuntap", true),
+        ("tap", true),
+        ("token", true),
+        ("tcpmetrics", false),
+        ("tcp_metrics", false),
+        ("monitor", true),
+        ("xfrm", false),
+        ("mroute", true),
+        ("mrule", true),
+        ("netns", true),
+        ("netconf", true),
+        ("vrf", false),
+        ("sr", false),
+        ("nexthop", true),
+        ("mptcp", false),
+        ("ioam", false),
+        ("stats", true),
     ];
-    const FAMILIES: &[&str] = &[
-        "l2tp",
-        "fou",
-        "ila",
-        "macsec",
-        "tcpmetrics",
-        "tcp_metrics",
-        "xfrm",
-        "vrf",
-        "sr",
-        "mptcp",
-        "ioam",
-    ];
-    let order = |name: &str| -> usize {
-        const ORDER: &[&str] = &[
-            "address",
-            "addrlabel",
-            "maddress",
-            "route",
-            "rule",
-            "neighbor",
-            "neighbour",
-            "ntable",
-            "ntbl",
-            "link",
-            "l2tp",
-            "fou",
-            "ila",
-            "macsec",
-            "tunnel",
-            "tunl",
-            "tuntap",
-            "tap",
-            "token",
-            "tcpmetrics",
-            "tcp_metrics",
-            "monitor",
-            "xfrm",
-            "mroute",
-            "mrule",
-            "netns",
-            "netconf",
-            "vrf",
-            "sr",
-            "nexthop",
-            "mptcp",
-            "ioam",
-            "stats",
-        ];
-        ORDER.iter().position(|n| *n == name).unwrap_or(usize::MAX)
-    };
-    let named = TABLES
-        .iter()
-        .chain(FAMILIES)
-        .filter(|n| !object.is_empty() && n.starts_with(object))
-        .min_by_key(|n| order(n));
-    let table = object == "-br" || named.is_some_and(|n| TABLES.contains(n));
+    let table = object == "-br"
+        || OBJECTS
+            .iter()
+            .find(|(name, _)| !object.is_empty() && name.starts_with(object))
+            .is_some_and(|(_, table)| *table);
     let reading = table
         && (matches!(
             verb,
